@@ -1,0 +1,1059 @@
+/* glibc ptmalloc walker.
+ *
+ * Layouts come from the DWARF of libc's debug file (glibc malloc/malloc.c,
+ * malloc/arena.c); the constants below are glibc's own, not layouts.
+ *
+ *   arena (struct malloc_state)         chunk (struct malloc_chunk)
+ *     fastbinsY[NFASTBINS]  heads         +0  mchunk_prev_size (belongs to
+ *     top                                      the previous chunk when that
+ *     bins[NBINS*2-2]  fd/bk pairs             one is in use)
+ *     next  ->  ring of arenas            +8  mchunk_size | A|M|P flag bits
+ *     system_mem                          +16 fd  (user memory starts here)
+ *                                         +24 bk ...
+ *   main arena: one heap from mp_.sbrk_base up to the top chunk's end.
+ *   other arenas: heaps of heap_max bytes, aligned to heap_max; a heap_info
+ *   at the start of each (ar_ptr, prev, size), the first one followed by the
+ *   arena itself.  The top chunk lies in the newest heap.
+ *
+ * A chunk is in use when the next chunk has PREV_INUSE, except chunks in
+ * fastbins and thread caches, which keep the bit set.  Fastbin fd and tcache
+ * next pointers are safe-linked (glibc >= 2.32): stored = (&field >> 12) ^ p.
+ */
+#include "analyzers/glibc.h"
+
+#include <elf.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	PREV_INUSE = 1,
+	IS_MMAPPED = 2,
+	NON_MAIN_ARENA = 4,
+	SIZE_BITS = 7,
+	MINSIZE = 32,
+	ALIGN = 16,
+	NONCONTIGUOUS_BIT = 2,
+	MAX_ARENAS = 1 << 16,
+	MAX_HEAPS_PER_ARENA = 1 << 16,
+};
+#define HEAP_MAX_DEFAULT (64ull << 20)  /* 2 * DEFAULT_MMAP_THRESHOLD_MAX */
+
+/* ---- a set of chunk addresses (open addressing; 0 is the empty key) ---- */
+struct chunkset {
+	uint64_t *keys;
+	uint8_t *vals;
+	size_t cap, n;
+};
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+static struct hs_error *set_grow(struct chunkset *s)
+{
+	size_t cap = s->cap ? 2 * s->cap : 1024;
+	uint64_t *k = calloc(cap, sizeof(*k));
+	uint8_t *v = calloc(cap, 1);
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return &hs_error_nomem;
+	}
+	for (size_t i = 0; i < s->cap; i++) {
+		if (!s->keys[i])
+			continue;
+		size_t j = hash64(s->keys[i]) & (cap - 1);
+		while (k[j])
+			j = (j + 1) & (cap - 1);
+		k[j] = s->keys[i];
+		v[j] = s->vals[i];
+	}
+	free(s->keys);
+	free(s->vals);
+	s->keys = k;
+	s->vals = v;
+	s->cap = cap;
+	return NULL;
+}
+
+/* Inserts key; *fresh says whether it was new. */
+static struct hs_error *set_add(struct chunkset *s, uint64_t key, uint8_t val,
+				bool *fresh)
+{
+	if ((s->n + 1) * 2 > s->cap) {
+		struct hs_error *err = set_grow(s);
+		if (err)
+			return err;
+	}
+	size_t j = hash64(key) & (s->cap - 1);
+	while (s->keys[j]) {
+		if (s->keys[j] == key) {
+			*fresh = false;
+			return NULL;
+		}
+		j = (j + 1) & (s->cap - 1);
+	}
+	s->keys[j] = key;
+	s->vals[j] = val;
+	s->n++;
+	*fresh = true;
+	return NULL;
+}
+
+static int set_get(const struct chunkset *s, uint64_t key)
+{
+	if (!s->cap)
+		return -1;
+	size_t j = hash64(key) & (s->cap - 1);
+	while (s->keys[j]) {
+		if (s->keys[j] == key)
+			return s->vals[j];
+		j = (j + 1) & (s->cap - 1);
+	}
+	return -1;
+}
+
+static void set_free(struct chunkset *s)
+{
+	free(s->keys);
+	free(s->vals);
+}
+
+/* ---- the walker ---- */
+
+struct range {
+	uint64_t start, end;
+};
+
+struct gl {
+	const struct hs_core *core;
+	struct hs_dwarf *dw;
+	struct hs_log *log;
+	struct hs_module *libc;
+	struct hs_heap *heap;
+
+	/* struct malloc_state */
+	uint64_t ms_size, ms_flags, ms_fastbins, nfastbins, ms_top, ms_bins,
+		nbins, ms_next, ms_system_mem, ms_attached;
+	/* struct malloc_chunk */
+	uint64_t mc_size, mc_fd, mc_bk;
+	/* heap_info */
+	uint64_t hi_sizeof, hi_ar_ptr, hi_prev, hi_size;
+	/* struct malloc_par */
+	uint64_t mp_sbrk_base, mp_n_mmaps, mp_mmapped_mem, mp_hp_pagesize;
+	bool has_hp_pagesize;
+	/* tcache_perthread_struct */
+	uint64_t tc_counts, tc_count_size, tc_entries, tc_nbins;
+	bool has_tcache;
+
+	uint64_t main_arena, mp;
+	uint64_t heap_max;
+	uint64_t page;
+
+	struct chunkset special;      /* fastbin/tcache/internal chunks */
+	struct range *covered;        /* arena heaps */
+	size_t ncovered;
+	uint64_t walk_top_seen;
+};
+
+static struct hs_error *layout_member(struct gl *g, const struct hs_layout *l,
+				      const char *member, uint64_t *off,
+				      uint64_t *size)
+{
+	(void)g;
+	return hs_layout_member(l, member, off, size);
+}
+
+static struct hs_error *libc_layout(struct gl *g, const char *name,
+				    const struct hs_layout **l)
+{
+	return hs_dwarf_layout(g->dw, g->libc, name, l);
+}
+
+static struct hs_error *load_layouts(struct gl *g)
+{
+	struct hs_error *err;
+	const struct hs_layout *ms, *mc, *hi, *mp, *tc;
+	uint64_t sz;
+	if ((err = libc_layout(g, "struct malloc_state", &ms)) ||
+	    (err = libc_layout(g, "struct malloc_chunk", &mc)) ||
+	    (err = libc_layout(g, "heap_info", &hi)) ||
+	    (err = libc_layout(g, "struct malloc_par", &mp)))
+		return err;
+	g->ms_size = ms->size;
+	g->hi_sizeof = hi->size;
+	if ((err = layout_member(g, ms, "flags", &g->ms_flags, NULL)) ||
+	    (err = layout_member(g, ms, "fastbinsY", &g->ms_fastbins, &sz)))
+		return err;
+	g->nfastbins = sz / 8;
+	if ((err = layout_member(g, ms, "top", &g->ms_top, NULL)) ||
+	    (err = layout_member(g, ms, "bins", &g->ms_bins, &sz)))
+		return err;
+	g->nbins = sz / 16 + 1;  /* bins[NBINS * 2 - 2] */
+	if ((err = layout_member(g, ms, "next", &g->ms_next, NULL)) ||
+	    (err = layout_member(g, ms, "system_mem", &g->ms_system_mem, NULL)) ||
+	    (err = layout_member(g, ms, "attached_threads", &g->ms_attached, NULL)) ||
+	    (err = layout_member(g, mc, "mchunk_size", &g->mc_size, NULL)) ||
+	    (err = layout_member(g, mc, "fd", &g->mc_fd, NULL)) ||
+	    (err = layout_member(g, mc, "bk", &g->mc_bk, NULL)) ||
+	    (err = layout_member(g, hi, "ar_ptr", &g->hi_ar_ptr, NULL)) ||
+	    (err = layout_member(g, hi, "prev", &g->hi_prev, NULL)) ||
+	    (err = layout_member(g, hi, "size", &g->hi_size, NULL)) ||
+	    (err = layout_member(g, mp, "sbrk_base", &g->mp_sbrk_base, NULL)) ||
+	    (err = layout_member(g, mp, "n_mmaps", &g->mp_n_mmaps, NULL)) ||
+	    (err = layout_member(g, mp, "mmapped_mem", &g->mp_mmapped_mem, NULL)))
+		return err;
+	if (g->mc_fd != 16 || g->mc_size != 8)
+		return hs_error_create(HS_ERR_UNSUPPORTED,
+				       "unexpected struct malloc_chunk layout (fd at %llu)",
+				       (unsigned long long)g->mc_fd);
+	/* glibc 2.35 added hp_pagesize; heaps are 4 huge pages when it is set. */
+	err = layout_member(g, mp, "hp_pagesize", &g->mp_hp_pagesize, NULL);
+	g->has_hp_pagesize = !err;
+	hs_error_destroy(err);
+	/* tcache exists since 2.26 */
+	err = libc_layout(g, "tcache_perthread_struct", &tc);
+	if (!err) {
+		uint64_t csz, esz;
+		if ((err = layout_member(g, tc, "counts", &g->tc_counts, &csz)) ||
+		    (err = layout_member(g, tc, "entries", &g->tc_entries, &esz)))
+			return err;
+		g->tc_nbins = esz / 8;
+		g->tc_count_size = g->tc_nbins ? csz / g->tc_nbins : 0;
+		if (g->tc_count_size != 1 && g->tc_count_size != 2)
+			return hs_error_create(HS_ERR_UNSUPPORTED,
+					       "unexpected tcache_perthread_struct layout");
+		g->has_tcache = true;
+	} else if (err->code == HS_ERR_NOT_FOUND) {
+		hs_error_destroy(err);
+	} else {
+		return err;
+	}
+	return NULL;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+static bool rd64(struct gl *g, uint64_t addr, uint64_t *v)
+{
+	return hs_core_read_u64(g->core, addr, v);
+}
+
+/* Safe-linking (glibc >= 2.32): REVEAL_PTR. */
+static uint64_t reveal(uint64_t field_addr, uint64_t stored)
+{
+	return (field_addr >> 12) ^ stored;
+}
+
+/* Upper bound for list walks: no list holds more chunks than fit in the
+ * dumped memory. */
+static uint64_t list_bound(const struct hs_core *core)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < core->nsegs; i++)
+		total += core->segs[i].memsz;
+	return total / MINSIZE + 1;
+}
+
+struct arena_stats {
+	uint64_t nfast, fastavail, nblocks, avail;
+};
+
+/* Fastbins: collect their chunks (free despite PREV_INUSE) and count them
+ * as int_mallinfo does. */
+static struct hs_error *read_fastbins(struct gl *g, uint64_t arena,
+				      const uint8_t *buf, size_t idx,
+				      struct arena_stats *st)
+{
+	uint64_t bound = list_bound(g->core);
+	for (uint64_t i = 0; i < g->nfastbins; i++) {
+		uint64_t p;
+		memcpy(&p, buf + g->ms_fastbins + 8 * i, 8);
+		uint64_t n = 0;
+		while (p) {
+			uint64_t size, fd;
+			if (p & (ALIGN - 1)) {
+				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu holds a misaligned chunk %#llx; rest of that list ignored",
+					    idx, (unsigned long long)arena,
+					    (unsigned long long)i, (unsigned long long)p);
+				g->heap->partial = true;
+				break;
+			}
+			if (!rd64(g, p + g->mc_size, &size) ||
+			    !rd64(g, p + g->mc_fd, &fd)) {
+				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu points to %#llx, which is not in the core; rest of that list ignored",
+					    idx, (unsigned long long)arena,
+					    (unsigned long long)i, (unsigned long long)p);
+				g->heap->partial = true;
+				break;
+			}
+			bool fresh;
+			struct hs_error *err = set_add(&g->special, p,
+						       HS_WHERE_FASTBIN, &fresh);
+			if (err)
+				return err;
+			if (!fresh || ++n > bound) {
+				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu has a loop at chunk %#llx; list cut there",
+					    idx, (unsigned long long)arena,
+					    (unsigned long long)i, (unsigned long long)p);
+				g->heap->partial = true;
+				break;
+			}
+			st->nfast++;
+			st->fastavail += size & ~(uint64_t)SIZE_BITS;
+			p = reveal(p + g->mc_fd, fd);
+		}
+	}
+	return NULL;
+}
+
+/* Regular bins (unsorted, small, large), as int_mallinfo counts them. */
+static void count_bins(struct gl *g, uint64_t arena, size_t idx,
+		       struct arena_stats *st)
+{
+	uint64_t bound = list_bound(g->core);
+	for (uint64_t i = 1; i < g->nbins; i++) {
+		/* bin_at(av, i): a fake chunk whose fd/bk are bins[2i-2..] */
+		uint64_t b = arena + g->ms_bins + (i - 1) * 16 - g->mc_fd;
+		uint64_t p;
+		if (!rd64(g, b + g->mc_bk, &p))
+			return;
+		uint64_t n = 0;
+		while (p != b) {
+			uint64_t size;
+			if (++n > bound || !rd64(g, p + g->mc_size, &size) ||
+			    !rd64(g, p + g->mc_bk, &p)) {
+				hs_log_warn(g->log, "arena %zu (%#llx): bin %llu is broken (a loop or a pointer out of the core); mallinfo2 counts are partial",
+					    idx, (unsigned long long)arena,
+					    (unsigned long long)i);
+				g->heap->partial = true;
+				break;
+			}
+			st->nblocks++;
+			st->avail += size & ~(uint64_t)SIZE_BITS;
+		}
+	}
+}
+
+static struct hs_error *add_covered(struct gl *g, uint64_t start, uint64_t end)
+{
+	struct range *r = realloc(g->covered, (g->ncovered + 1) * sizeof(*r));
+	if (!r)
+		return &hs_error_nomem;
+	g->covered = r;
+	g->covered[g->ncovered++] = (struct range){start, end};
+	return NULL;
+}
+
+/* Walks chunks from start up to top or end.  Returns true when it reached
+ * top (or a fencepost that ends the segment). */
+static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
+				    uint64_t end, uint64_t top,
+				    struct hs_arena *ar, bool *reached_top)
+{
+	struct hs_error *err = hs_heap_begin_run(g->heap);
+	if (err)
+		return err;
+	*reached_top = false;
+	if ((err = add_covered(g, start, end)))
+		return err;
+	uint64_t p = start;
+	const struct hs_core_segment *seg = hs_core_find_segment(g->core, start);
+	const uint8_t *base = NULL;
+	uint64_t base_lo = 0, base_hi = 0;
+	if (seg && seg->avail) {
+		base = g->core->data + seg->offset;
+		base_lo = seg->vaddr;
+		base_hi = seg->vaddr + seg->avail;
+	}
+	while (p < end) {
+		if (p == top) {
+			*reached_top = true;
+			break;
+		}
+		uint64_t size, nsize;
+		if (p + 16 <= base_hi && p >= base_lo)
+			memcpy(&size, base + (p + g->mc_size - base_lo), 8);
+		else if (!rd64(g, p + g->mc_size, &size)) {
+			hs_log_warn(g->log, "arena %zu: chunk at %#llx is not in the core (truncated?); rest of this heap skipped",
+				    idx, (unsigned long long)p);
+			ar->partial = g->heap->partial = true;
+			break;
+		}
+		uint64_t csz = size & ~(uint64_t)SIZE_BITS;
+		if (csz == 16 || csz == 0) {
+			/* fencepost: the end of a heap or of a non-contiguous
+			 * main-arena segment */
+			*reached_top = false;
+			return NULL;
+		}
+		if (csz < MINSIZE || (csz & (ALIGN - 1)) || csz > end - p ||
+		    (size & IS_MMAPPED)) {
+			hs_log_warn(g->log, "arena %zu: impossible chunk size %#llx at %#llx; rest of this heap skipped",
+				    idx, (unsigned long long)size,
+				    (unsigned long long)p);
+			ar->partial = g->heap->partial = true;
+			break;
+		}
+		uint64_t next = p + csz;
+		bool inuse = true;
+		if (next < end) {
+			if (next + 16 <= base_hi && next >= base_lo)
+				memcpy(&nsize, base + (next + g->mc_size - base_lo), 8);
+			else if (!rd64(g, next + g->mc_size, &nsize))
+				nsize = PREV_INUSE;
+			inuse = nsize & PREV_INUSE;
+		}
+		int special = g->special.n ? set_get(&g->special, p) : -1;
+		enum hs_where where = special >= 0 ? (enum hs_where)special :
+			inuse ? HS_WHERE_HEAP : HS_WHERE_BIN;
+		if (special == HS_WHERE_FASTBIN || special == HS_WHERE_TCACHE) {
+			if (!inuse)
+				hs_log_warn(g->log, "arena %zu: chunk %#llx is in a %s list but marked free in the heap",
+					    idx, (unsigned long long)p,
+					    hs_where_names[special]);
+		}
+		struct hs_alloc a = {
+			.addr = p + 16,
+			.size = csz - 8,
+			.where = where,
+			.arena = idx,
+			.hdr = 8,
+		};
+		if ((err = hs_heap_add(g->heap, &a)))
+			return err;
+		if (hs_alloc_state(&a) == HS_STATE_USED) {
+			ar->used_count++;
+			ar->used_bytes += csz;
+		} else {
+			ar->free_count++;
+			ar->free_bytes += csz;
+		}
+		p = next;
+	}
+	return NULL;
+}
+
+static struct hs_error *add_top(struct gl *g, size_t idx, uint64_t top,
+				uint64_t top_size, struct hs_arena *ar)
+{
+	if (top_size < MINSIZE)
+		return NULL;  /* an exhausted top has no room to list */
+	struct hs_alloc a = {
+		.addr = top + 16,
+		.size = top_size - 16,
+		.where = HS_WHERE_TOP,
+		.arena = idx,
+		.hdr = 8,
+		.pad = 0,
+	};
+	ar->free_count++;
+	ar->free_bytes += top_size;
+	return hs_heap_add(g->heap, &a);
+}
+
+static struct hs_error *walk_main_arena(struct gl *g, const uint8_t *buf,
+					struct hs_arena *ar)
+{
+	struct hs_error *err;
+	uint64_t sbrk_base;
+	if (!rd64(g, g->mp + g->mp_sbrk_base, &sbrk_base)) {
+		hs_log_warn(g->log, "mp_ is not in the core: the main heap cannot be walked");
+		ar->partial = g->heap->partial = true;
+		return NULL;
+	}
+	if (!sbrk_base)
+		return NULL;  /* malloc never used brk */
+	uint64_t start = align_up(sbrk_base, ALIGN);
+	const struct hs_core_segment *seg = hs_core_find_segment(g->core, start);
+	if (!seg) {
+		hs_log_warn(g->log, "the main heap at %#llx is not in the core",
+			    (unsigned long long)start);
+		ar->partial = g->heap->partial = true;
+		return NULL;
+	}
+	uint64_t seg_end = seg->vaddr + seg->memsz;
+	uint64_t top = ar->top, end;
+	bool top_ok = top >= start && top < seg_end && !(top & (ALIGN - 1)) &&
+		ar->top_size >= 16 && ar->top_size <= seg_end - top;
+	uint32_t flags;
+	memcpy(&flags, buf + g->ms_flags, 4);
+	if (top_ok) {
+		end = top + ar->top_size;
+	} else {
+		if (!(flags & NONCONTIGUOUS_BIT) ||
+		    !hs_core_find_segment(g->core, top))
+			hs_log_warn(g->log, "main arena: top chunk %#llx (size %#llx) is out of range of the main heap %#llx-%#llx; walking to the end of the heap mapping",
+				    (unsigned long long)top,
+				    (unsigned long long)ar->top_size,
+				    (unsigned long long)start,
+				    (unsigned long long)seg_end);
+		end = seg_end;
+	}
+	bool reached;
+	if ((err = walk_chunks(g, 0, start, end, top_ok ? top : 0, ar, &reached)))
+		return err;
+	ar->nheaps = 1;
+	if (reached) {
+		if ((err = add_top(g, 0, top, ar->top_size, ar)))
+			return err;
+	} else if (top_ok || !(flags & NONCONTIGUOUS_BIT)) {
+		if (!ar->partial)
+			hs_log_warn(g->log, "main arena: the walk from %#llx did not reach the top chunk %#llx",
+				    (unsigned long long)start,
+				    (unsigned long long)top);
+		ar->partial = g->heap->partial = true;
+	}
+	if ((flags & NONCONTIGUOUS_BIT) && !top_ok) {
+		/* The main arena grew by mmap after brk failed: the top lives
+		 * in another mapping.  Walk it from the start of its segment. */
+		const struct hs_core_segment *ts = hs_core_find_segment(g->core, top);
+		if (ts && top + ar->top_size <= ts->vaddr + ts->memsz) {
+			uint64_t s = align_up(ts->vaddr, ALIGN);
+			if ((err = walk_chunks(g, 0, s, top + ar->top_size, top,
+					       ar, &reached)))
+				return err;
+			ar->nheaps++;
+			if (reached) {
+				if ((err = add_top(g, 0, top, ar->top_size, ar)))
+					return err;
+			} else {
+				hs_log_warn(g->log, "main arena is non-contiguous and its top segment could not be walked");
+				ar->partial = g->heap->partial = true;
+			}
+		}
+	}
+	return NULL;
+}
+
+static struct hs_error *walk_other_arena(struct gl *g, uint64_t arena,
+					 size_t idx, struct hs_arena *ar)
+{
+	struct hs_error *err;
+	uint64_t top = ar->top;
+	uint64_t h = top & ~(g->heap_max - 1);
+	uint64_t nheaps = 0;
+	bool first_heap = true;
+	while (h) {
+		if (++nheaps > MAX_HEAPS_PER_ARENA) {
+			hs_log_warn(g->log, "arena %zu (%#llx): heap list too long or looping; cut",
+				    idx, (unsigned long long)arena);
+			ar->partial = g->heap->partial = true;
+			break;
+		}
+		uint64_t ar_ptr, prev, hsize;
+		if (!rd64(g, h + g->hi_ar_ptr, &ar_ptr) ||
+		    !rd64(g, h + g->hi_prev, &prev) ||
+		    !rd64(g, h + g->hi_size, &hsize)) {
+			hs_log_warn(g->log, "arena %zu (%#llx): heap_info at %#llx is not in the core",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)h);
+			ar->partial = g->heap->partial = true;
+			break;
+		}
+		if (ar_ptr != arena || hsize > g->heap_max ||
+		    hsize < g->hi_sizeof || (prev & (g->heap_max - 1))) {
+			hs_log_warn(g->log, "arena %zu (%#llx): heap_info at %#llx is inconsistent (ar_ptr %#llx, size %#llx, prev %#llx)",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)h,
+				    (unsigned long long)ar_ptr,
+				    (unsigned long long)hsize,
+				    (unsigned long long)prev);
+			ar->partial = g->heap->partial = true;
+			break;
+		}
+		uint64_t start = h + g->hi_sizeof;
+		if (!prev)  /* the arena's first heap holds the arena too */
+			start += g->ms_size;
+		start = align_up(start, ALIGN);
+		uint64_t end = h + hsize;
+		bool has_top = top >= start && top < end;
+		if (first_heap && !has_top) {
+			hs_log_warn(g->log, "arena %zu (%#llx): top chunk %#llx is not in its heap %#llx",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)top, (unsigned long long)h);
+			ar->partial = g->heap->partial = true;
+			break;
+		}
+		if (has_top && ar->top_size > end - top) {
+			hs_log_warn(g->log, "arena %zu (%#llx): top chunk size %#llx runs past its heap's end",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)ar->top_size);
+			ar->partial = g->heap->partial = true;
+			has_top = false;
+		}
+		bool reached;
+		if ((err = walk_chunks(g, idx, start, end, has_top ? top : 0, ar,
+				       &reached)))
+			return err;
+		if (has_top && reached &&
+		    (err = add_top(g, idx, top, ar->top_size, ar)))
+			return err;
+		if (has_top && !reached && !ar->partial) {
+			hs_log_warn(g->log, "arena %zu: the walk of heap %#llx did not reach the top chunk",
+				    idx, (unsigned long long)h);
+			ar->partial = g->heap->partial = true;
+		}
+		first_heap = false;
+		ar->nheaps++;
+		h = prev;
+	}
+	return NULL;
+}
+
+/* The offset of libc's `tcache` TLS variable from the thread pointer: the
+ * GOT slot that the initial-exec code reads, relocated by R_X86_64_TPOFF64
+ * with symbol 0 and addend = the variable's offset in libc's TLS block. */
+static bool tcache_tpoff(struct gl *g, int64_t *tpoff)
+{
+	uint64_t value;
+	bool is_tls;
+	struct hs_error *err = hs_dwarf_symbol(g->dw, g->libc, "tcache", &value,
+					       NULL, &is_tls);
+	if (err || !is_tls) {
+		hs_error_destroy(err);
+		return false;
+	}
+	uint64_t bias;
+	Elf *elf = hs_dwarf_module_elf(g->dw, g->libc, &bias);
+	if (!elf)
+		return false;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			if (!gelf_getrela(d, (int)i, &r))
+				break;
+			if (GELF_R_TYPE(r.r_info) != R_X86_64_TPOFF64 ||
+			    GELF_R_SYM(r.r_info) != 0 ||
+			    (uint64_t)r.r_addend != value)
+				continue;
+			uint64_t slot;
+			if (!rd64(g, r.r_offset + bias, &slot))
+				return false;
+			*tpoff = (int64_t)slot;
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct hs_error *read_tcaches(struct gl *g)
+{
+	if (!g->has_tcache)
+		return NULL;
+	int64_t tpoff;
+	if (!tcache_tpoff(g, &tpoff)) {
+		hs_log_warn(g->log, "cannot locate the thread-local tcache pointer in %s: chunks held by thread caches are listed as used",
+			    g->libc->name);
+		g->heap->partial = true;
+		return NULL;
+	}
+	uint64_t bound = list_bound(g->core);
+	for (size_t t = 0; t < g->core->nthreads; t++) {
+		const struct hs_core_thread *th = &g->core->threads[t];
+		uint64_t fs = th->regs[HS_REG_FS_BASE], tc;
+		if (!fs)
+			continue;
+		if (!rd64(g, fs + (uint64_t)tpoff, &tc)) {
+			hs_log_warn(g->log, "thread %d: its tcache pointer at %#llx is not in the core",
+				    th->tid, (unsigned long long)(fs + (uint64_t)tpoff));
+			g->heap->partial = true;
+			continue;
+		}
+		if (!tc)
+			continue;  /* this thread never allocated */
+		bool fresh;
+		struct hs_error *err = set_add(&g->special, tc - 16,
+					       HS_WHERE_INTERNAL, &fresh);
+		if (err)
+			return err;
+		if (!fresh)
+			continue;
+		g->heap->ntcaches++;
+		for (uint64_t i = 0; i < g->tc_nbins; i++) {
+			uint64_t count = 0, e;
+			if (!hs_core_read_quiet(g->core, tc + g->tc_counts + i * g->tc_count_size,
+						&count, g->tc_count_size) ||
+			    !rd64(g, tc + g->tc_entries + 8 * i, &e)) {
+				hs_log_warn(g->log, "thread %d: its tcache at %#llx is not in the core",
+					    th->tid, (unsigned long long)tc);
+				g->heap->partial = true;
+				break;
+			}
+			uint64_t n = 0;
+			while (e) {
+				uint64_t next;
+				if ((e & (ALIGN - 1)) || !rd64(g, e, &next)) {
+					hs_log_warn(g->log, "thread %d: tcache bin %llu holds a bad entry %#llx; rest of that list ignored",
+						    th->tid, (unsigned long long)i,
+						    (unsigned long long)e);
+					g->heap->partial = true;
+					break;
+				}
+				if ((err = set_add(&g->special, e - 16,
+						   HS_WHERE_TCACHE, &fresh)))
+					return err;
+				if (!fresh || ++n > bound) {
+					hs_log_warn(g->log, "thread %d: tcache bin %llu has a loop at %#llx; list cut there",
+						    th->tid, (unsigned long long)i,
+						    (unsigned long long)e);
+					g->heap->partial = true;
+					break;
+				}
+				e = reveal(e, next);
+			}
+			if (n != count && !g->heap->partial)
+				hs_log_warn(g->log, "thread %d: tcache bin %llu lists %llu chunks, its count says %llu",
+					    th->tid, (unsigned long long)i,
+					    (unsigned long long)n,
+					    (unsigned long long)count);
+		}
+	}
+	return NULL;
+}
+
+static bool covered(const struct gl *g, uint64_t start, uint64_t end,
+		    uint64_t *skip_to)
+{
+	for (size_t i = 0; i < g->ncovered; i++) {
+		if (start < g->covered[i].end && end > g->covered[i].start) {
+			*skip_to = g->covered[i].end;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* _int_memalign of an mmapped chunk writes a new header k bytes in, with
+ * prev_size = k and size = S - k, and leaves the old header (prev_size 0,
+ * size S) at the mapping's start.  Given such a candidate at *q, look for
+ * the real header inside it and move to it. */
+static void find_memalign_header(const uint8_t *data, uint64_t lo,
+				 uint64_t hi, uint64_t *q, uint64_t *prev,
+				 uint64_t *csz)
+{
+	uint64_t start = *q, size = *csz;
+	uint64_t end = start + size < hi ? start + size : hi;
+	for (uint64_t p = start + 16; p + 16 <= end; p += 16) {
+		uint64_t w0, w1, k = p - start;
+		memcpy(&w0, data + (p - lo), 8);
+		if (w0 != k)
+			continue;
+		memcpy(&w1, data + (p - lo) + 8, 8);
+		if (w1 == ((size - k) | IS_MMAPPED)) {
+			*q = p;
+			*prev = k;
+			*csz = size - k;
+			return;
+		}
+	}
+}
+
+/* Mmapped chunks are linked nowhere: scan anonymous writable memory that
+ * is neither an arena heap nor a thread stack for their headers.  After
+ * memalign the header may sit k bytes into the mapping, with prev_size == k
+ * (glibc _int_memalign); so the mapping starts at chunk - prev_size and ends
+ * at chunk + size, both page aligned. */
+static struct hs_error *scan_mmapped(struct gl *g)
+{
+	struct hs_error *err = hs_heap_begin_run(g->heap);
+	if (err)
+		return err;
+	for (size_t t = 0; t < g->core->nthreads; t++) {
+		const struct hs_core_segment *s = hs_core_find_segment(
+			g->core, g->core->threads[t].regs[HS_REG_RSP]);
+		if (s && (err = add_covered(g, s->vaddr, s->vaddr + s->memsz)))
+			return err;
+	}
+	uint64_t page = g->page;
+	for (size_t i = 0; i < g->core->nsegs; i++) {
+		const struct hs_core_segment *s = &g->core->segs[i];
+		if (!(s->flags & HS_SEG_W) || s->file >= 0 || !s->avail)
+			continue;
+		const uint8_t *data = g->core->data + s->offset;
+		uint64_t lo = s->vaddr, hi = s->vaddr + s->avail;
+		uint64_t q = align_up(lo, ALIGN);
+		while (q + 16 <= hi) {
+			uint64_t skip;
+			if (covered(g, q, q + 16, &skip)) {
+				q = align_up(skip > q ? skip : q + 16, ALIGN);
+				continue;
+			}
+			uint64_t prev, size;
+			memcpy(&prev, data + (q - lo), 8);
+			memcpy(&size, data + (q - lo) + 8, 8);
+			uint64_t csz = size & ~(uint64_t)SIZE_BITS;
+			if ((size & SIZE_BITS) != IS_MMAPPED || csz < MINSIZE ||
+			    (prev & (ALIGN - 1)) || prev > q - lo ||
+			    ((q - prev) & (page - 1)) ||
+			    ((prev + csz) & (page - 1)) ||
+			    csz > s->vaddr + s->memsz - q ||
+			    covered(g, q - prev, q + csz, &skip)) {
+				q += 16;
+				continue;
+			}
+			if (prev == 0)
+				find_memalign_header(data, lo, s->vaddr + s->avail,
+						     &q, &prev, &csz);
+			struct hs_alloc a = {
+				.addr = q + 16,
+				.size = csz - 16,
+				.where = HS_WHERE_MMAPPED,
+				.arena = HS_ARENA_NONE,
+				.hdr = (uint32_t)(16 + prev),
+			};
+			if ((err = hs_heap_add(g->heap, &a)))
+				return err;
+			g->heap->mmap_count++;
+			g->heap->mmap_bytes += prev + csz;
+			q += csz;
+		}
+	}
+	if (g->heap->mmap_count != g->heap->mmap_expected ||
+	    g->heap->mmap_bytes != g->heap->mmap_expected_bytes) {
+		hs_log_warn(g->log, "found %llu mmapped chunks (%llu bytes), glibc counts %llu (%llu bytes)",
+			    (unsigned long long)g->heap->mmap_count,
+			    (unsigned long long)g->heap->mmap_bytes,
+			    (unsigned long long)g->heap->mmap_expected,
+			    (unsigned long long)g->heap->mmap_expected_bytes);
+		g->heap->partial = true;
+	}
+	return NULL;
+}
+
+static char *glibc_version(struct gl *g, char **package_version)
+{
+	char *s = hs_dwarf_find_string(g->dw, g->libc, "GNU C Library (");
+	if (!s)
+		return NULL;
+	/* "GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release
+	 * version 2.36." */
+	char *ver = NULL;
+	const char *r = strstr(s, "release version ");
+	if (r) {
+		r += strlen("release version ");
+		size_t n = strspn(r, "0123456789.");
+		while (n && r[n - 1] == '.')
+			n--;
+		ver = strndup(r, n);
+	}
+	if (package_version) {
+		*package_version = NULL;
+		const char *open = strchr(s, '('), *close = open ? strchr(open, ')') : NULL;
+		if (open && close) {
+			const char *sp = close;
+			while (sp > open && sp[-1] != ' ')
+				sp--;
+			*package_version = strndup(sp, (size_t)(close - sp));
+		}
+	}
+	free(s);
+	return ver;
+}
+
+static bool find_main_arena(struct hs_dwarf *dw, struct hs_module *m,
+			    uint64_t *arena, uint64_t *mp)
+{
+	struct hs_error *err = hs_dwarf_symbol(dw, m, "main_arena", arena, NULL,
+					       NULL);
+	if (!err)
+		err = hs_dwarf_symbol(dw, m, "mp_", mp, NULL, NULL);
+	bool ok = !err;
+	hs_error_destroy(err);
+	return ok;
+}
+
+bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc)
+{
+	*libc = hs_dwarf_find_module(dw, "libc.so");
+	if (*libc)
+		return true;
+	/* static executables carry their own malloc */
+	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
+		struct hs_module *m = hs_dwarf_module(dw, i);
+		uint64_t a, p;
+		if (find_main_arena(dw, m, &a, &p)) {
+			*libc = m;
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct hs_error *no_debuginfo(struct gl *g, const char *why)
+{
+	char *pkg = NULL;
+	char *ver = glibc_version(g, &pkg);
+	struct hs_error *err = hs_error_create(
+		HS_ERR_NO_DEBUGINFO,
+		"%s (build-id %s%s%s): %s, so the malloc heap cannot be read; install its debug info (Debian: apt-get install libc6-dbg%s%s), pass --debug-dir DIR, or set DEBUGINFOD_URLS",
+		g->libc->name, g->libc->build_id ? g->libc->build_id : "unknown",
+		ver ? ", glibc " : "", ver ? ver : "", why, pkg ? "=" : "",
+		pkg ? pkg : "");
+	free(pkg);
+	free(ver);
+	return err;
+}
+
+static struct hs_error *walk(struct gl *g)
+{
+	struct hs_error *err;
+	hs_dwarf_check_debug(g->dw, g->libc);
+	if (!find_main_arena(g->dw, g->libc, &g->main_arena, &g->mp))
+		return no_debuginfo(g, g->libc->debug_source == HS_DEBUG_NONE ?
+				    "no debug info" :
+				    "its symbols main_arena and mp_ are missing");
+	if ((err = load_layouts(g))) {
+		if (err->code == HS_ERR_NO_DEBUGINFO) {
+			hs_error_destroy(err);
+			return no_debuginfo(g, "no DWARF for its malloc types");
+		}
+		return err;
+	}
+	g->heap->version = glibc_version(g, NULL);
+	g->heap_max = HEAP_MAX_DEFAULT;
+	if (g->has_hp_pagesize) {
+		uint64_t hp;
+		if (rd64(g, g->mp + g->mp_hp_pagesize, &hp) && hp &&
+		    !(hp & (hp - 1)))
+			g->heap_max = 4 * hp;
+	}
+	uint64_t v;
+	if (rd64(g, g->mp + g->mp_n_mmaps, &v))
+		g->heap->mmap_expected = (uint32_t)v;  /* int n_mmaps */
+	if (rd64(g, g->mp + g->mp_mmapped_mem, &v))
+		g->heap->mmap_expected_bytes = v;
+
+	/* Thread caches first: their chunks look in use in the heap. */
+	if ((err = read_tcaches(g)))
+		return err;
+
+	uint8_t *buf = malloc(g->ms_size);
+	if (!buf)
+		return &hs_error_nomem;
+	struct hs_mallinfo2 mi = {0};
+	uint64_t arena = g->main_arena;
+	size_t idx = 0;
+	struct chunkset seen = {0};
+	do {
+		bool fresh;
+		if ((err = set_add(&seen, arena, 0, &fresh)))
+			goto out;
+		if (!fresh || idx >= MAX_ARENAS) {
+			hs_log_warn(g->log, "the arena ring loops without returning to main_arena (at %#llx); cut",
+				    (unsigned long long)arena);
+			g->heap->partial = true;
+			break;
+		}
+		if ((err = hs_core_read(g->core, arena, buf, g->ms_size))) {
+			hs_log_warn(g->log, "arena %zu at %#llx: %s", idx,
+				    (unsigned long long)arena, err->message);
+			hs_error_destroy(err);
+			err = NULL;
+			g->heap->partial = true;
+			break;
+		}
+		struct hs_arena ar = {.addr = arena, .main = idx == 0};
+		memcpy(&ar.top, buf + g->ms_top, 8);
+		memcpy(&ar.system_mem, buf + g->ms_system_mem, 8);
+		uint64_t att = 0;
+		memcpy(&att, buf + g->ms_attached, 8);
+		ar.attached_threads = (uint32_t)att;
+		if (!rd64(g, ar.top + g->mc_size, &ar.top_size))
+			ar.top_size = 0;
+		ar.top_size &= ~(uint64_t)SIZE_BITS;
+
+		struct arena_stats st = {.nblocks = 1, .avail = ar.top_size};
+		if ((err = read_fastbins(g, arena, buf, idx, &st)))
+			goto out;
+		count_bins(g, arena, idx, &st);
+		/* int_mallinfo (malloc.c) */
+		mi.smblks += st.nfast;
+		mi.ordblks += st.nblocks;
+		mi.fordblks += st.avail + st.fastavail;
+		mi.uordblks += ar.system_mem - (st.avail + st.fastavail);
+		mi.arena += ar.system_mem;
+		mi.fsmblks += st.fastavail;
+		if (idx == 0)
+			mi.keepcost = ar.top_size;
+
+		size_t ai;
+		if ((err = hs_heap_add_arena(g->heap, &ar, &ai)))
+			goto out;
+		memcpy(&arena, buf + g->ms_next, 8);
+		idx++;
+	} while (arena != g->main_arena);
+	mi.hblks = g->heap->mmap_expected;
+	mi.hblkhd = g->heap->mmap_expected_bytes;
+	g->heap->mallinfo2 = mi;
+	g->heap->has_mallinfo2 = true;
+
+	/* Now the chunks, arena by arena (fastbins of all arenas are known). */
+	for (size_t i = 0; i < g->heap->narenas; i++) {
+		struct hs_arena *ar = &g->heap->arenas[i];
+		if ((err = hs_core_read(g->core, ar->addr, buf, g->ms_size))) {
+			hs_error_destroy(err);
+			err = NULL;
+			continue;
+		}
+		if (i == 0)
+			err = walk_main_arena(g, buf, ar);
+		else
+			err = walk_other_arena(g, ar->addr, i, ar);
+		if (err)
+			goto out;
+		hs_log_progress(g->log, "walking arenas", i + 1, g->heap->narenas);
+	}
+	hs_log_progress_end(g->log);
+	if ((err = scan_mmapped(g)))
+		goto out;
+	err = hs_heap_finish(g->heap);
+	if (err && err->code != HS_ERR_NOMEM) {
+		hs_log_warn(g->log, "%s", err->message);
+		hs_error_destroy(err);
+		err = NULL;
+		g->heap->partial = true;
+	}
+out:
+	set_free(&seen);
+	free(buf);
+	return err;
+}
+
+struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
+			       struct hs_log *log, struct hs_heap **ret)
+{
+	struct gl g = {.core = core, .dw = dw, .log = log, .page = core->page_size};
+	if (!hs_glibc_detect(dw, &g.libc))
+		return hs_error_create(HS_ERR_NOT_FOUND,
+				       "no glibc malloc in this core (no libc module, no main_arena symbol)");
+	g.heap = hs_heap_create("glibc");
+	if (!g.heap)
+		return &hs_error_nomem;
+	struct hs_error *err = walk(&g);
+	set_free(&g.special);
+	free(g.covered);
+	if (err) {
+		hs_heap_destroy(g.heap);
+		return err;
+	}
+	*ret = g.heap;
+	return NULL;
+}

@@ -1,0 +1,169 @@
+#include "analyzers/heap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const hs_where_names[HS_WHERE_COUNT] = {
+	[HS_WHERE_HEAP] = "heap",
+	[HS_WHERE_MMAPPED] = "mmapped",
+	[HS_WHERE_INTERNAL] = "internal",
+	[HS_WHERE_BIN] = "bin",
+	[HS_WHERE_FASTBIN] = "fastbin",
+	[HS_WHERE_TCACHE] = "tcache",
+	[HS_WHERE_TOP] = "top",
+};
+
+struct hs_heap *hs_heap_create(const char *allocator)
+{
+	struct hs_heap *heap = calloc(1, sizeof(*heap));
+	if (heap)
+		heap->allocator = allocator;
+	return heap;
+}
+
+void hs_heap_destroy(struct hs_heap *heap)
+{
+	if (!heap)
+		return;
+	free(heap->allocs);
+	free(heap->runs);
+	free(heap->arenas);
+	free(heap->version);
+	free(heap);
+}
+
+struct hs_error *hs_heap_begin_run(struct hs_heap *heap)
+{
+	if (heap->nruns && heap->runs[heap->nruns - 1] == heap->nallocs)
+		return NULL;  /* previous run is empty: reuse it */
+	if (heap->nruns == heap->runcap) {
+		size_t cap = heap->runcap ? 2 * heap->runcap : 16;
+		size_t *r = realloc(heap->runs, cap * sizeof(*r));
+		if (!r)
+			return &hs_error_nomem;
+		heap->runs = r;
+		heap->runcap = cap;
+	}
+	heap->runs[heap->nruns++] = heap->nallocs;
+	return NULL;
+}
+
+struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a)
+{
+	if (heap->nallocs == heap->cap) {
+		size_t cap = heap->cap ? heap->cap + heap->cap / 2 : 1024;
+		struct hs_alloc *n = realloc(heap->allocs, cap * sizeof(*n));
+		if (!n)
+			return &hs_error_nomem;
+		heap->allocs = n;
+		heap->cap = cap;
+	}
+	if (!heap->nruns) {
+		struct hs_error *err = hs_heap_begin_run(heap);
+		if (err)
+			return err;
+	}
+	heap->allocs[heap->nallocs++] = *a;
+	return NULL;
+}
+
+struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
+				   const struct hs_arena *a, size_t *ret)
+{
+	struct hs_arena *n = realloc(heap->arenas,
+				     (heap->narenas + 1) * sizeof(*n));
+	if (!n)
+		return &hs_error_nomem;
+	heap->arenas = n;
+	heap->arenas[heap->narenas] = *a;
+	if (ret)
+		*ret = heap->narenas;
+	heap->narenas++;
+	return NULL;
+}
+
+struct run {
+	size_t start, len;
+	uint64_t first;
+};
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct run *x = a, *y = b;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int cmp_alloc(const void *a, const void *b)
+{
+	const struct hs_alloc *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static bool sorted(const struct hs_alloc *a, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (a[i - 1].addr >= a[i].addr)
+			return false;
+	return true;
+}
+
+struct hs_error *hs_heap_finish(struct hs_heap *heap)
+{
+	size_t n = heap->nallocs;
+	if (sorted(heap->allocs, n))
+		goto check;
+	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));
+	struct hs_alloc *out = malloc((n ? n : 1) * sizeof(*out));
+	if (!runs || !out) {
+		free(runs);
+		free(out);
+		return &hs_error_nomem;
+	}
+	size_t nr = 0;
+	for (size_t i = 0; i < heap->nruns; i++) {
+		size_t s = heap->runs[i];
+		size_t e = i + 1 < heap->nruns ? heap->runs[i + 1] : n;
+		if (e > s)
+			runs[nr++] = (struct run){s, e - s, heap->allocs[s].addr};
+	}
+	qsort(runs, nr, sizeof(*runs), cmp_run);
+	size_t k = 0;
+	for (size_t i = 0; i < nr; i++) {
+		memcpy(out + k, heap->allocs + runs[i].start,
+		       runs[i].len * sizeof(*out));
+		k += runs[i].len;
+	}
+	free(runs);
+	free(heap->allocs);
+	heap->allocs = out;
+	heap->cap = n ? n : 1;
+	if (!sorted(out, n))  /* runs interleave: only a corrupt heap does that */
+		qsort(out, n, sizeof(*out), cmp_alloc);
+check:
+	for (size_t i = 1; i < n; i++) {
+		const struct hs_alloc *p = &heap->allocs[i - 1], *q = &heap->allocs[i];
+		if (p->addr + p->size + p->pad > q->addr - q->hdr) {
+			return hs_error_create(HS_ERR_CORRUPT,
+					       "blocks at %#llx and %#llx overlap",
+					       (unsigned long long)p->addr,
+					       (unsigned long long)q->addr);
+		}
+	}
+	return NULL;
+}
+
+const struct hs_alloc *hs_heap_find(const struct hs_heap *heap, uint64_t addr)
+{
+	size_t lo = 0, hi = heap->nallocs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct hs_alloc *a = &heap->allocs[mid];
+		if (addr < a->addr)
+			hi = mid;
+		else if (addr - a->addr >= (a->size ? a->size : 1))
+			lo = mid + 1;
+		else
+			return a;
+	}
+	return NULL;
+}

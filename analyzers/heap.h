@@ -1,0 +1,98 @@
+/* The allocator-neutral heap model: every block an allocator walker found,
+ * in one array sorted by address.  Index = allocation id.
+ *
+ * Walkers fill it through hs_heap_add(), one sorted run per heap segment;
+ * hs_heap_finish() orders the runs (they do not overlap in a sane heap) in
+ * O(n), falling back to a full sort when they interleave.
+ */
+#ifndef HS_HEAP_H
+#define HS_HEAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/error.h"
+
+enum hs_state {
+	HS_STATE_USED = 0,
+	HS_STATE_FREE = 1,
+};
+
+/* Where a block sits: the allocator's own classification. */
+enum hs_where {
+	HS_WHERE_HEAP,      /* used chunk in an arena heap */
+	HS_WHERE_MMAPPED,   /* used, directly mmapped */
+	HS_WHERE_INTERNAL,  /* used by the allocator itself (tcache struct) */
+	HS_WHERE_BIN,       /* free, in a regular bin (unsorted/small/large) */
+	HS_WHERE_FASTBIN,   /* free, in a fastbin */
+	HS_WHERE_TCACHE,    /* free, in a thread cache */
+	HS_WHERE_TOP,       /* free, the top chunk (wilderness) */
+	HS_WHERE_COUNT
+};
+extern const char *const hs_where_names[HS_WHERE_COUNT];
+
+enum { HS_ARENA_NONE = 0xffff };
+
+struct hs_alloc {
+	uint64_t addr;              /* user address */
+	uint64_t size : 44;         /* usable bytes */
+	uint64_t where : 4;         /* enum hs_where */
+	uint64_t arena : 16;        /* arena index, HS_ARENA_NONE if none */
+	uint32_t hdr;               /* bytes of header before addr */
+	uint32_t pad;               /* bytes of the block after addr + size */
+};
+
+static inline enum hs_state hs_alloc_state(const struct hs_alloc *a)
+{
+	return a->where >= HS_WHERE_BIN ? HS_STATE_FREE : HS_STATE_USED;
+}
+
+/* glibc's struct mallinfo2, as mallinfo2() would have returned it. */
+struct hs_mallinfo2 {
+	uint64_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks,
+		uordblks, fordblks, keepcost;
+};
+
+struct hs_arena {
+	uint64_t addr;              /* struct malloc_state address */
+	uint64_t top;               /* top chunk */
+	uint64_t top_size;
+	uint64_t system_mem;
+	uint32_t nheaps;            /* heap segments walked */
+	uint32_t attached_threads;
+	uint64_t used_count, used_bytes, free_count, free_bytes;
+	bool main;
+	bool partial;               /* walk stopped early (see warnings) */
+};
+
+struct hs_heap {
+	const char *allocator;      /* "glibc" */
+	char *version;              /* allocator version, if known */
+	struct hs_alloc *allocs;
+	size_t nallocs, cap;
+	size_t *runs;               /* start index of each sorted run */
+	size_t nruns, runcap;
+	struct hs_arena *arenas;
+	size_t narenas;
+	bool has_mallinfo2;
+	struct hs_mallinfo2 mallinfo2;
+	uint64_t mmap_count, mmap_bytes;           /* found by the scan */
+	uint64_t mmap_expected, mmap_expected_bytes; /* what mp_ says */
+	uint32_t ntcaches;          /* thread caches read */
+	bool partial;               /* some part could not be walked */
+};
+
+struct hs_heap *hs_heap_create(const char *allocator);
+void hs_heap_destroy(struct hs_heap *heap);
+/* Starts a new sorted run (each heap segment walks in address order). */
+struct hs_error *hs_heap_begin_run(struct hs_heap *heap);
+struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a);
+struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
+				   const struct hs_arena *a, size_t *ret);
+/* Sorts by address; overlapping blocks are an error (corrupt walk). */
+struct hs_error *hs_heap_finish(struct hs_heap *heap);
+/* The allocation containing addr (user range [addr, addr+size)), or NULL. */
+const struct hs_alloc *hs_heap_find(const struct hs_heap *heap, uint64_t addr);
+
+#endif

@@ -1,0 +1,608 @@
+#include "formats/dwarf.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const hs_debug_source_names[] = {
+	[HS_DEBUG_NONE] = "none",
+	[HS_DEBUG_SELF] = "self",
+	[HS_DEBUG_BUILD_ID] = "build-id",
+	[HS_DEBUG_DEBUG_DIR] = "debug-dir",
+	[HS_DEBUG_DEBUGINFOD] = "debuginfod",
+	[HS_DEBUG_OTHER] = "other",
+};
+
+struct layout_cache_entry {
+	struct hs_module *mod;
+	struct hs_layout layout;
+	bool missing;           /* looked up and not found */
+};
+
+struct hs_dwarf {
+	Dwfl_Callbacks callbacks;
+	char *debuginfo_path;
+	char *sysroot;
+	char *debug_dir;
+	Dwfl *dwfl;
+	Elf *core_elf;
+	int core_fd;
+	struct hs_log *log;
+	struct hs_module *mods;
+	size_t nmods;
+	struct layout_cache_entry *layouts;
+	size_t nlayouts;
+};
+
+static struct hs_error *dwfl_err(const char *what)
+{
+	return hs_error_create(HS_ERR_DWARF, "%s: %s", what, dwfl_errmsg(-1));
+}
+
+/* Build-id of an ELF file, compared with the one the core recorded. */
+static bool build_id_matches(Dwfl_Module *mod, Elf *elf)
+{
+	const unsigned char *want;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(mod, &want, &vaddr);
+	if (n <= 0)
+		return true;  /* nothing to compare with: accept */
+	const void *have;
+	ssize_t m = dwelf_elf_gnu_build_id(elf, &have);
+	return m == n && memcmp(have, want, (size_t)n) == 0;
+}
+
+/* find_elf: under --sysroot first (checked by build-id), then libdwfl's own
+ * build-id search (debug directories, debuginfod).  Module userdata is set
+ * to the hs_dwarf right after reporting. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+		    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	struct hs_dwarf *dw = userdata ? *userdata : NULL;
+	if (dw && dw->sysroot && modname && modname[0] == '/') {
+		char *path;
+		if (asprintf(&path, "%s%s", dw->sysroot, modname) >= 0) {
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+				if (elf && build_id_matches(mod, elf)) {
+					*file_name = path;
+					*elfp = elf;
+					return fd;
+				}
+				elf_end(elf);
+				close(fd);
+			}
+			free(path);
+		}
+	}
+	int fd = dwfl_build_id_find_elf(mod, userdata, modname, base,
+					file_name, elfp);
+	if (fd >= 0 || *elfp)
+		return fd;
+	/* The path the core names, if it still holds the same build. */
+	if (modname && modname[0] == '/' && !(dw && dw->sysroot)) {
+		fd = open(modname, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+			if (elf && build_id_matches(mod, elf)) {
+				*file_name = strdup(modname);
+				*elfp = elf;
+				return fd;
+			}
+			elf_end(elf);
+			close(fd);
+		}
+	}
+	return -1;
+}
+
+static char *hexdup(const unsigned char *p, int n)
+{
+	char *s = malloc(2 * (size_t)n + 1);
+	if (!s)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		sprintf(s + 2 * i, "%02x", p[i]);
+	s[2 * n] = 0;
+	return s;
+}
+
+struct collect_arg {
+	struct hs_dwarf *dw;
+	struct hs_error *err;
+};
+
+static int collect_module(Dwfl_Module *mod, void **userdata, const char *name,
+			  Dwarf_Addr start, void *varg)
+{
+	struct collect_arg *arg = varg;
+	struct hs_dwarf *dw = arg->dw;
+	*userdata = dw;
+	struct hs_module *m = realloc(dw->mods, (dw->nmods + 1) * sizeof(*m));
+	if (!m) {
+		arg->err = &hs_error_nomem;
+		return DWARF_CB_ABORT;
+	}
+	dw->mods = m;
+	m = &dw->mods[dw->nmods++];
+	memset(m, 0, sizeof(*m));
+	m->mod = mod;
+	m->name = strdup(name ? name : "?");
+	Dwarf_Addr end;
+	dwfl_module_info(mod, NULL, NULL, &end, NULL, NULL, NULL, NULL);
+	m->start = start;
+	m->end = end;
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (n > 0)
+		m->build_id = hexdup(bits, n);
+	if (!m->name || (n > 0 && !m->build_id)) {
+		arg->err = &hs_error_nomem;
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
+
+static int cmp_mod(const void *a, const void *b)
+{
+	const struct hs_module *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+struct hs_error *hs_dwarf_create(const struct hs_core *core,
+				 const struct hs_dwarf_options *opts,
+				 struct hs_log *log, struct hs_dwarf **ret)
+{
+	struct hs_error *err = NULL;
+	struct hs_dwarf *dw = calloc(1, sizeof(*dw));
+	if (!dw)
+		return &hs_error_nomem;
+	dw->core_fd = -1;
+	dw->log = log;
+	if (opts->sysroot && !(dw->sysroot = strdup(opts->sysroot)))
+		goto nomem;
+	if (opts->debug_dir && !(dw->debug_dir = strdup(opts->debug_dir)))
+		goto nomem;
+	/* Leading '-': no CRC checks (build-ids are checked instead). */
+	if (asprintf(&dw->debuginfo_path, "-%s%s%s%s:.debug:/usr/lib/debug",
+		     opts->debug_dir ? ":" : "",
+		     opts->debug_dir ? opts->debug_dir : "",
+		     opts->sysroot ? ":" : "",
+		     opts->sysroot ? opts->sysroot : "") < 0) {
+		dw->debuginfo_path = NULL;
+		goto nomem;
+	}
+	if (opts->sysroot) {
+		char *p;
+		if (asprintf(&p, "%s:%s/usr/lib/debug", dw->debuginfo_path,
+			     opts->sysroot) < 0)
+			goto nomem;
+		free(dw->debuginfo_path);
+		dw->debuginfo_path = p;
+	}
+	dw->callbacks.find_elf = find_elf;
+	dw->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	dw->callbacks.debuginfo_path = &dw->debuginfo_path;
+
+	elf_version(EV_CURRENT);
+	dw->dwfl = dwfl_begin(&dw->callbacks);
+	if (!dw->dwfl) {
+		err = dwfl_err("dwfl_begin");
+		goto fail;
+	}
+	dw->core_fd = open(core->path, O_RDONLY | O_CLOEXEC);
+	if (dw->core_fd < 0) {
+		err = hs_error_errno(errno, "%s", core->path);
+		goto fail;
+	}
+	dw->core_elf = elf_begin(dw->core_fd, ELF_C_READ_MMAP, NULL);
+	if (!dw->core_elf) {
+		err = hs_error_create(HS_ERR_FORMAT, "%s: %s", core->path,
+				      elf_errmsg(-1));
+		goto fail;
+	}
+	dwfl_report_begin(dw->dwfl);
+	int n = dwfl_core_file_report(dw->dwfl, dw->core_elf, opts->exe);
+	if (n < 0)
+		hs_log_warn(log, "%s: cannot list the modules: %s", core->path,
+			    dwfl_errmsg(-1));
+	if (dwfl_report_end(dw->dwfl, NULL, NULL) != 0) {
+		err = dwfl_err("dwfl_report_end");
+		goto fail;
+	}
+	struct collect_arg arg = {.dw = dw};
+	dwfl_getmodules(dw->dwfl, collect_module, &arg, 0);
+	if (arg.err) {
+		err = arg.err;
+		goto fail;
+	}
+	qsort(dw->mods, dw->nmods, sizeof(*dw->mods), cmp_mod);
+	/* The executable: the module that contains AT_ENTRY. */
+	uint64_t entry;
+	if (hs_core_auxv(core, 9 /* AT_ENTRY */, &entry)) {
+		struct hs_module *m = hs_dwarf_module_at(dw, entry);
+		if (m)
+			m->is_exe = true;
+	}
+	if (opts->exe) {
+		bool found = false;
+		for (size_t i = 0; i < dw->nmods; i++)
+			found |= dw->mods[i].is_exe;
+		if (!found)
+			hs_log_warn(log, "--exe %s: no module of the core matches it",
+				    opts->exe);
+	}
+	for (size_t i = 0; i < dw->nmods; i++) {
+		struct hs_module *m = &dw->mods[i];
+		GElf_Addr bias;
+		if (dwfl_module_getelf(m->mod, &bias)) {
+			const char *mainfile = NULL;
+			dwfl_module_info(m->mod, NULL, NULL, NULL, NULL, NULL,
+					 &mainfile, NULL);
+			m->bias = bias;
+			if (mainfile && !(m->elf_path = strdup(mainfile)))
+				goto nomem;
+		}
+	}
+	*ret = dw;
+	return NULL;
+nomem:
+	err = &hs_error_nomem;
+fail:
+	hs_dwarf_destroy(dw);
+	return err;
+}
+
+void hs_dwarf_destroy(struct hs_dwarf *dw)
+{
+	if (!dw)
+		return;
+	for (size_t i = 0; i < dw->nlayouts; i++) {
+		struct hs_layout *l = &dw->layouts[i].layout;
+		for (size_t j = 0; j < l->nfields; j++)
+			free(l->fields[j].name);
+		free(l->fields);
+		free(l->name);
+	}
+	free(dw->layouts);
+	for (size_t i = 0; i < dw->nmods; i++) {
+		free(dw->mods[i].name);
+		free(dw->mods[i].build_id);
+		free(dw->mods[i].elf_path);
+		free(dw->mods[i].debug_path);
+	}
+	free(dw->mods);
+	if (dw->dwfl)
+		dwfl_end(dw->dwfl);
+	if (dw->core_elf)
+		elf_end(dw->core_elf);
+	if (dw->core_fd >= 0)
+		close(dw->core_fd);
+	free(dw->debuginfo_path);
+	free(dw->sysroot);
+	free(dw->debug_dir);
+	free(dw);
+}
+
+size_t hs_dwarf_num_modules(const struct hs_dwarf *dw)
+{
+	return dw->nmods;
+}
+
+struct hs_module *hs_dwarf_module(struct hs_dwarf *dw, size_t i)
+{
+	return i < dw->nmods ? &dw->mods[i] : NULL;
+}
+
+struct hs_module *hs_dwarf_find_module(struct hs_dwarf *dw, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	for (size_t i = 0; i < dw->nmods; i++) {
+		const char *base = strrchr(dw->mods[i].name, '/');
+		base = base ? base + 1 : dw->mods[i].name;
+		if (!strncmp(base, prefix, n))
+			return &dw->mods[i];
+	}
+	return NULL;
+}
+
+struct hs_module *hs_dwarf_module_at(struct hs_dwarf *dw, uint64_t addr)
+{
+	for (size_t i = 0; i < dw->nmods; i++)
+		if (addr >= dw->mods[i].start && addr < dw->mods[i].end)
+			return &dw->mods[i];
+	return NULL;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return prefix && !strncmp(s, prefix, strlen(prefix));
+}
+
+void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m)
+{
+	if (m->debug_checked)
+		return;
+	m->debug_checked = true;
+	Dwarf_Addr bias;
+	if (!dwfl_module_getdwarf(m->mod, &bias)) {
+		m->debug_source = HS_DEBUG_NONE;
+		return;
+	}
+	const char *mainfile = NULL, *debugfile = NULL;
+	dwfl_module_info(m->mod, NULL, NULL, NULL, NULL, NULL, &mainfile,
+			 &debugfile);
+	if (!debugfile || (mainfile && !strcmp(debugfile, mainfile))) {
+		m->debug_source = HS_DEBUG_SELF;
+		debugfile = mainfile;
+	} else if (has_prefix(debugfile, dw->debug_dir))
+		m->debug_source = HS_DEBUG_DEBUG_DIR;
+	else if (strstr(debugfile, "/debuginfod_client/"))
+		m->debug_source = HS_DEBUG_DEBUGINFOD;
+	else if (strstr(debugfile, "/.build-id/"))
+		m->debug_source = HS_DEBUG_BUILD_ID;
+	else
+		m->debug_source = HS_DEBUG_OTHER;
+	if (debugfile)
+		m->debug_path = strdup(debugfile);
+}
+
+struct hs_error *hs_dwarf_symbol(struct hs_dwarf *dw, struct hs_module *m,
+				 const char *name, uint64_t *value,
+				 uint64_t *size, bool *is_tls)
+{
+	(void)dw;
+	int n = dwfl_module_getsymtab(m->mod);
+	for (int i = 0; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *s = dwfl_module_getsym_info(m->mod, i, &sym, &addr,
+							NULL, NULL, NULL);
+		if (!s || strcmp(s, name) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		bool tls = GELF_ST_TYPE(sym.st_info) == STT_TLS;
+		if (value)
+			*value = tls ? sym.st_value : addr;
+		if (size)
+			*size = sym.st_size;
+		if (is_tls)
+			*is_tls = tls;
+		return NULL;
+	}
+	return hs_error_create(HS_ERR_NOT_FOUND, "symbol %s not found in %s%s",
+			       name, m->name,
+			       n <= 0 ? " (no symbol table)" : "");
+}
+
+bool hs_dwarf_symbolize(struct hs_dwarf *dw, uint64_t addr, const char **name,
+			uint64_t *offset, struct hs_module **modp)
+{
+	struct hs_module *m = hs_dwarf_module_at(dw, addr);
+	if (!m)
+		return false;
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *s = dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL,
+					     NULL, NULL);
+	if (!s)
+		return false;
+	*name = s;
+	*offset = off;
+	if (modp)
+		*modp = m;
+	return true;
+}
+
+/* ---- type layouts ---- */
+
+static bool die_is_decl(Dwarf_Die *die)
+{
+	bool flag = false;
+	Dwarf_Attribute attr;
+	if (dwarf_attr(die, DW_AT_declaration, &attr))
+		dwarf_formflag(&attr, &flag);
+	return flag;
+}
+
+/* Looks among the top-level DIEs of cu for a definition of the named type.
+ * kind: DW_TAG_structure_type, DW_TAG_union_type, or 0 for "a typedef or
+ * an aggregate of that name". */
+static bool find_in_cu(Dwarf_Die *cu, int kind, const char *name,
+		       Dwarf_Die *ret)
+{
+	Dwarf_Die child;
+	if (dwarf_child(cu, &child) != 0)
+		return false;
+	do {
+		int tag = dwarf_tag(&child);
+		if (kind ? tag != kind :
+		    (tag != DW_TAG_typedef && tag != DW_TAG_structure_type &&
+		     tag != DW_TAG_union_type))
+			continue;
+		const char *n = dwarf_diename(&child);
+		if (!n || strcmp(n, name) || die_is_decl(&child))
+			continue;
+		Dwarf_Die t = child;
+		if (tag == DW_TAG_typedef) {
+			if (dwarf_peel_type(&child, &t) != 0)
+				continue;
+			tag = dwarf_tag(&t);
+			if ((tag != DW_TAG_structure_type &&
+			     tag != DW_TAG_union_type) || die_is_decl(&t))
+				continue;
+		}
+		*ret = t;
+		return true;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+static struct hs_error *add_fields(struct hs_layout *l, Dwarf_Die *agg,
+				   uint64_t base)
+{
+	Dwarf_Die member;
+	if (dwarf_child(agg, &member) != 0)
+		return NULL;
+	do {
+		if (dwarf_tag(&member) != DW_TAG_member)
+			continue;
+		Dwarf_Word off = 0;
+		Dwarf_Attribute attr;
+		if (dwarf_attr(&member, DW_AT_data_member_location, &attr) &&
+		    dwarf_formudata(&attr, &off) != 0)
+			continue;  /* location expressions: not in C structs */
+		Dwarf_Die type;
+		Dwarf_Word size = 0;
+		if (dwarf_attr(&member, DW_AT_type, &attr) &&
+		    dwarf_formref_die(&attr, &type))
+			dwarf_aggregate_size(&type, &size);
+		const char *name = dwarf_diename(&member);
+		if (!name) {
+			/* anonymous struct/union: its members are ours */
+			Dwarf_Die peeled;
+			if (dwarf_attr(&member, DW_AT_type, &attr) &&
+			    dwarf_formref_die(&attr, &type) &&
+			    dwarf_peel_type(&type, &peeled) == 0) {
+				struct hs_error *err = add_fields(l, &peeled,
+								  base + off);
+				if (err)
+					return err;
+			}
+			continue;
+		}
+		struct hs_layout_field *f = realloc(l->fields,
+						    (l->nfields + 1) * sizeof(*f));
+		if (!f)
+			return &hs_error_nomem;
+		l->fields = f;
+		f = &l->fields[l->nfields];
+		f->name = strdup(name);
+		if (!f->name)
+			return &hs_error_nomem;
+		f->offset = base + off;
+		f->size = size;
+		l->nfields++;
+	} while (dwarf_siblingof(&member, &member) == 0);
+	return NULL;
+}
+
+struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
+				 const char *name,
+				 const struct hs_layout **ret)
+{
+	for (size_t i = 0; i < dw->nlayouts; i++) {
+		struct layout_cache_entry *e = &dw->layouts[i];
+		if (e->mod == m && !strcmp(e->layout.name, name)) {
+			if (e->missing)
+				break;
+			*ret = &e->layout;
+			return NULL;
+		}
+	}
+	int kind = 0;
+	const char *bare = name;
+	if (!strncmp(name, "struct ", 7)) {
+		kind = DW_TAG_structure_type;
+		bare = name + 7;
+	} else if (!strncmp(name, "union ", 6)) {
+		kind = DW_TAG_union_type;
+		bare = name + 6;
+	}
+	Dwarf_Addr bias;
+	if (!dwfl_module_getdwarf(m->mod, &bias))
+		return hs_error_create(HS_ERR_NO_DEBUGINFO,
+				       "no DWARF for %s (build-id %s)", m->name,
+				       m->build_id ? m->build_id : "unknown");
+	Dwarf_Die *cu = NULL, found;
+	bool ok = false;
+	while (!ok && (cu = dwfl_module_nextcu(m->mod, cu, &bias)))
+		ok = find_in_cu(cu, kind, bare, &found);
+	if (!ok)
+		return hs_error_create(HS_ERR_NOT_FOUND,
+				       "type %s not found in the DWARF of %s",
+				       name, m->name);
+	struct layout_cache_entry *e = realloc(dw->layouts,
+					       (dw->nlayouts + 1) * sizeof(*e));
+	if (!e)
+		return &hs_error_nomem;
+	dw->layouts = e;
+	e = &dw->layouts[dw->nlayouts];
+	memset(e, 0, sizeof(*e));
+	e->mod = m;
+	e->layout.name = strdup(name);
+	if (!e->layout.name)
+		return &hs_error_nomem;
+	dw->nlayouts++;
+	Dwarf_Word size = 0;
+	dwarf_aggregate_size(&found, &size);
+	e->layout.size = size;
+	struct hs_error *err = add_fields(&e->layout, &found, 0);
+	if (err)
+		return err;
+	*ret = &e->layout;
+	return NULL;
+}
+
+struct hs_error *hs_layout_member(const struct hs_layout *l, const char *member,
+				  uint64_t *offset, uint64_t *size)
+{
+	for (size_t i = 0; i < l->nfields; i++) {
+		if (!strcmp(l->fields[i].name, member)) {
+			if (offset)
+				*offset = l->fields[i].offset;
+			if (size)
+				*size = l->fields[i].size;
+			return NULL;
+		}
+	}
+	return hs_error_create(HS_ERR_NOT_FOUND, "%s has no member %s",
+			       l->name, member);
+}
+
+Elf *hs_dwarf_module_elf(struct hs_dwarf *dw, struct hs_module *m,
+			 uint64_t *bias)
+{
+	(void)dw;
+	GElf_Addr b;
+	Elf *elf = dwfl_module_getelf(m->mod, &b);
+	if (elf && bias)
+		*bias = b;
+	return elf;
+}
+
+char *hs_dwarf_find_string(struct hs_dwarf *dw, struct hs_module *m,
+			   const char *prefix)
+{
+	Elf *elf = hs_dwarf_module_elf(dw, m, NULL);
+	if (!elf)
+		return NULL;
+	size_t plen = strlen(prefix);
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    (sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		Elf_Data *d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf)
+			continue;
+		const char *p = d->d_buf, *end = p + d->d_size;
+		while ((p = memmem(p, (size_t)(end - p), prefix, plen))) {
+			const char *q = p;
+			while (q < end && *q && *q != '\n')
+				q++;
+			return strndup(p, (size_t)(q - p));
+		}
+	}
+	return NULL;
+}

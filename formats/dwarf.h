@@ -1,0 +1,111 @@
+/* Modules, symbols and DWARF type layouts of a core, through libdwfl.
+ *
+ * libdwfl reports the modules from the core itself (the dynamic linker's
+ * r_debug list and NT_FILE), matches each to its ELF file by build-id, and
+ * finds its debug info: the file itself, DIR/.build-id/xx/yyyy.debug for each
+ * debug directory (the user's --debug-dir first, then /usr/lib/debug), a
+ * .gnu_debuglink next to the file, and debuginfod when DEBUGINFOD_URLS is set.
+ *
+ * Type layouts are cached per (module, name): the allocator walkers read
+ * their metadata through member offsets from here, not through constants.
+ */
+#ifndef HS_DWARF_H
+#define HS_DWARF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/elfcore.h"
+#include "src/error.h"
+#include "src/log.h"
+
+typedef struct Dwfl Dwfl;
+typedef struct Dwfl_Module Dwfl_Module;
+
+struct hs_dwarf_options {
+	const char *exe;        /* --exe: the executable, if the core's path is gone */
+	const char *debug_dir;  /* --debug-dir: searched before /usr/lib/debug */
+	const char *sysroot;    /* --sysroot: prefix for the core's file paths */
+};
+
+enum hs_debug_source {
+	HS_DEBUG_NONE,          /* no DWARF found */
+	HS_DEBUG_SELF,          /* the module's own file has DWARF */
+	HS_DEBUG_BUILD_ID,      /* /usr/lib/debug/.build-id/... */
+	HS_DEBUG_DEBUG_DIR,     /* under --debug-dir */
+	HS_DEBUG_DEBUGINFOD,    /* fetched by debuginfod (its cache) */
+	HS_DEBUG_OTHER,         /* debuglink or another path */
+};
+extern const char *const hs_debug_source_names[];
+
+struct hs_module {
+	Dwfl_Module *mod;
+	char *name;             /* path as the core names it */
+	uint64_t start, end;    /* address range of the image */
+	uint64_t bias;          /* load bias */
+	char *build_id;         /* hex, or NULL */
+	char *elf_path;         /* file found for it, or NULL */
+	char *debug_path;       /* file its DWARF came from, or NULL */
+	enum hs_debug_source debug_source;
+	bool debug_checked;     /* debug_* computed (lazily: loading is slow) */
+	bool is_exe;
+};
+
+struct hs_layout_field {
+	char *name;
+	uint64_t offset;
+	uint64_t size;
+};
+
+struct hs_layout {
+	char *name;
+	uint64_t size;
+	size_t nfields;
+	struct hs_layout_field *fields;
+};
+
+struct hs_dwarf;
+
+struct hs_error *hs_dwarf_create(const struct hs_core *core,
+				 const struct hs_dwarf_options *opts,
+				 struct hs_log *log, struct hs_dwarf **ret);
+void hs_dwarf_destroy(struct hs_dwarf *dw);
+
+size_t hs_dwarf_num_modules(const struct hs_dwarf *dw);
+struct hs_module *hs_dwarf_module(struct hs_dwarf *dw, size_t i);
+/* The module whose file name (basename) starts with prefix, e.g. "libc.so". */
+struct hs_module *hs_dwarf_find_module(struct hs_dwarf *dw, const char *prefix);
+struct hs_module *hs_dwarf_module_at(struct hs_dwarf *dw, uint64_t addr);
+/* Loads the module's DWARF (if any) and fills debug_path/debug_source. */
+void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m);
+
+/* Symbol by name in module m (local symbols included, from .symtab of the
+ * file or its debug file).  value is the run-time address, or for STT_TLS
+ * symbols the offset in the module's TLS block. */
+struct hs_error *hs_dwarf_symbol(struct hs_dwarf *dw, struct hs_module *m,
+				 const char *name, uint64_t *value,
+				 uint64_t *size, bool *is_tls);
+/* Name of the symbol covering addr and addr's offset into it, or false. */
+bool hs_dwarf_symbolize(struct hs_dwarf *dw, uint64_t addr, const char **name,
+			uint64_t *offset, struct hs_module **mod);
+
+/* Layout of "struct NAME" / "union NAME" / typedef NAME in module m. */
+struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
+				 const char *name,
+				 const struct hs_layout **ret);
+/* Offset (and size) of a member; dotted paths ("fd.next") are not needed
+ * yet.  Returns HS_ERR_NOT_FOUND naming the type and member. */
+struct hs_error *hs_layout_member(const struct hs_layout *l, const char *member,
+				  uint64_t *offset, uint64_t *size);
+
+/* The ELF file libdwfl found for m (not the debug file), with its bias. */
+struct Elf *hs_dwarf_module_elf(struct hs_dwarf *dw, struct hs_module *m,
+				uint64_t *bias);
+
+/* The text of the first string in m's file that starts with prefix (e.g.
+ * "GNU C Library "), up to the first newline; NULL if absent.  Caller frees. */
+char *hs_dwarf_find_string(struct hs_dwarf *dw, struct hs_module *m,
+			   const char *prefix);
+
+#endif

@@ -1,0 +1,138 @@
+/* Reader for x86-64 Linux ELF core files (kernel cores and gdb's gcore).
+ *
+ *   +-------------------+ 0
+ *   | Elf64_Ehdr        |  e_type == ET_CORE, e_machine == EM_X86_64
+ *   +-------------------+ e_phoff
+ *   | Elf64_Phdr[phnum] |  PT_NOTE: notes (threads, auxv, files, ...)
+ *   |                   |  PT_LOAD: one per dumped mapping
+ *   +-------------------+
+ *   | note data         |  CORE/NT_PRPSINFO, then per thread CORE/NT_PRSTATUS
+ *   |                   |  (+ FP/xstate), CORE/NT_AUXV, CORE/NT_FILE,
+ *   |                   |  CORE/NT_SIGINFO (kernel cores)
+ *   +-------------------+
+ *   | segment bytes     |  p_filesz bytes at p_offset; p_memsz > p_filesz
+ *   |                   |  reads as zeros (pages the dumper skipped)
+ *   +-------------------+
+ *
+ * The file is mmap'ed read-only.  Nothing in it is trusted: every offset and
+ * count is checked against the file size, and a segment that the file cuts
+ * short is reported once and never read past.
+ */
+#ifndef HS_ELFCORE_H
+#define HS_ELFCORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/error.h"
+#include "src/log.h"
+
+/* Indices into hs_core_thread.regs: the order of struct user_regs_struct
+ * (<sys/user.h>), which is also the order of pr_reg in NT_PRSTATUS. */
+enum hs_reg {
+	HS_REG_R15, HS_REG_R14, HS_REG_R13, HS_REG_R12, HS_REG_RBP, HS_REG_RBX,
+	HS_REG_R11, HS_REG_R10, HS_REG_R9, HS_REG_R8, HS_REG_RAX, HS_REG_RCX,
+	HS_REG_RDX, HS_REG_RSI, HS_REG_RDI, HS_REG_ORIG_RAX, HS_REG_RIP,
+	HS_REG_CS, HS_REG_EFLAGS, HS_REG_RSP, HS_REG_SS, HS_REG_FS_BASE,
+	HS_REG_GS_BASE, HS_REG_DS, HS_REG_ES, HS_REG_FS, HS_REG_GS,
+	HS_NREGS
+};
+extern const char *const hs_reg_names[HS_NREGS];
+
+enum { HS_SEG_R = 4, HS_SEG_W = 2, HS_SEG_X = 1 }; /* = ELF PF_* bits */
+
+struct hs_core_segment {
+	uint64_t vaddr;
+	uint64_t memsz;
+	uint64_t filesz;    /* as declared by the header */
+	uint64_t avail;     /* bytes actually present in the file (<= filesz) */
+	uint64_t offset;    /* file offset of the data */
+	uint32_t flags;     /* HS_SEG_* */
+	int file;           /* index into hs_core.files, -1 if anonymous */
+};
+
+struct hs_core_thread {
+	int32_t tid;
+	int32_t cursig;
+	uint64_t regs[HS_NREGS];
+};
+
+struct hs_core_file {
+	uint64_t start, end;
+	uint64_t offset;    /* in bytes */
+	const char *path;   /* points into the mapped note */
+};
+
+struct hs_core_process {
+	bool valid;         /* NT_PRPSINFO seen */
+	int32_t pid, ppid, uid, gid;
+	char state;         /* pr_sname: R, S, D, T, Z ... */
+	char fname[17];
+	char psargs[81];
+};
+
+struct hs_core_siginfo {
+	bool valid;
+	int32_t signo, code, errnum;
+	uint64_t addr;      /* si_addr, meaningful for SIGSEGV/SIGBUS/... */
+};
+
+struct hs_core {
+	char *path;
+	int fd;
+	const uint8_t *data;
+	size_t size;
+
+	struct hs_core_segment *segs;   /* PT_LOAD, sorted by vaddr */
+	size_t nsegs;
+	struct hs_core_thread *threads; /* in note order: the first is the one
+					 * that received the signal */
+	size_t nthreads;
+	struct hs_core_file *files;     /* NT_FILE, sorted by start */
+	size_t nfiles;
+	uint64_t *auxv;                 /* pairs (type, value) */
+	size_t nauxv;
+	struct hs_core_process process;
+	struct hs_core_siginfo siginfo;
+	uint64_t page_size;
+	bool truncated;                 /* some segment or note cut short */
+};
+
+/* Opens and validates path; warnings (truncation ...) go to log. */
+struct hs_error *hs_core_open(const char *path, struct hs_log *log,
+			      struct hs_core **ret);
+void hs_core_destroy(struct hs_core *core);
+
+/* The segment containing addr, or NULL. */
+const struct hs_core_segment *hs_core_find_segment(const struct hs_core *core,
+						   uint64_t addr);
+
+/* Copies len bytes at target address addr into buf.  Bytes inside a segment
+ * but past its file data read as zero when the dumper left them out (filesz <
+ * memsz), and fail when the file was truncated.  Returns an HS_ERR_FAULT error
+ * naming the first missing address. */
+struct hs_error *hs_core_read(const struct hs_core *core, uint64_t addr,
+			      void *buf, size_t len);
+
+/* Cheaper variant for hot loops: true on success, no error object. */
+bool hs_core_read_quiet(const struct hs_core *core, uint64_t addr, void *buf,
+			size_t len);
+static inline bool hs_core_read_u64(const struct hs_core *core, uint64_t addr,
+				    uint64_t *ret)
+{
+	return hs_core_read_quiet(core, addr, ret, sizeof(*ret));
+}
+
+/* A pointer to len bytes at addr that lie entirely in one segment's file data
+ * (zero copy), or NULL. */
+const void *hs_core_ptr(const struct hs_core *core, uint64_t addr, size_t len);
+
+/* Value of auxv entry type, or false. */
+bool hs_core_auxv(const struct hs_core *core, uint64_t type, uint64_t *ret);
+
+/* The NT_FILE entry containing addr, or NULL. */
+const struct hs_core_file *hs_core_find_file(const struct hs_core *core,
+					     uint64_t addr);
+
+#endif

@@ -1,0 +1,41 @@
+/* The command-line interface: shared option parsing and output helpers.
+ * Each subcommand lives in its own cmd_*.c and returns an exit code. */
+#ifndef HS_CLI_H
+#define HS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "src/error.h"
+#include "src/snapshot.h"
+
+enum hs_exit {
+	HS_EXIT_OK = 0,
+	HS_EXIT_ANALYSIS = 1,
+	HS_EXIT_USAGE = 2,
+};
+
+enum hs_format { HS_FORMAT_TEXT, HS_FORMAT_JSON };
+
+struct hs_cli {
+	const char *prog;
+	const char *command;
+	const char *core;
+	enum hs_format format;
+	bool quiet;
+	struct hs_options opts;
+	/* list */
+	int state;              /* -1 all, else enum hs_state */
+	uint64_t min_size;
+};
+
+int hs_cmd_info(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap);
+
+/* Prints "heapsift: MESSAGE" and returns the exit code for err. */
+int hs_cli_fail(const struct hs_cli *cli, const struct hs_error *err);
+/* "1.5 MiB" style; buf of at least 32 bytes. */
+const char *hs_fmt_size(char *buf, uint64_t bytes);
+
+#endif

@@ -1,0 +1,328 @@
+/* heapsift info: what the core is, and the allocator's totals. */
+#include <inttypes.h>
+#include <signal.h>
+#include <string.h>
+
+#include "formats/jsonw.h"
+#include "src/cli.h"
+
+static const char *sig_name(int sig)
+{
+	const char *s = sig > 0 && sig < NSIG ? sigabbrev_np(sig) : NULL;
+	return s ? s : "?";
+}
+
+static void json_warnings(struct hs_jsonw *w, const struct hs_log *log)
+{
+	hs_jsonw_key(w, "warnings");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < log->nkept; i++)
+		hs_jsonw_string(w, log->kept[i]);
+	hs_jsonw_array_end(w);
+	if (log->nwarnings > log->nkept)
+		hs_jsonw_kuint(w, "warnings_omitted", log->nwarnings - log->nkept);
+}
+
+static void json_mallinfo(struct hs_jsonw *w, const struct hs_mallinfo2 *m)
+{
+	hs_jsonw_key(w, "mallinfo2");
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kuint(w, "arena", m->arena);
+	hs_jsonw_kuint(w, "ordblks", m->ordblks);
+	hs_jsonw_kuint(w, "smblks", m->smblks);
+	hs_jsonw_kuint(w, "hblks", m->hblks);
+	hs_jsonw_kuint(w, "hblkhd", m->hblkhd);
+	hs_jsonw_kuint(w, "usmblks", m->usmblks);
+	hs_jsonw_kuint(w, "fsmblks", m->fsmblks);
+	hs_jsonw_kuint(w, "uordblks", m->uordblks);
+	hs_jsonw_kuint(w, "fordblks", m->fordblks);
+	hs_jsonw_kuint(w, "keepcost", m->keepcost);
+	hs_jsonw_object_end(w);
+}
+
+struct totals {
+	uint64_t used_count, used_bytes, free_count, free_bytes;
+	uint64_t by_where[HS_WHERE_COUNT];
+	uint64_t bytes_where[HS_WHERE_COUNT];
+};
+
+static void heap_totals(const struct hs_heap *h, struct totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < h->nallocs; i++) {
+		const struct hs_alloc *a = &h->allocs[i];
+		t->by_where[a->where]++;
+		t->bytes_where[a->where] += a->size;
+		if (hs_alloc_state(a) == HS_STATE_USED) {
+			t->used_count++;
+			t->used_bytes += a->size;
+		} else {
+			t->free_count++;
+			t->free_bytes += a->size;
+		}
+	}
+}
+
+static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	const struct hs_core *core = snap->core;
+	struct hs_dwarf *dw;
+	const struct hs_error *derr = hs_snapshot_dwarf(snap, &dw);
+	const struct hs_heap *heap;
+	const struct hs_error *herr = hs_snapshot_heap(snap, &heap);
+	(void)cli;
+
+	struct hs_jsonw w;
+	hs_jsonw_init(&w, stdout, true);
+	hs_jsonw_object_begin(&w);
+
+	hs_jsonw_key(&w, "core");
+	hs_jsonw_object_begin(&w);
+	hs_jsonw_kstring(&w, "path", core->path);
+	hs_jsonw_kuint(&w, "size", core->size);
+	hs_jsonw_kuint(&w, "segments", core->nsegs);
+	hs_jsonw_kbool(&w, "truncated", core->truncated);
+	hs_jsonw_kuint(&w, "page_size", core->page_size);
+	hs_jsonw_object_end(&w);
+
+	hs_jsonw_key(&w, "process");
+	if (core->process.valid) {
+		char st[2] = {core->process.state, 0};
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kint(&w, "pid", core->process.pid);
+		hs_jsonw_kint(&w, "ppid", core->process.ppid);
+		hs_jsonw_kint(&w, "uid", core->process.uid);
+		hs_jsonw_kint(&w, "gid", core->process.gid);
+		hs_jsonw_kstring(&w, "name", core->process.fname);
+		hs_jsonw_kstring(&w, "args", core->process.psargs);
+		hs_jsonw_kstring(&w, "state", st);
+		hs_jsonw_object_end(&w);
+	} else {
+		hs_jsonw_null(&w);
+	}
+
+	hs_jsonw_key(&w, "signal");
+	int sig = core->siginfo.valid ? core->siginfo.signo :
+		core->nthreads ? core->threads[0].cursig : 0;
+	if (sig) {
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kint(&w, "number", sig);
+		hs_jsonw_kstring(&w, "name", sig_name(sig));
+		if (core->siginfo.valid) {
+			hs_jsonw_kint(&w, "code", core->siginfo.code);
+			hs_jsonw_kaddr(&w, "address", core->siginfo.addr);
+		}
+		hs_jsonw_object_end(&w);
+	} else {
+		hs_jsonw_null(&w);
+	}
+
+	hs_jsonw_key(&w, "threads");
+	hs_jsonw_array_begin(&w);
+	for (size_t i = 0; i < core->nthreads; i++) {
+		const struct hs_core_thread *t = &core->threads[i];
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kint(&w, "tid", t->tid);
+		hs_jsonw_kaddr(&w, "pc", t->regs[HS_REG_RIP]);
+		hs_jsonw_kaddr(&w, "sp", t->regs[HS_REG_RSP]);
+		hs_jsonw_kaddr(&w, "fs_base", t->regs[HS_REG_FS_BASE]);
+		const char *name;
+		uint64_t off;
+		if (dw && hs_dwarf_symbolize(dw, t->regs[HS_REG_RIP], &name, &off, NULL))
+			hs_jsonw_kstring(&w, "function", name);
+		if (t->cursig)
+			hs_jsonw_kint(&w, "signal", t->cursig);
+		hs_jsonw_object_end(&w);
+	}
+	hs_jsonw_array_end(&w);
+
+	hs_jsonw_key(&w, "modules");
+	hs_jsonw_array_begin(&w);
+	for (size_t i = 0; dw && i < hs_dwarf_num_modules(dw); i++) {
+		struct hs_module *m = hs_dwarf_module(dw, i);
+		hs_dwarf_check_debug(dw, m);
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kstring(&w, "name", m->name);
+		hs_jsonw_kaddr(&w, "start", m->start);
+		hs_jsonw_kaddr(&w, "end", m->end);
+		hs_jsonw_kaddr(&w, "bias", m->bias);
+		hs_jsonw_kstring(&w, "build_id", m->build_id);
+		hs_jsonw_kstring(&w, "file", m->elf_path);
+		hs_jsonw_kbool(&w, "executable", m->is_exe);
+		hs_jsonw_key(&w, "debug");
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kstring(&w, "source", hs_debug_source_names[m->debug_source]);
+		hs_jsonw_kstring(&w, "path", m->debug_path);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_object_end(&w);
+	}
+	hs_jsonw_array_end(&w);
+	if (derr)
+		hs_jsonw_kstring(&w, "modules_error", derr->message);
+
+	hs_jsonw_key(&w, "allocator");
+	hs_jsonw_object_begin(&w);
+	if (herr) {
+		hs_jsonw_key(&w, "name");
+		hs_jsonw_null(&w);
+		hs_jsonw_kstring(&w, "error", herr->message);
+	} else {
+		struct totals t;
+		heap_totals(heap, &t);
+		hs_jsonw_kstring(&w, "name", heap->allocator);
+		hs_jsonw_kstring(&w, "version", heap->version);
+		hs_jsonw_kbool(&w, "partial", heap->partial);
+		if (heap->has_mallinfo2)
+			json_mallinfo(&w, &heap->mallinfo2);
+		hs_jsonw_key(&w, "totals");
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kuint(&w, "used_count", t.used_count);
+		hs_jsonw_kuint(&w, "used_bytes", t.used_bytes);
+		hs_jsonw_kuint(&w, "free_count", t.free_count);
+		hs_jsonw_kuint(&w, "free_bytes", t.free_bytes);
+		hs_jsonw_key(&w, "by_where");
+		hs_jsonw_object_begin(&w);
+		for (int i = 0; i < HS_WHERE_COUNT; i++) {
+			hs_jsonw_key(&w, hs_where_names[i]);
+			hs_jsonw_object_begin(&w);
+			hs_jsonw_kuint(&w, "count", t.by_where[i]);
+			hs_jsonw_kuint(&w, "bytes", t.bytes_where[i]);
+			hs_jsonw_object_end(&w);
+		}
+		hs_jsonw_object_end(&w);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_key(&w, "mmapped");
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kuint(&w, "count", heap->mmap_count);
+		hs_jsonw_kuint(&w, "bytes", heap->mmap_bytes);
+		hs_jsonw_kuint(&w, "expected_count", heap->mmap_expected);
+		hs_jsonw_kuint(&w, "expected_bytes", heap->mmap_expected_bytes);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_kuint(&w, "thread_caches", heap->ntcaches);
+		hs_jsonw_key(&w, "arenas");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < heap->narenas; i++) {
+			const struct hs_arena *a = &heap->arenas[i];
+			hs_jsonw_object_begin(&w);
+			hs_jsonw_kuint(&w, "index", i);
+			hs_jsonw_kaddr(&w, "address", a->addr);
+			hs_jsonw_kbool(&w, "main", a->main);
+			hs_jsonw_kaddr(&w, "top", a->top);
+			hs_jsonw_kuint(&w, "top_size", a->top_size);
+			hs_jsonw_kuint(&w, "system_mem", a->system_mem);
+			hs_jsonw_kuint(&w, "heaps", a->nheaps);
+			hs_jsonw_kuint(&w, "attached_threads", a->attached_threads);
+			hs_jsonw_kuint(&w, "used_count", a->used_count);
+			hs_jsonw_kuint(&w, "used_bytes", a->used_bytes);
+			hs_jsonw_kuint(&w, "free_count", a->free_count);
+			hs_jsonw_kuint(&w, "free_bytes", a->free_bytes);
+			hs_jsonw_kbool(&w, "partial", a->partial);
+			hs_jsonw_object_end(&w);
+		}
+		hs_jsonw_array_end(&w);
+	}
+	hs_jsonw_object_end(&w);
+
+	json_warnings(&w, &snap->log);
+	hs_jsonw_object_end(&w);
+	hs_jsonw_finish(&w);
+}
+
+static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	const struct hs_core *core = snap->core;
+	char b1[32], b2[32];
+	struct hs_dwarf *dw;
+	const struct hs_error *derr = hs_snapshot_dwarf(snap, &dw);
+	const struct hs_heap *heap;
+	const struct hs_error *herr = hs_snapshot_heap(snap, &heap);
+	(void)cli;
+
+	printf("core       %s (%s%s)\n", core->path, hs_fmt_size(b1, core->size),
+	       core->truncated ? ", TRUNCATED" : "");
+	if (core->process.valid)
+		printf("process    %s, pid %d, args \"%s\"\n", core->process.fname,
+		       core->process.pid, core->process.psargs);
+	int sig = core->siginfo.valid ? core->siginfo.signo :
+		core->nthreads ? core->threads[0].cursig : 0;
+	if (sig && core->siginfo.valid)
+		printf("signal     SIG%s (code %d, address %#" PRIx64 ")\n",
+		       sig_name(sig), core->siginfo.code, core->siginfo.addr);
+	else if (sig)
+		printf("signal     SIG%s\n", sig_name(sig));
+	else
+		printf("signal     none (a snapshot, e.g. gcore)\n");
+	printf("threads    %zu\n", core->nthreads);
+	for (size_t i = 0; i < core->nthreads; i++) {
+		const struct hs_core_thread *t = &core->threads[i];
+		const char *name;
+		uint64_t off;
+		printf("  tid %-8d pc %#" PRIx64, t->tid, t->regs[HS_REG_RIP]);
+		if (dw && hs_dwarf_symbolize(dw, t->regs[HS_REG_RIP], &name, &off, NULL))
+			printf(" %s+%#" PRIx64, name, off);
+		printf("\n");
+	}
+	if (derr) {
+		printf("modules    unknown: %s\n", derr->message);
+	} else {
+		printf("modules    %zu\n", hs_dwarf_num_modules(dw));
+		for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
+			struct hs_module *m = hs_dwarf_module(dw, i);
+			hs_dwarf_check_debug(dw, m);
+			printf("  %#014" PRIx64 " %-40s build-id %-40s debug: %s%s%s\n",
+			       m->start, m->name,
+			       m->build_id ? m->build_id : "-",
+			       hs_debug_source_names[m->debug_source],
+			       m->debug_path ? " " : "",
+			       m->debug_path ? m->debug_path : "");
+		}
+	}
+	if (herr) {
+		printf("allocator  unknown: %s\n", herr->message);
+	} else {
+		struct totals t;
+		heap_totals(heap, &t);
+		printf("allocator  %s %s%s: %zu arena%s, %u thread cache%s\n",
+		       heap->allocator, heap->version ? heap->version : "",
+		       heap->partial ? " (PARTIAL: see warnings)" : "",
+		       heap->narenas, heap->narenas == 1 ? "" : "s",
+		       heap->ntcaches, heap->ntcaches == 1 ? "" : "s");
+		printf("  used     %10" PRIu64 " blocks  %12s\n", t.used_count,
+		       hs_fmt_size(b1, t.used_bytes));
+		printf("  free     %10" PRIu64 " blocks  %12s\n", t.free_count,
+		       hs_fmt_size(b1, t.free_bytes));
+		printf("  mmapped  %10" PRIu64 " chunks  %12s\n", heap->mmap_count,
+		       hs_fmt_size(b1, heap->mmap_bytes));
+		for (size_t i = 0; i < heap->narenas; i++) {
+			const struct hs_arena *a = &heap->arenas[i];
+			printf("  arena %zu %#" PRIx64 "%s: system %s, used %" PRIu64 " (%s), %u heap%s\n",
+			       i, a->addr, a->main ? " (main)" : "",
+			       hs_fmt_size(b1, a->system_mem), a->used_count,
+			       hs_fmt_size(b2, a->used_bytes), a->nheaps,
+			       a->nheaps == 1 ? "" : "s");
+		}
+		if (heap->has_mallinfo2) {
+			const struct hs_mallinfo2 *m = &heap->mallinfo2;
+			printf("mallinfo2  arena %" PRIu64 " ordblks %" PRIu64
+			       " smblks %" PRIu64 " hblks %" PRIu64 " hblkhd %" PRIu64
+			       " usmblks %" PRIu64 " fsmblks %" PRIu64
+			       " uordblks %" PRIu64 " fordblks %" PRIu64
+			       " keepcost %" PRIu64 "\n",
+			       m->arena, m->ordblks, m->smblks, m->hblks, m->hblkhd,
+			       m->usmblks, m->fsmblks, m->uordblks, m->fordblks,
+			       m->keepcost);
+		}
+	}
+	if (snap->log.nwarnings)
+		printf("warnings   %zu (see stderr, or --format json)\n",
+		       snap->log.nwarnings);
+}
+
+int hs_cmd_info(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	if (cli->format == HS_FORMAT_JSON)
+		info_json(cli, snap);
+	else
+		info_text(cli, snap);
+	return HS_EXIT_OK;
+}

@@ -1,0 +1,103 @@
+/* heapsift list: every allocation, streamed. */
+#include <inttypes.h>
+
+#include "formats/jsonw.h"
+#include "src/cli.h"
+
+static bool selected(const struct hs_cli *cli, const struct hs_alloc *a)
+{
+	if (cli->state >= 0 && (int)hs_alloc_state(a) != cli->state)
+		return false;
+	return a->size >= cli->min_size;
+}
+
+static uint64_t chunk_of(const struct hs_alloc *a)
+{
+	/* glibc: the header is 16 bytes before the user pointer (hdr counts
+	 * only the bytes the block owns: the size field, or for mmapped
+	 * chunks the memalign lead too). */
+	return a->addr - 16;
+}
+
+static uint64_t chunk_size(const struct hs_alloc *a)
+{
+	switch (a->where) {
+	case HS_WHERE_MMAPPED:
+		return a->size + 16;
+	case HS_WHERE_TOP:
+		return a->size + 16;
+	default:
+		return a->size + 8;
+	}
+}
+
+int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	const struct hs_heap *heap;
+	const struct hs_error *err = hs_snapshot_heap(snap, &heap);
+	if (err)
+		return hs_cli_fail(cli, err);
+	uint64_t n = 0, bytes = 0;
+	if (cli->format == HS_FORMAT_JSON) {
+		struct hs_jsonw w;
+		hs_jsonw_init(&w, stdout, false);
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kstring(&w, "allocator", heap->allocator);
+		hs_jsonw_kbool(&w, "partial", heap->partial);
+		hs_jsonw_key(&w, "allocations");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < heap->nallocs; i++) {
+			const struct hs_alloc *a = &heap->allocs[i];
+			if (!selected(cli, a))
+				continue;
+			putchar('\n');
+			hs_jsonw_object_begin(&w);
+			hs_jsonw_kaddr(&w, "address", a->addr);
+			hs_jsonw_kuint(&w, "size", a->size);
+			hs_jsonw_kstring(&w, "state",
+					 hs_alloc_state(a) == HS_STATE_USED ? "used" : "free");
+			hs_jsonw_kstring(&w, "where", hs_where_names[a->where]);
+			hs_jsonw_kaddr(&w, "chunk", chunk_of(a));
+			hs_jsonw_kuint(&w, "chunk_size", chunk_size(a));
+			if (a->arena != HS_ARENA_NONE)
+				hs_jsonw_kuint(&w, "arena", a->arena);
+			hs_jsonw_object_end(&w);
+			n++;
+			bytes += a->size;
+		}
+		hs_jsonw_array_end(&w);
+		hs_jsonw_kuint(&w, "count", n);
+		hs_jsonw_kuint(&w, "bytes", bytes);
+		hs_jsonw_key(&w, "warnings");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < snap->log.nkept; i++)
+			hs_jsonw_string(&w, snap->log.kept[i]);
+		hs_jsonw_array_end(&w);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_finish(&w);
+		return HS_EXIT_OK;
+	}
+	printf("%-18s %12s %-5s %-9s %s\n", "ADDRESS", "SIZE", "STATE", "WHERE",
+	       "ARENA");
+	for (size_t i = 0; i < heap->nallocs; i++) {
+		const struct hs_alloc *a = &heap->allocs[i];
+		if (!selected(cli, a))
+			continue;
+		if (a->arena != HS_ARENA_NONE)
+			printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %u\n", a->addr,
+			       (uint64_t)a->size,
+			       hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
+			       hs_where_names[a->where], (unsigned)a->arena);
+		else
+			printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s -\n", a->addr,
+			       (uint64_t)a->size,
+			       hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
+			       hs_where_names[a->where]);
+		n++;
+		bytes += a->size;
+	}
+	char b[32];
+	printf("%" PRIu64 " allocations, %s%s\n", n, hs_fmt_size(b, bytes),
+	       heap->partial ? " (PARTIAL: the walk met damaged or missing metadata; see warnings)" : "");
+	return HS_EXIT_OK;
+}

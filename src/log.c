@@ -1,0 +1,60 @@
+#include "src/log.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void hs_log_init(struct hs_log *log, FILE *stream, bool progress)
+{
+	memset(log, 0, sizeof(*log));
+	log->stream = stream;
+	log->progress = progress && stream;
+}
+
+void hs_log_fini(struct hs_log *log)
+{
+	if (!log)
+		return;
+	for (size_t i = 0; i < log->nkept; i++)
+		free(log->kept[i]);
+	log->nkept = 0;
+}
+
+void hs_log_warn(struct hs_log *log, const char *fmt, ...)
+{
+	char *msg = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	log->nwarnings++;
+	if (log->stream)
+		fprintf(log->stream, "heapsift: warning: %s\n",
+			msg ? msg : "(out of memory formatting a warning)");
+	if (msg && log->nkept < HS_LOG_KEEP)
+		log->kept[log->nkept++] = msg;
+	else
+		free(msg);
+}
+
+void hs_log_progress(struct hs_log *log, const char *phase, size_t done,
+		     size_t total)
+{
+	if (!log->progress)
+		return;
+	if (total)
+		fprintf(log->stream, "\r%s: %zu%%", phase,
+			(size_t)(done * 100 / total));
+	else
+		fprintf(log->stream, "\r%s: %zu", phase, done);
+	fflush(log->stream);
+}
+
+void hs_log_progress_end(struct hs_log *log)
+{
+	if (log->progress) {
+		fprintf(log->stream, "\r\033[K");
+		fflush(log->stream);
+	}
+}

@@ -1,0 +1,210 @@
+/* heapsift: offline heap analysis of Linux core files. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/cli.h"
+
+static const char usage_text[] =
+	"usage: heapsift COMMAND CORE [options]\n"
+	"\n"
+	"commands:\n"
+	"  info    process, threads, modules and their debug info, allocator totals\n"
+	"  list    every heap allocation (--state used|free|all, --min-size N)\n"
+	"\n"
+	"options:\n"
+	"  --exe BINARY       the executable, when the core's path to it is gone\n"
+	"  --debug-dir DIR    look for debug files in DIR/.build-id first\n"
+	"  --sysroot DIR      the core's files live under DIR (core from another machine)\n"
+	"  --format text|json output format (default text)\n"
+	"  --quiet            no warnings or progress on stderr\n"
+	"  --help             this text\n"
+	"\n"
+	"exit status: 0 success, 1 analysis error, 2 usage error\n";
+
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "heapsift: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nTry 'heapsift --help'.\n");
+	va_end(ap);
+	return HS_EXIT_USAGE;
+}
+
+int hs_cli_fail(const struct hs_cli *cli, const struct hs_error *err)
+{
+	(void)cli;
+	fprintf(stderr, "heapsift: %s\n", err->message);
+	return err->code == HS_ERR_USAGE ? HS_EXIT_USAGE : HS_EXIT_ANALYSIS;
+}
+
+const char *hs_fmt_size(char *buf, uint64_t bytes)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	int u = 0;
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, 32, "%" PRIu64 " B", bytes);
+	else
+		snprintf(buf, 32, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+static bool parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s || s[0] == '-')
+		return false;
+	uint64_t mul = 1;
+	if (*end == 'k' || *end == 'K')
+		mul = 1024, end++;
+	else if (*end == 'm' || *end == 'M')
+		mul = 1024 * 1024, end++;
+	else if (*end == 'g' || *end == 'G')
+		mul = 1024ull * 1024 * 1024, end++;
+	if (*end)
+		return false;
+	*ret = v * mul;
+	return true;
+}
+
+enum {
+	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
+	OPT_STATE, OPT_MIN_SIZE, OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+	{"exe", required_argument, NULL, OPT_EXE},
+	{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+	{"sysroot", required_argument, NULL, OPT_SYSROOT},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"state", required_argument, NULL, OPT_STATE},
+	{"min-size", required_argument, NULL, OPT_MIN_SIZE},
+	{"help", no_argument, NULL, OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+
+struct command {
+	const char *name;
+	int (*run)(struct hs_cli *, struct hs_snapshot *);
+	bool list_opts;
+};
+
+static const struct command commands[] = {
+	{"info", hs_cmd_info, false},
+	{"list", hs_cmd_list, true},
+};
+
+int main(int argc, char **argv)
+{
+	struct hs_cli cli = {.prog = "heapsift", .state = HS_STATE_USED};
+	if (argc < 2)
+		return usage_error("%s", "missing COMMAND");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(usage_text, stdout);
+		return HS_EXIT_OK;
+	}
+	const struct command *cmd = NULL;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			cmd = &commands[i];
+	if (!cmd)
+		return usage_error("unknown command '%s'", argv[1]);
+	cli.command = cmd->name;
+
+	optind = 2;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+:", long_opts, NULL)) != -1 ||
+	       optind < argc) {
+		if (c == -1) {
+			/* a positional argument: the core */
+			if (cli.core)
+				return usage_error("unexpected argument '%s'",
+						   argv[optind]);
+			cli.core = argv[optind++];
+			continue;
+		}
+		switch (c) {
+		case OPT_EXE: cli.opts.exe = optarg; break;
+		case OPT_DEBUG_DIR: cli.opts.debug_dir = optarg; break;
+		case OPT_SYSROOT: cli.opts.sysroot = optarg; break;
+		case OPT_QUIET: cli.quiet = true; break;
+		case OPT_HELP:
+			fputs(usage_text, stdout);
+			return HS_EXIT_OK;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "text"))
+				cli.format = HS_FORMAT_TEXT;
+			else if (!strcmp(optarg, "json"))
+				cli.format = HS_FORMAT_JSON;
+			else
+				return usage_error("--format takes text or json, not '%s'",
+						   optarg);
+			break;
+		case OPT_STATE:
+			if (!cmd->list_opts)
+				return usage_error("--state is an option of list, not of %s",
+						   cmd->name);
+			if (!strcmp(optarg, "used"))
+				cli.state = HS_STATE_USED;
+			else if (!strcmp(optarg, "free"))
+				cli.state = HS_STATE_FREE;
+			else if (!strcmp(optarg, "all"))
+				cli.state = -1;
+			else
+				return usage_error("--state takes used, free or all, not '%s'",
+						   optarg);
+			break;
+		case OPT_MIN_SIZE:
+			if (!cmd->list_opts)
+				return usage_error("--min-size is an option of list, not of %s",
+						   cmd->name);
+			if (!parse_size(optarg, &cli.min_size))
+				return usage_error("--min-size takes a size in bytes, not '%s'",
+						   optarg);
+			break;
+		case ':':
+			return usage_error("option '%s' needs an argument",
+					   argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!cli.core)
+		return usage_error("%s", "missing CORE");
+
+	cli.opts.warnings = cli.quiet ? NULL : stderr;
+	cli.opts.progress = !cli.quiet && isatty(STDERR_FILENO);
+	struct hs_snapshot *snap;
+	struct hs_error *err = hs_snapshot_open(cli.core, &cli.opts, &snap);
+	if (err) {
+		int rc = hs_cli_fail(&cli, err);
+		hs_error_destroy(err);
+		return rc;
+	}
+	int rc = cmd->run(&cli, snap);
+	hs_snapshot_destroy(snap);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno != EPIPE)
+			fprintf(stderr, "heapsift: writing output: %s\n",
+				strerror(errno));
+		return rc ? rc : HS_EXIT_ANALYSIS;
+	}
+	return rc;
+}

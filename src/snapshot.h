@@ -1,0 +1,49 @@
+/* One core and everything derived from it.
+ *
+ * Each stage is computed once, lazily, when a command first asks for it,
+ * and is immutable afterwards.  A failed stage remembers its error, so a
+ * command that can do without it (info without a heap) still works.
+ */
+#ifndef HS_SNAPSHOT_H
+#define HS_SNAPSHOT_H
+
+#include <stdio.h>
+
+#include "analyzers/heap.h"
+#include "formats/dwarf.h"
+#include "formats/elfcore.h"
+#include "src/error.h"
+#include "src/log.h"
+
+struct hs_options {
+	const char *exe;
+	const char *debug_dir;
+	const char *sysroot;
+	FILE *warnings;         /* where warnings go as they happen, or NULL */
+	bool progress;          /* progress lines on the warnings stream */
+};
+
+struct hs_snapshot {
+	struct hs_options opts;
+	struct hs_log log;
+	struct hs_core *core;
+	struct hs_dwarf *dwarf;
+	struct hs_error *dwarf_err;
+	struct hs_heap *heap;
+	struct hs_error *heap_err;
+	bool dwarf_done, heap_done;
+};
+
+struct hs_error *hs_snapshot_open(const char *path,
+				  const struct hs_options *opts,
+				  struct hs_snapshot **ret);
+void hs_snapshot_destroy(struct hs_snapshot *snap);
+
+/* Stages.  The returned objects belong to the snapshot; so does a returned
+ * error (callers must not destroy it). */
+const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
+					 struct hs_dwarf **ret);
+const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
+					const struct hs_heap **ret);
+
+#endif
