@@ -426,7 +426,6 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			.size = csz - 8,
 			.where = where,
 			.arena = idx,
-			.hdr = 8,
 		};
 		if ((err = hs_heap_add(g->heap, &a)))
 			return err;
@@ -452,8 +451,6 @@ static struct hs_error *add_top(struct gl *g, size_t idx, uint64_t top,
 		.size = top_size - 16,
 		.where = HS_WHERE_TOP,
 		.arena = idx,
-		.hdr = 8,
-		.pad = 0,
 	};
 	ar->free_count++;
 	ar->free_bytes += top_size;
@@ -817,7 +814,6 @@ static struct hs_error *scan_mmapped(struct gl *g)
 				.size = csz - 16,
 				.where = HS_WHERE_MMAPPED,
 				.arena = HS_ARENA_NONE,
-				.hdr = (uint32_t)(16 + prev),
 			};
 			if ((err = hs_heap_add(g->heap, &a)))
 				return err;
@@ -912,6 +908,43 @@ static struct hs_error *no_debuginfo(struct gl *g, const char *why)
 	return err;
 }
 
+/* The walk and the bins must tell the same story: every chunk the walk
+ * found free (by its neighbour's PREV_INUSE) is in a bin, and every fastbin
+ * chunk was met by the walk. */
+static void cross_check(struct gl *g)
+{
+	struct hs_heap *h = g->heap;
+	uint64_t *bins = calloc(h->narenas, sizeof(*bins));
+	uint64_t *fast = calloc(h->narenas, sizeof(*fast));
+	if (!bins || !fast)
+		goto out;
+	for (size_t i = 0; i < h->nallocs; i++) {
+		const struct hs_alloc *a = &h->allocs[i];
+		if (a->arena >= h->narenas)
+			continue;
+		if (a->where == HS_WHERE_BIN)
+			bins[a->arena]++;
+		else if (a->where == HS_WHERE_FASTBIN)
+			fast[a->arena]++;
+	}
+	for (size_t i = 0; i < h->narenas; i++) {
+		const struct hs_arena *ar = &h->arenas[i];
+		if (ar->partial)
+			continue;
+		if (bins[i] != ar->bin_chunks)
+			hs_log_warn(g->log, "arena %zu: the walk found %llu free chunks, its bins list %llu (was the arena being modified?)",
+				    i, (unsigned long long)bins[i],
+				    (unsigned long long)ar->bin_chunks);
+		if (fast[i] != ar->fastbin_chunks)
+			hs_log_warn(g->log, "arena %zu: its fastbins list %llu chunks, the walk met %llu of them",
+				    i, (unsigned long long)ar->fastbin_chunks,
+				    (unsigned long long)fast[i]);
+	}
+out:
+	free(bins);
+	free(fast);
+}
+
 static struct hs_error *walk(struct gl *g)
 {
 	struct hs_error *err;
@@ -994,6 +1027,8 @@ static struct hs_error *walk(struct gl *g)
 		if (idx == 0)
 			mi.keepcost = ar.top_size;
 
+		ar.bin_chunks = st.nblocks - 1;
+		ar.fastbin_chunks = st.nfast;
 		size_t ai;
 		if ((err = hs_heap_add_arena(g->heap, &ar, &ai)))
 			goto out;
@@ -1031,6 +1066,8 @@ static struct hs_error *walk(struct gl *g)
 		err = NULL;
 		g->heap->partial = true;
 	}
+	if (!err)
+		cross_check(g);
 out:
 	set_free(&seen);
 	free(buf);

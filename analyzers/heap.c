@@ -142,7 +142,7 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 check:
 	for (size_t i = 1; i < n; i++) {
 		const struct hs_alloc *p = &heap->allocs[i - 1], *q = &heap->allocs[i];
-		if (p->addr + p->size + p->pad > q->addr - q->hdr) {
+		if (p->addr + p->size > q->addr - hs_alloc_header(q)) {
 			return hs_error_create(HS_ERR_CORRUPT,
 					       "blocks at %#llx and %#llx overlap",
 					       (unsigned long long)p->addr,

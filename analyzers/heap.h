@@ -39,9 +39,15 @@ struct hs_alloc {
 	uint64_t size : 44;         /* usable bytes */
 	uint64_t where : 4;         /* enum hs_where */
 	uint64_t arena : 16;        /* arena index, HS_ARENA_NONE if none */
-	uint32_t hdr;               /* bytes of header before addr */
-	uint32_t pad;               /* bytes of the block after addr + size */
 };
+
+/* Bytes before addr that the block owns (its header).  A glibc heap chunk
+ * owns only its size field: its prev_size field belongs to the chunk before
+ * it when that one is in use. */
+static inline uint64_t hs_alloc_header(const struct hs_alloc *a)
+{
+	return a->where == HS_WHERE_MMAPPED ? 16 : 8;
+}
 
 static inline enum hs_state hs_alloc_state(const struct hs_alloc *a)
 {
@@ -62,6 +68,8 @@ struct hs_arena {
 	uint32_t nheaps;            /* heap segments walked */
 	uint32_t attached_threads;
 	uint64_t used_count, used_bytes, free_count, free_bytes;
+	uint64_t bin_chunks;        /* chunks the arena's bins list */
+	uint64_t fastbin_chunks;    /* chunks its fastbins list */
 	bool main;
 	bool partial;               /* walk stopped early (see warnings) */
 };

@@ -4,19 +4,60 @@
 
 void hs_jsonw_init(struct hs_jsonw *w, FILE *out, bool pretty)
 {
-	memset(w, 0, sizeof(*w));
 	w->out = out;
+	w->len = 0;
+	w->depth = 0;
+	w->after_key = false;
 	w->pretty = pretty;
+	memset(w->first, 0, sizeof(w->first));
 	w->first[0] = true;
+}
+
+static void flush(struct hs_jsonw *w)
+{
+	if (w->len)
+		fwrite(w->buf, 1, w->len, w->out);
+	w->len = 0;
+}
+
+/* Room for n more bytes (n is small: at most a formatted number). */
+static inline char *room(struct hs_jsonw *w, size_t n)
+{
+	if (w->len + n > sizeof(w->buf))
+		flush(w);
+	return w->buf + w->len;
+}
+
+static inline void put(struct hs_jsonw *w, char c)
+{
+	*room(w, 1) = c;
+	w->len++;
+}
+
+static void puts_(struct hs_jsonw *w, const char *s, size_t n)
+{
+	while (n) {
+		size_t k = sizeof(w->buf) - w->len;
+		if (!k) {
+			flush(w);
+			continue;
+		}
+		if (k > n)
+			k = n;
+		memcpy(w->buf + w->len, s, k);
+		w->len += k;
+		s += k;
+		n -= k;
+	}
 }
 
 static void indent(struct hs_jsonw *w)
 {
 	if (!w->pretty)
 		return;
-	putc('\n', w->out);
+	put(w, '\n');
 	for (int i = 0; i < w->depth; i++)
-		fputs("  ", w->out);
+		puts_(w, "  ", 2);
 }
 
 /* Separator before a value (or a key) at the current depth. */
@@ -27,7 +68,7 @@ static void sep(struct hs_jsonw *w)
 		return;
 	}
 	if (!w->first[w->depth])
-		putc(',', w->out);
+		put(w, ',');
 	w->first[w->depth] = false;
 	if (w->depth)
 		indent(w);
@@ -36,7 +77,7 @@ static void sep(struct hs_jsonw *w)
 static void open(struct hs_jsonw *w, char c)
 {
 	sep(w);
-	putc(c, w->out);
+	put(w, c);
 	if (w->depth + 1 < HS_JSONW_MAX_DEPTH)
 		w->depth++;
 	w->first[w->depth] = true;
@@ -49,7 +90,7 @@ static void close_(struct hs_jsonw *w, char c)
 		w->depth--;
 	if (!empty)
 		indent(w);
-	putc(c, w->out);
+	put(w, c);
 }
 
 void hs_jsonw_object_begin(struct hs_jsonw *w) { open(w, '{'); }
@@ -57,33 +98,35 @@ void hs_jsonw_object_end(struct hs_jsonw *w) { close_(w, '}'); }
 void hs_jsonw_array_begin(struct hs_jsonw *w) { open(w, '['); }
 void hs_jsonw_array_end(struct hs_jsonw *w) { close_(w, ']'); }
 
-static void put_string(FILE *out, const char *s)
+static void put_string(struct hs_jsonw *w, const char *s)
 {
-	putc('"', out);
+	put(w, '"');
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		switch (*p) {
-		case '"': fputs("\\\"", out); break;
-		case '\\': fputs("\\\\", out); break;
-		case '\n': fputs("\\n", out); break;
-		case '\t': fputs("\\t", out); break;
-		case '\r': fputs("\\r", out); break;
+		case '"': puts_(w, "\\\"", 2); break;
+		case '\\': puts_(w, "\\\\", 2); break;
+		case '\n': puts_(w, "\\n", 2); break;
+		case '\t': puts_(w, "\\t", 2); break;
+		case '\r': puts_(w, "\\r", 2); break;
 		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(out, "\\u%04x", *p);
-			else
-				putc(*p, out);
+			if (*p < 0x20 || *p == 0x7f) {
+				char *b = room(w, 8);
+				w->len += (size_t)snprintf(b, 8, "\\u%04x", *p);
+			} else {
+				put(w, (char)*p);
+			}
 		}
 	}
-	putc('"', out);
+	put(w, '"');
 }
 
 void hs_jsonw_key(struct hs_jsonw *w, const char *key)
 {
 	sep(w);
-	put_string(w->out, key);
-	putc(':', w->out);
+	put_string(w, key);
+	put(w, ':');
 	if (w->pretty)
-		putc(' ', w->out);
+		put(w, ' ');
 	w->after_key = true;
 }
 
@@ -91,13 +134,13 @@ void hs_jsonw_string(struct hs_jsonw *w, const char *s)
 {
 	sep(w);
 	if (s)
-		put_string(w->out, s);
+		put_string(w, s);
 	else
-		fputs("null", w->out);
+		puts_(w, "null", 4);
 }
 
 /* Hand-rolled integer formatting: list output prints tens of millions. */
-static void put_uint(FILE *out, uint64_t v)
+static void put_uint(struct hs_jsonw *w, uint64_t v)
 {
 	char buf[24];
 	int i = sizeof(buf);
@@ -105,36 +148,39 @@ static void put_uint(FILE *out, uint64_t v)
 		buf[--i] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	fwrite(buf + i, 1, sizeof(buf) - (size_t)i, out);
+	puts_(w, buf + i, sizeof(buf) - (size_t)i);
 }
 
 void hs_jsonw_uint(struct hs_jsonw *w, uint64_t v)
 {
 	sep(w);
-	put_uint(w->out, v);
+	put_uint(w, v);
 }
 
 void hs_jsonw_int(struct hs_jsonw *w, int64_t v)
 {
 	sep(w);
 	if (v < 0) {
-		putc('-', w->out);
-		put_uint(w->out, -(uint64_t)v);
+		put(w, '-');
+		put_uint(w, -(uint64_t)v);
 	} else {
-		put_uint(w->out, (uint64_t)v);
+		put_uint(w, (uint64_t)v);
 	}
 }
 
 void hs_jsonw_bool(struct hs_jsonw *w, bool v)
 {
 	sep(w);
-	fputs(v ? "true" : "false", w->out);
+	if (v)
+		puts_(w, "true", 4);
+	else
+		puts_(w, "false", 5);
 }
 
 void hs_jsonw_null(struct hs_jsonw *w)
 {
 	sep(w);
-	fputs("null", w->out);
+	puts_(w, "null", 4);
 }
 
 void hs_jsonw_addr(struct hs_jsonw *w, uint64_t v)
@@ -151,12 +197,18 @@ void hs_jsonw_addr(struct hs_jsonw *w, uint64_t v)
 	buf[--i] = '0';
 	buf[--i] = '"';
 	sep(w);
-	fwrite(buf + i, 1, sizeof(buf) - (size_t)i, w->out);
+	puts_(w, buf + i, sizeof(buf) - (size_t)i);
+}
+
+void hs_jsonw_raw(struct hs_jsonw *w, const char *s)
+{
+	puts_(w, s, strlen(s));
 }
 
 int hs_jsonw_finish(struct hs_jsonw *w)
 {
-	putc('\n', w->out);
+	put(w, '\n');
+	flush(w);
 	return fflush(w->out);
 }
 

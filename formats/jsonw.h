@@ -3,7 +3,8 @@
  * Lists of millions of allocations are written element by element to a
  * stdio stream, never built whole in memory (a jansson tree of 10^7 objects
  * would take gigabytes).  The writer tracks nesting and commas; it does not
- * check that keys and values alternate.
+ * check that keys and values alternate.  It buffers itself (stdio's
+ * per-character locking costs more than the formatting).
  */
 #ifndef HS_JSONW_H
 #define HS_JSONW_H
@@ -12,10 +13,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum { HS_JSONW_MAX_DEPTH = 64 };
+enum { HS_JSONW_MAX_DEPTH = 64, HS_JSONW_BUF = 1 << 16 };
 
 struct hs_jsonw {
 	FILE *out;
+	size_t len;                 /* bytes in buf not yet written */
+	char buf[HS_JSONW_BUF];
 	int depth;
 	bool first[HS_JSONW_MAX_DEPTH];
 	bool after_key;
@@ -35,6 +38,8 @@ void hs_jsonw_bool(struct hs_jsonw *w, bool v);
 void hs_jsonw_null(struct hs_jsonw *w);
 /* An address as a string "0x..." (JSON numbers lose precision past 2^53). */
 void hs_jsonw_addr(struct hs_jsonw *w, uint64_t v);
+/* Raw text, e.g. a newline between list elements. */
+void hs_jsonw_raw(struct hs_jsonw *w, const char *s);
 /* Ends the document with a newline and flushes. */
 int hs_jsonw_finish(struct hs_jsonw *w);
 

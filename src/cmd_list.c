@@ -50,7 +50,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			const struct hs_alloc *a = &heap->allocs[i];
 			if (!selected(cli, a))
 				continue;
-			putchar('\n');
+			hs_jsonw_raw(&w, "\n");
 			hs_jsonw_object_begin(&w);
 			hs_jsonw_kaddr(&w, "address", a->addr);
 			hs_jsonw_kuint(&w, "size", a->size);
