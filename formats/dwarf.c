@@ -252,6 +252,13 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 			m->bias = bias;
 			if (mainfile && !(m->elf_path = strdup(mainfile)))
 				goto nomem;
+		} else if (m->is_exe) {
+			hs_log_warn(log, "executable %s (build-id %s) not found: its symbols and debug info are unavailable; pass --exe BINARY or --sysroot DIR",
+				    m->name, m->build_id ? m->build_id : "unknown");
+		} else if (strncmp(m->name, "linux-vdso", 10) &&
+			   strncmp(m->name, "linux-gate", 10)) {
+			hs_log_warn(log, "module %s (build-id %s) not found: its symbols are unavailable; pass --sysroot DIR if the core comes from another machine",
+				    m->name, m->build_id ? m->build_id : "unknown");
 		}
 	}
 	*ret = dw;
