@@ -1,0 +1,210 @@
+/* Unit tests of the core reader on synthetic cores written here, so the
+ * expected answer of every read is known by construction. */
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/elfcore.h"
+
+static int failures, checks;
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		checks++;                                                    \
+		if (!(cond)) {                                               \
+			failures++;                                          \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                            \
+		}                                                            \
+	} while (0)
+
+struct buf {
+	unsigned char *p;
+	size_t len;
+};
+
+static void put(struct buf *b, size_t off, const void *data, size_t n)
+{
+	if (off + n > b->len) {
+		b->p = realloc(b->p, off + n);
+		memset(b->p + b->len, 0, off + n - b->len);
+		b->len = off + n;
+	}
+	memcpy(b->p + off, data, n);
+}
+
+static size_t note(struct buf *b, size_t off, uint32_t type, const void *desc,
+		   uint32_t descsz)
+{
+	uint32_t hdr[3] = {5, descsz, type};
+	put(b, off, hdr, sizeof(hdr));
+	put(b, off + 12, "CORE\0\0\0", 8);
+	put(b, off + 20, desc, descsz);
+	return off + 20 + ((descsz + 3) & ~3u);
+}
+
+/* A core with one thread (tid 42, rsp 0x7000), and two segments:
+ *   0x10000: 0x2000 bytes, 0x1000 in the file (pattern i & 0xff), rest zero
+ *   0x20000: 0x1000 bytes, all in the file (pattern 0xab)              */
+static struct buf make_core(void)
+{
+	struct buf b = {0};
+	Elf64_Ehdr eh = {0};
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_phoff = sizeof(eh);
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = 3;
+	put(&b, 0, &eh, sizeof(eh));
+
+	size_t notes = sizeof(eh) + 3 * sizeof(Elf64_Phdr);
+	unsigned char prstatus[336] = {0};
+	int32_t tid = 42;
+	memcpy(prstatus + 32, &tid, 4);
+	uint64_t rsp = 0x7000;
+	memcpy(prstatus + 112 + 8 * HS_REG_RSP, &rsp, 8);
+	size_t end = note(&b, notes, NT_PRSTATUS, prstatus, sizeof(prstatus));
+	uint64_t auxv[4] = {AT_PAGESZ, 4096, AT_NULL, 0};
+	end = note(&b, end, NT_AUXV, auxv, sizeof(auxv));
+
+	size_t data1 = 0x1000, data2 = data1 + 0x1000;
+	Elf64_Phdr ph[3] = {
+		{.p_type = PT_NOTE, .p_offset = notes, .p_filesz = end - notes},
+		{.p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = data1,
+		 .p_vaddr = 0x10000, .p_filesz = 0x1000, .p_memsz = 0x2000},
+		{.p_type = PT_LOAD, .p_flags = PF_R, .p_offset = data2,
+		 .p_vaddr = 0x20000, .p_filesz = 0x1000, .p_memsz = 0x1000},
+	};
+	put(&b, sizeof(eh), ph, sizeof(ph));
+	unsigned char page[0x1000];
+	for (int i = 0; i < 0x1000; i++)
+		page[i] = (unsigned char)i;
+	put(&b, data1, page, sizeof(page));
+	memset(page, 0xab, sizeof(page));
+	put(&b, data2, page, sizeof(page));
+	return b;
+}
+
+static char *write_tmp(const struct buf *b, size_t len)
+{
+	char *path = strdup("/tmp/hs-unit-core-XXXXXX");
+	int fd = mkstemp(path);
+	if (fd < 0 || write(fd, b->p, len) != (ssize_t)len)
+		abort();
+	close(fd);
+	return path;
+}
+
+static void test_good(void)
+{
+	struct buf b = make_core();
+	char *path = write_tmp(&b, b.len);
+	struct hs_log log;
+	hs_log_init(&log, NULL, false);
+	struct hs_core *core = NULL;
+	struct hs_error *err = hs_core_open(path, &log, &core);
+	CHECK(err == NULL);
+	if (!core)
+		goto out;
+	CHECK(core->nsegs == 2);
+	CHECK(core->nthreads == 1 && core->threads[0].tid == 42);
+	CHECK(core->threads[0].regs[HS_REG_RSP] == 0x7000);
+	CHECK(core->page_size == 4096);
+	CHECK(!core->truncated && log.nwarnings == 0);
+	unsigned char x[16];
+	CHECK(hs_core_read(core, 0x10010, x, 4) == NULL && x[0] == 0x10 && x[3] == 0x13);
+	/* past filesz, inside memsz: zeros */
+	memset(x, 0xff, sizeof(x));
+	CHECK(hs_core_read(core, 0x11800, x, 16) == NULL && x[0] == 0 && x[15] == 0);
+	/* straddling file data and zero fill */
+	CHECK(hs_core_read(core, 0x10ff8, x, 16) == NULL && x[0] == 0xf8 && x[8] == 0);
+	/* not in the dump */
+	err = hs_core_read(core, 0x12000, x, 1);
+	CHECK(err && err->code == HS_ERR_FAULT && strstr(err->message, "0x12000"));
+	hs_error_destroy(err);
+	/* running off the end of a segment into a hole */
+	CHECK(!hs_core_read_quiet(core, 0x11ff8, x, 16));
+	CHECK(hs_core_ptr(core, 0x20000, 0x1000) != NULL);
+	CHECK(hs_core_ptr(core, 0x20001, 0x1000) == NULL);
+	CHECK(hs_core_find_segment(core, 0x1ffff) == NULL);
+	uint64_t v;
+	CHECK(hs_core_read_u64(core, 0x20ff8, &v) && v == 0xababababababababull);
+out:
+	hs_core_destroy(core);
+	hs_log_fini(&log);
+	unlink(path);
+	free(path);
+	free(b.p);
+}
+
+/* Every truncation point gives an error or a warned, bounded core. */
+static void test_truncated(void)
+{
+	struct buf b = make_core();
+	for (size_t len = 0; len < b.len; len += (len < 0x300 ? 1 : 0x100)) {
+		char *path = write_tmp(&b, len);
+		struct hs_log log;
+		hs_log_init(&log, NULL, false);
+		struct hs_core *core = NULL;
+		struct hs_error *err = hs_core_open(path, &log, &core);
+		CHECK((err != NULL) != (core != NULL));
+		if (err) {
+			CHECK(err->message && err->message[0]);
+		} else {
+			CHECK(core->truncated && log.nwarnings > 0);
+			unsigned char x[8];
+			/* reads inside the cut-off part fail, never return
+			 * zeros or garbage */
+			if (len < 0x2000)
+				CHECK(!hs_core_read_quiet(core, 0x20000, x, 8));
+		}
+		hs_error_destroy(err);
+		hs_core_destroy(core);
+		hs_log_fini(&log);
+		unlink(path);
+		free(path);
+	}
+	free(b.p);
+}
+
+static void test_not_core(void)
+{
+	struct buf b = make_core();
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)b.p;
+	eh->e_type = ET_EXEC;
+	char *path = write_tmp(&b, b.len);
+	struct hs_log log;
+	hs_log_init(&log, NULL, false);
+	struct hs_core *core = NULL;
+	struct hs_error *err = hs_core_open(path, &log, &core);
+	CHECK(err && err->code == HS_ERR_FORMAT && strstr(err->message, "not a core"));
+	hs_error_destroy(err);
+	unlink(path);
+	free(path);
+	b.p[0] = 'X';
+	path = write_tmp(&b, b.len);
+	err = hs_core_open(path, &log, &core);
+	CHECK(err && strstr(err->message, "not an ELF file"));
+	hs_error_destroy(err);
+	hs_log_fini(&log);
+	unlink(path);
+	free(path);
+	free(b.p);
+}
+
+int main(void)
+{
+	test_good();
+	test_truncated();
+	test_not_core();
+	printf("%d passed, %d failed\n", checks - failures, failures);
+	return failures ? 1 : 0;
+}
