@@ -496,6 +496,8 @@ static struct hs_error *walk_main_arena(struct gl *g, const uint8_t *buf,
 		end = seg_end;
 	}
 	bool reached;
+	if ((err = hs_heap_add_region(g->heap, sbrk_base, end, HS_REGION_HEAP)))
+		return err;
 	if ((err = walk_chunks(g, 0, start, end, top_ok ? top : 0, ar, &reached)))
 		return err;
 	ar->nheaps = 1;
@@ -515,6 +517,9 @@ static struct hs_error *walk_main_arena(struct gl *g, const uint8_t *buf,
 		const struct hs_core_segment *ts = hs_core_find_segment(g->core, top);
 		if (ts && top + ar->top_size <= ts->vaddr + ts->memsz) {
 			uint64_t s = align_up(ts->vaddr, ALIGN);
+			if ((err = hs_heap_add_region(g->heap, s, top + ar->top_size,
+						      HS_REGION_HEAP)))
+				return err;
 			if ((err = walk_chunks(g, 0, s, top + ar->top_size, top,
 					       ar, &reached)))
 				return err;
@@ -588,6 +593,11 @@ static struct hs_error *walk_other_arena(struct gl *g, uint64_t arena,
 			has_top = false;
 		}
 		bool reached;
+		/* the whole reservation: past h + size it is PROT_NONE, which
+		 * some dumpers still write out */
+		if ((err = hs_heap_add_region(g->heap, h, h + g->heap_max,
+					      HS_REGION_HEAP)))
+			return err;
 		if ((err = walk_chunks(g, idx, start, end, has_top ? top : 0, ar,
 				       &reached)))
 			return err;
@@ -779,6 +789,12 @@ static struct hs_error *scan_mmapped(struct gl *g)
 		if (s && (err = add_covered(g, s->vaddr, s->vaddr + s->memsz)))
 			return err;
 	}
+	for (size_t i = 0; i < g->heap->nregions; i++) {
+		const struct hs_region *r = &g->heap->regions[i];
+		if (r->kind == HS_REGION_HEAP &&
+		    (err = add_covered(g, r->start, r->end)))
+			return err;
+	}
 	uint64_t page = g->page;
 	for (size_t i = 0; i < g->core->nsegs; i++) {
 		const struct hs_core_segment *s = &g->core->segs[i];
@@ -815,7 +831,9 @@ static struct hs_error *scan_mmapped(struct gl *g)
 				.where = HS_WHERE_MMAPPED,
 				.arena = HS_ARENA_NONE,
 			};
-			if ((err = hs_heap_add(g->heap, &a)))
+			if ((err = hs_heap_add(g->heap, &a)) ||
+			    (err = hs_heap_add_region(g->heap, q - prev, q + csz,
+						      HS_REGION_MMAPPED)))
 				return err;
 			g->heap->mmap_count++;
 			g->heap->mmap_bytes += prev + csz;
@@ -953,6 +971,9 @@ static struct hs_error *walk(struct gl *g)
 		return no_debuginfo(g, g->libc->debug_source == HS_DEBUG_NONE ?
 				    "no debug info" :
 				    "its symbols main_arena and mp_ are missing");
+	uint64_t mp_size = 0;
+	hs_error_destroy(hs_dwarf_symbol(g->dw, g->libc, "mp_", NULL, &mp_size,
+					 NULL));
 	if ((err = load_layouts(g))) {
 		if (err->code == HS_ERR_NO_DEBUGINFO) {
 			hs_error_destroy(err);
@@ -961,6 +982,11 @@ static struct hs_error *walk(struct gl *g)
 		return err;
 	}
 	g->heap->version = glibc_version(g, NULL);
+	if ((err = hs_heap_add_region(g->heap, g->main_arena,
+				      g->main_arena + g->ms_size, HS_REGION_META)) ||
+	    (err = hs_heap_add_region(g->heap, g->mp, g->mp + (mp_size ? mp_size : 8),
+				      HS_REGION_META)))
+		return err;
 	g->heap_max = HEAP_MAX_DEFAULT;
 	if (g->has_hp_pagesize) {
 		uint64_t hp;

@@ -28,6 +28,7 @@ void hs_heap_destroy(struct hs_heap *heap)
 	free(heap->allocs);
 	free(heap->runs);
 	free(heap->arenas);
+	free(heap->regions);
 	free(heap->version);
 	free(heap);
 }
@@ -82,6 +83,24 @@ struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 	return NULL;
 }
 
+struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
+				    uint64_t end, enum hs_region_kind kind)
+{
+	struct hs_region *r = realloc(heap->regions,
+				      (heap->nregions + 1) * sizeof(*r));
+	if (!r)
+		return &hs_error_nomem;
+	heap->regions = r;
+	heap->regions[heap->nregions++] = (struct hs_region){start, end, kind};
+	return NULL;
+}
+
+static int cmp_region(const void *a, const void *b)
+{
+	const struct hs_region *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
 struct run {
 	size_t start, len;
 	uint64_t first;
@@ -110,6 +129,7 @@ static bool sorted(const struct hs_alloc *a, size_t n)
 struct hs_error *hs_heap_finish(struct hs_heap *heap)
 {
 	size_t n = heap->nallocs;
+	qsort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
 	if (sorted(heap->allocs, n))
 		goto check;
 	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));

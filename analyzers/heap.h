@@ -74,6 +74,18 @@ struct hs_arena {
 	bool partial;               /* walk stopped early (see warnings) */
 };
 
+/* Address ranges the allocator owns. */
+enum hs_region_kind {
+	HS_REGION_HEAP,     /* an arena heap (reserved span, headers included) */
+	HS_REGION_MMAPPED,  /* the mapping of one mmapped chunk */
+	HS_REGION_META,     /* allocator state outside heaps (main_arena, mp_) */
+};
+
+struct hs_region {
+	uint64_t start, end;
+	enum hs_region_kind kind;
+};
+
 struct hs_heap {
 	const char *allocator;      /* "glibc" */
 	char *version;              /* allocator version, if known */
@@ -88,6 +100,8 @@ struct hs_heap {
 	uint64_t mmap_count, mmap_bytes;           /* found by the scan */
 	uint64_t mmap_expected, mmap_expected_bytes; /* what mp_ says */
 	uint32_t ntcaches;          /* thread caches read */
+	struct hs_region *regions;  /* sorted by start after hs_heap_finish */
+	size_t nregions;
 	bool partial;               /* some part could not be walked */
 };
 
@@ -98,6 +112,8 @@ struct hs_error *hs_heap_begin_run(struct hs_heap *heap);
 struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a);
 struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 				   const struct hs_arena *a, size_t *ret);
+struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
+				    uint64_t end, enum hs_region_kind kind);
 /* Sorts by address; overlapping blocks are an error (corrupt walk). */
 struct hs_error *hs_heap_finish(struct hs_heap *heap);
 /* The allocation containing addr (user range [addr, addr+size)), or NULL. */
