@@ -27,8 +27,18 @@ struct layout_cache_entry {
 	bool missing;           /* looked up and not found */
 };
 
+struct symtab_cache {
+	struct hs_module *mod;
+	struct hs_symbol *data, *tls;
+	size_t ndata, ntls;
+};
+
 struct hs_dwarf {
 	Dwfl_Callbacks callbacks;
+	struct symtab_cache *symtabs;
+	size_t nsymtabs;
+	bool attached;          /* dwfl_core_file_attach done */
+	bool attach_failed;
 	char *debuginfo_path;
 	char *sysroot;
 	char *debug_dir;
@@ -282,6 +292,11 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 		free(l->name);
 	}
 	free(dw->layouts);
+	for (size_t i = 0; i < dw->nsymtabs; i++) {
+		free(dw->symtabs[i].data);
+		free(dw->symtabs[i].tls);
+	}
+	free(dw->symtabs);
 	for (size_t i = 0; i < dw->nmods; i++) {
 		free(dw->mods[i].name);
 		free(dw->mods[i].build_id);
@@ -612,4 +627,293 @@ char *hs_dwarf_find_string(struct hs_dwarf *dw, struct hs_module *m,
 		}
 	}
 	return NULL;
+}
+
+/* ---- symbol tables, TLS, unwinding ---- */
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct hs_symbol *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->global != y->global)
+		return x->global ? -1 : 1;
+	return x->size > y->size ? -1 : x->size < y->size;
+}
+
+static void dedupe(struct hs_symbol *s, size_t *n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++)
+		if (!k || s[k - 1].addr != s[i].addr)
+			s[k++] = s[i];
+	*n = k;
+}
+
+static struct hs_error *load_symtab(struct hs_dwarf *dw, struct hs_module *m,
+				    struct symtab_cache **ret)
+{
+	for (size_t i = 0; i < dw->nsymtabs; i++) {
+		if (dw->symtabs[i].mod == m) {
+			*ret = &dw->symtabs[i];
+			return NULL;
+		}
+	}
+	struct symtab_cache *c = realloc(dw->symtabs,
+					 (dw->nsymtabs + 1) * sizeof(*c));
+	if (!c)
+		return &hs_error_nomem;
+	dw->symtabs = c;
+	c = &dw->symtabs[dw->nsymtabs];
+	memset(c, 0, sizeof(*c));
+	c->mod = m;
+	int n = dwfl_module_getsymtab(m->mod);
+	size_t cap = n > 0 ? (size_t)n : 1;
+	c->data = malloc(cap * sizeof(*c->data));
+	c->tls = malloc(cap * sizeof(*c->tls));
+	if (!c->data || !c->tls) {
+		free(c->data);
+		free(c->tls);
+		return &hs_error_nomem;
+	}
+	dw->nsymtabs++;
+	for (int i = 0; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr,
+							   NULL, NULL, NULL);
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF || !sym.st_size)
+			continue;
+		int type = GELF_ST_TYPE(sym.st_info);
+		struct hs_symbol hs = {
+			.addr = addr, .size = sym.st_size, .name = name,
+			.global = GELF_ST_BIND(sym.st_info) != STB_LOCAL,
+		};
+		if (type == STT_TLS) {
+			hs.addr = sym.st_value;
+			c->tls[c->ntls++] = hs;
+		} else if (type == STT_OBJECT || type == STT_NOTYPE ||
+			   type == STT_COMMON) {
+			c->data[c->ndata++] = hs;
+		}
+	}
+	qsort(c->data, c->ndata, sizeof(*c->data), cmp_sym);
+	dedupe(c->data, &c->ndata);
+	qsort(c->tls, c->ntls, sizeof(*c->tls), cmp_sym);
+	dedupe(c->tls, &c->ntls);
+	*ret = c;
+	return NULL;
+}
+
+struct hs_error *hs_dwarf_data_symbols(struct hs_dwarf *dw, struct hs_module *m,
+				       const struct hs_symbol **ret,
+				       size_t *count)
+{
+	struct symtab_cache *c;
+	struct hs_error *err = load_symtab(dw, m, &c);
+	if (err)
+		return err;
+	*ret = c->data;
+	*count = c->ndata;
+	return NULL;
+}
+
+struct hs_error *hs_dwarf_tls_symbols(struct hs_dwarf *dw, struct hs_module *m,
+				      const struct hs_symbol **ret,
+				      size_t *count)
+{
+	struct symtab_cache *c;
+	struct hs_error *err = load_symtab(dw, m, &c);
+	if (err)
+		return err;
+	*ret = c->tls;
+	*count = c->ntls;
+	return NULL;
+}
+
+static bool find_pt_tls(Elf *elf, GElf_Phdr *ret)
+{
+	size_t n;
+	if (elf_getphdrnum(elf, &n) != 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_TLS) {
+			*ret = ph;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool hs_dwarf_module_tls(struct hs_dwarf *dw, struct hs_module *m,
+			 uint64_t *memsz, uint64_t *align)
+{
+	Elf *elf = hs_dwarf_module_elf(dw, m, NULL);
+	GElf_Phdr ph;
+	if (!elf || !find_pt_tls(elf, &ph) || !ph.p_memsz)
+		return false;
+	*memsz = ph.p_memsz;
+	*align = ph.p_align ? ph.p_align : 1;
+	return true;
+}
+
+bool hs_dwarf_tls_block(struct hs_dwarf *dw, const struct hs_core *core,
+			struct hs_module *m, uint64_t fs_base, uint64_t *ret)
+{
+	uint64_t memsz, align;
+	if (!hs_dwarf_module_tls(dw, m, &memsz, &align))
+		return false;
+	if (m->is_exe) {
+		/* x86-64 TLS variant II: the executable's block is the first,
+		 * ending at the thread pointer (rounded to its alignment). */
+		*ret = fs_base - ((memsz + align - 1) & ~(align - 1));
+		return true;
+	}
+	uint64_t bias;
+	Elf *elf = hs_dwarf_module_elf(dw, m, &bias);
+	if (!elf)
+		return false;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		/* symbol values for relocations that name a symbol */
+		Elf_Data *symdata = NULL;
+		Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
+		if (symscn)
+			symdata = elf_getdata(symscn, NULL);
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			if (!gelf_getrela(d, (int)i, &r))
+				break;
+			uint32_t type = GELF_R_TYPE(r.r_info);
+			if (type != R_X86_64_TPOFF64 && type != R_X86_64_DTPMOD64)
+				continue;
+			uint64_t symval = 0;
+			size_t symi = GELF_R_SYM(r.r_info);
+			if (symi) {
+				GElf_Sym sym;
+				if (!symdata || !gelf_getsym(symdata, (int)symi, &sym) ||
+				    sym.st_shndx == SHN_UNDEF)
+					continue;  /* another module's variable */
+				symval = sym.st_value;
+			}
+			uint64_t slot;
+			if (!hs_core_read_u64(core, r.r_offset + bias, &slot))
+				continue;
+			if (type == R_X86_64_TPOFF64) {
+				*ret = fs_base + slot - symval - (uint64_t)r.r_addend;
+				return true;
+			}
+			/* DTPMOD64: slot = module id; dtv at tcb+8, 16-byte
+			 * entries, dtv[id].val is the block */
+			uint64_t dtv, block;
+			if (slot == 0 || slot > 1 << 20 ||
+			    !hs_core_read_u64(core, fs_base + 8, &dtv) ||
+			    !hs_core_read_u64(core, dtv + 16 * slot, &block) ||
+			    block == (uint64_t)-1 || block == 0)
+				continue;
+			*ret = block;
+			return true;
+		}
+	}
+	return false;
+}
+
+struct unwind_arg {
+	struct hs_frame *frames;
+	size_t n, cap;
+	bool nomem;
+};
+
+static int frame_cb(Dwfl_Frame *state, void *varg)
+{
+	struct unwind_arg *a = varg;
+	Dwarf_Addr pc;
+	bool activation;
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	Dwarf_Word sp = 0;
+	if (dwfl_frame_reg(state, 7 /* DWARF rsp */, &sp) != 0)
+		sp = 0;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 32;
+		struct hs_frame *f = realloc(a->frames, cap * sizeof(*f));
+		if (!f) {
+			a->nomem = true;
+			return DWARF_CB_ABORT;
+		}
+		a->frames = f;
+		a->cap = cap;
+	}
+	a->frames[a->n++] = (struct hs_frame){pc, sp, activation};
+	return a->n >= 4096 ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+struct hs_error *hs_dwarf_unwind(struct hs_dwarf *dw, int tid,
+				 struct hs_frame **ret, size_t *count)
+{
+	if (!dw->attached && !dw->attach_failed) {
+		if (dwfl_core_file_attach(dw->dwfl, dw->core_elf) < 0)
+			dw->attach_failed = true;
+		else
+			dw->attached = true;
+	}
+	if (!dw->attached)
+		return hs_error_create(HS_ERR_DWARF,
+				       "cannot attach to the core for unwinding: %s",
+				       dwfl_errmsg(-1));
+	struct unwind_arg a = {0};
+	dwfl_getthread_frames(dw->dwfl, tid, frame_cb, &a);
+	if (a.nomem) {
+		free(a.frames);
+		return &hs_error_nomem;
+	}
+	if (!a.n) {
+		free(a.frames);
+		return hs_error_create(HS_ERR_DWARF, "thread %d: cannot unwind: %s",
+				       tid, dwfl_errmsg(-1));
+	}
+	*ret = a.frames;
+	*count = a.n;
+	return NULL;
+}
+
+char *hs_dwarf_describe_pc(struct hs_dwarf *dw, uint64_t pc, bool exact)
+{
+	struct hs_module *m = hs_dwarf_module_at(dw, pc);
+	if (!m)
+		return NULL;
+	/* a return address points after the call: look up the call itself */
+	uint64_t look = exact ? pc : pc - 1;
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *name = dwfl_module_addrinfo(m->mod, look, &off, &sym, NULL,
+						NULL, NULL);
+	const char *base = strrchr(m->name, '/');
+	base = base ? base + 1 : m->name;
+	char *out = NULL;
+	Dwfl_Line *line = dwfl_module_getsrc(m->mod, look);
+	int lineno = 0;
+	const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL,
+						NULL) : NULL;
+	if (file) {
+		const char *f = strrchr(file, '/');
+		file = f ? f + 1 : file;
+	}
+	int r;
+	if (name && file)
+		r = asprintf(&out, "%s (%s:%d)", name, file, lineno);
+	else if (name)
+		r = asprintf(&out, "%s+%#llx", name, (unsigned long long)(pc - (look - off)));
+	else
+		r = asprintf(&out, "%s+%#llx", base, (unsigned long long)(pc - m->start));
+	return r < 0 ? NULL : out;
 }

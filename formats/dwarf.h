@@ -99,6 +99,51 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 struct hs_error *hs_layout_member(const struct hs_layout *l, const char *member,
 				  uint64_t *offset, uint64_t *size);
 
+struct hs_symbol {
+	uint64_t addr, size;
+	const char *name;       /* owned by libdwfl */
+	bool global;
+};
+
+/* m's sized data symbols (objects and TLS excluded), sorted by address,
+ * one per address (a global name preferred over a local alias).  The array
+ * belongs to dw. */
+struct hs_error *hs_dwarf_data_symbols(struct hs_dwarf *dw, struct hs_module *m,
+				       const struct hs_symbol **ret,
+				       size_t *count);
+
+/* m's TLS symbols, sorted by offset in its TLS block.  Belongs to dw. */
+struct hs_error *hs_dwarf_tls_symbols(struct hs_dwarf *dw, struct hs_module *m,
+				      const struct hs_symbol **ret,
+				      size_t *count);
+
+/* m's PT_TLS segment: block size and alignment; false if it has none. */
+bool hs_dwarf_module_tls(struct hs_dwarf *dw, struct hs_module *m,
+			 uint64_t *memsz, uint64_t *align);
+
+/* Where m's TLS block of the thread with thread pointer fs_base starts:
+ * for the executable from the local-exec layout (the block ends at the
+ * thread pointer), for libraries from a relocated GOT slot (a TPOFF64 slot
+ * holds an offset from the thread pointer; a DTPMOD64 slot holds the
+ * module id, whose block the thread's dtv points to). */
+bool hs_dwarf_tls_block(struct hs_dwarf *dw, const struct hs_core *core,
+			struct hs_module *m, uint64_t fs_base, uint64_t *ret);
+
+struct hs_frame {
+	uint64_t pc;
+	uint64_t sp;
+	bool activation;        /* pc is exact (signal frame / frame 0) */
+};
+
+/* Unwinds thread tid of the core (CFI, through libdwfl).  *ret is malloc'ed
+ * (caller frees).  An error when not even frame 0 could be had. */
+struct hs_error *hs_dwarf_unwind(struct hs_dwarf *dw, int tid,
+				 struct hs_frame **ret, size_t *count);
+
+/* "function (file.c:142)", "function+0x1a", or "module+0x1234"; NULL if
+ * nothing is known.  Caller frees. */
+char *hs_dwarf_describe_pc(struct hs_dwarf *dw, uint64_t pc, bool exact);
+
 /* The ELF file libdwfl found for m (not the debug file), with its bias. */
 struct Elf *hs_dwarf_module_elf(struct hs_dwarf *dw, struct hs_module *m,
 				uint64_t *bias);
