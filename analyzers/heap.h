@@ -54,6 +54,19 @@ static inline enum hs_state hs_alloc_state(const struct hs_alloc *a)
 	return a->where >= HS_WHERE_BIN ? HS_STATE_FREE : HS_STATE_USED;
 }
 
+/* glibc's view of the block: its chunk (the header is 16 bytes before the
+ * user pointer) and the chunk's size. */
+static inline uint64_t hs_alloc_chunk(const struct hs_alloc *a)
+{
+	return a->addr - 16;
+}
+
+static inline uint64_t hs_alloc_chunk_size(const struct hs_alloc *a)
+{
+	return a->where == HS_WHERE_MMAPPED || a->where == HS_WHERE_TOP ?
+		a->size + 16 : a->size + 8;
+}
+
 /* glibc's struct mallinfo2, as mallinfo2() would have returned it. */
 struct hs_mallinfo2 {
 	uint64_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks,

@@ -28,10 +28,17 @@ struct hs_cli {
 	/* list */
 	int state;              /* -1 all, else enum hs_state */
 	uint64_t min_size;
+	/* leaks */
+	bool list;
+	/* show */
+	uint64_t addr;
+	bool show_bytes;
 };
 
 int hs_cmd_info(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap);
 
 /* Prints "heapsift: MESSAGE" and returns the exit code for err. */
 int hs_cli_fail(const struct hs_cli *cli, const struct hs_error *err);

@@ -11,24 +11,12 @@ static bool selected(const struct hs_cli *cli, const struct hs_alloc *a)
 	return a->size >= cli->min_size;
 }
 
-static uint64_t chunk_of(const struct hs_alloc *a)
+static const char *reach_of(const struct hs_mark *m, const struct hs_heap *h,
+			    const struct hs_alloc *a)
 {
-	/* glibc: the header is 16 bytes before the user pointer (hdr counts
-	 * only the bytes the block owns: the size field, or for mmapped
-	 * chunks the memalign lead too). */
-	return a->addr - 16;
-}
-
-static uint64_t chunk_size(const struct hs_alloc *a)
-{
-	switch (a->where) {
-	case HS_WHERE_MMAPPED:
-		return a->size + 16;
-	case HS_WHERE_TOP:
-		return a->size + 16;
-	default:
-		return a->size + 8;
-	}
+	if (!m || hs_alloc_state(a) != HS_STATE_USED)
+		return NULL;
+	return hs_reach_names[m->reach[a - h->allocs]];
 }
 
 int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
@@ -37,6 +25,12 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_error *err = hs_snapshot_heap(snap, &heap);
 	if (err)
 		return hs_cli_fail(cli, err);
+	/* the leak class is a column of its own: without it (no roots, say)
+	 * the list is still worth having */
+	const struct hs_mark *mark = NULL;
+	const struct hs_error *merr = hs_snapshot_mark(snap, &mark);
+	if (merr)
+		hs_log_warn(&snap->log, "no leak classes: %s", merr->message);
 	uint64_t n = 0, bytes = 0;
 	if (cli->format == HS_FORMAT_JSON) {
 		struct hs_jsonw w;
@@ -57,10 +51,13 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kstring(&w, "state",
 					 hs_alloc_state(a) == HS_STATE_USED ? "used" : "free");
 			hs_jsonw_kstring(&w, "where", hs_where_names[a->where]);
-			hs_jsonw_kaddr(&w, "chunk", chunk_of(a));
-			hs_jsonw_kuint(&w, "chunk_size", chunk_size(a));
+			hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(a));
+			hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(a));
 			if (a->arena != HS_ARENA_NONE)
 				hs_jsonw_kuint(&w, "arena", a->arena);
+			const char *reach = reach_of(mark, heap, a);
+			if (reach)
+				hs_jsonw_kstring(&w, "reach", reach);
 			hs_jsonw_object_end(&w);
 			n++;
 			bytes += a->size;
@@ -77,22 +74,20 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_finish(&w);
 		return HS_EXIT_OK;
 	}
-	printf("%-18s %12s %-5s %-9s %s\n", "ADDRESS", "SIZE", "STATE", "WHERE",
-	       "ARENA");
+	printf("%-18s %12s %-5s %-9s %-5s %s\n", "ADDRESS", "SIZE", "STATE",
+	       "WHERE", "ARENA", "CLASS");
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
 		if (!selected(cli, a))
 			continue;
+		char arena[8] = "-";
 		if (a->arena != HS_ARENA_NONE)
-			printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %u\n", a->addr,
-			       (uint64_t)a->size,
-			       hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
-			       hs_where_names[a->where], (unsigned)a->arena);
-		else
-			printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s -\n", a->addr,
-			       (uint64_t)a->size,
-			       hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
-			       hs_where_names[a->where]);
+			snprintf(arena, sizeof(arena), "%u", (unsigned)a->arena);
+		const char *reach = reach_of(mark, heap, a);
+		printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %-5s %s\n", a->addr,
+		       (uint64_t)a->size,
+		       hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
+		       hs_where_names[a->where], arena, reach ? reach : "-");
 		n++;
 		bytes += a->size;
 	}

@@ -14,7 +14,11 @@ static const char usage_text[] =
 	"\n"
 	"commands:\n"
 	"  info    process, threads, modules and their debug info, allocator totals\n"
-	"  list    every heap allocation (--state used|free|all, --min-size N)\n"
+	"  list    every heap allocation with its leak class\n"
+	"          (--state used|free|all, --min-size N)\n"
+	"  leaks   leaked vs reachable: counts, bytes, leak roots by size (--list)\n"
+	"  show    heapsift show CORE ADDR: one block, who points to it, what it\n"
+	"          points to (--show-bytes prints its bytes)\n"
 	"\n"
 	"options:\n"
 	"  --exe BINARY       the executable, when the core's path to it is gone\n"
@@ -22,6 +26,8 @@ static const char usage_text[] =
 	"  --sysroot DIR      the core's files live under DIR (core from another machine)\n"
 	"  --format text|json output format (default text)\n"
 	"  --quiet            no warnings or progress on stderr\n"
+	"  --no-unexplained   writable memory nothing explains is not a root\n"
+	"  --threads N        worker threads (default: one per CPU)\n"
 	"  --help             this text\n"
 	"\n"
 	"exit status: 0 success, 1 analysis error, 2 usage error\n";
@@ -83,7 +89,16 @@ static bool parse_size(const char *s, uint64_t *ret)
 
 enum {
 	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
-	OPT_STATE, OPT_MIN_SIZE, OPT_HELP,
+	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
+	OPT_NO_UNEXPLAINED, OPT_THREADS,
+};
+
+/* Which command takes which command-specific option. */
+enum {
+	TAKES_STATE = 1 << 0,
+	TAKES_LIST = 1 << 1,
+	TAKES_SHOW_BYTES = 1 << 2,
+	TAKES_ADDR = 1 << 3,
 };
 
 static const struct option long_opts[] = {
@@ -95,19 +110,30 @@ static const struct option long_opts[] = {
 	{"state", required_argument, NULL, OPT_STATE},
 	{"min-size", required_argument, NULL, OPT_MIN_SIZE},
 	{"help", no_argument, NULL, OPT_HELP},
+	{"list", no_argument, NULL, OPT_LIST},
+	{"show-bytes", no_argument, NULL, OPT_SHOW_BYTES},
+	{"no-unexplained", no_argument, NULL, OPT_NO_UNEXPLAINED},
+	{"threads", required_argument, NULL, OPT_THREADS},
 	{NULL, 0, NULL, 0},
 };
 
 struct command {
 	const char *name;
 	int (*run)(struct hs_cli *, struct hs_snapshot *);
-	bool list_opts;
+	unsigned takes;
 };
 
 static const struct command commands[] = {
-	{"info", hs_cmd_info, false},
-	{"list", hs_cmd_list, true},
+	{"info", hs_cmd_info, 0},
+	{"list", hs_cmd_list, TAKES_STATE},
+	{"leaks", hs_cmd_leaks, TAKES_LIST},
+	{"show", hs_cmd_show, TAKES_ADDR | TAKES_SHOW_BYTES},
 };
+
+static int not_an_option_of(const struct command *cmd, const char *opt)
+{
+	return usage_error("%s is not an option of %s", opt, cmd->name);
+}
 
 int main(int argc, char **argv)
 {
@@ -130,14 +156,18 @@ int main(int argc, char **argv)
 	optind = 2;
 	opterr = 0;
 	int c;
+	const char *addr = NULL;
 	while ((c = getopt_long(argc, argv, "+:", long_opts, NULL)) != -1 ||
 	       optind < argc) {
 		if (c == -1) {
-			/* a positional argument: the core */
-			if (cli.core)
+			/* a positional argument: the core, then an address */
+			if (!cli.core)
+				cli.core = argv[optind++];
+			else if ((cmd->takes & TAKES_ADDR) && !addr)
+				addr = argv[optind++];
+			else
 				return usage_error("unexpected argument '%s'",
 						   argv[optind]);
-			cli.core = argv[optind++];
 			continue;
 		}
 		switch (c) {
@@ -157,10 +187,30 @@ int main(int argc, char **argv)
 				return usage_error("--format takes text or json, not '%s'",
 						   optarg);
 			break;
+		case OPT_LIST:
+			if (!(cmd->takes & TAKES_LIST))
+				return not_an_option_of(cmd, "--list");
+			cli.list = true;
+			break;
+		case OPT_SHOW_BYTES:
+			if (!(cmd->takes & TAKES_SHOW_BYTES))
+				return not_an_option_of(cmd, "--show-bytes");
+			cli.show_bytes = true;
+			break;
+		case OPT_NO_UNEXPLAINED:
+			cli.opts.no_unexplained = true;
+			break;
+		case OPT_THREADS: {
+			uint64_t n;
+			if (!parse_size(optarg, &n) || n < 1 || n > 64)
+				return usage_error("--threads takes a number from 1 to 64, not '%s'",
+						   optarg);
+			cli.opts.threads = (unsigned)n;
+			break;
+		}
 		case OPT_STATE:
-			if (!cmd->list_opts)
-				return usage_error("--state is an option of list, not of %s",
-						   cmd->name);
+			if (!(cmd->takes & TAKES_STATE))
+				return not_an_option_of(cmd, "--state");
 			if (!strcmp(optarg, "used"))
 				cli.state = HS_STATE_USED;
 			else if (!strcmp(optarg, "free"))
@@ -172,9 +222,8 @@ int main(int argc, char **argv)
 						   optarg);
 			break;
 		case OPT_MIN_SIZE:
-			if (!cmd->list_opts)
-				return usage_error("--min-size is an option of list, not of %s",
-						   cmd->name);
+			if (!(cmd->takes & TAKES_STATE))
+				return not_an_option_of(cmd, "--min-size");
 			if (!parse_size(optarg, &cli.min_size))
 				return usage_error("--min-size takes a size in bytes, not '%s'",
 						   optarg);
@@ -188,6 +237,16 @@ int main(int argc, char **argv)
 	}
 	if (!cli.core)
 		return usage_error("%s", "missing CORE");
+	if (cmd->takes & TAKES_ADDR) {
+		char *end;
+		if (!addr)
+			return usage_error("%s", "missing ADDR");
+		errno = 0;
+		cli.addr = strtoull(addr, &end, 16);
+		if (errno || end == addr || *end)
+			return usage_error("ADDR must be a hexadecimal address, not '%s'",
+					   addr);
+	}
 
 	cli.opts.warnings = cli.quiet ? NULL : stderr;
 	cli.opts.progress = !cli.quiet && isatty(STDERR_FILENO);

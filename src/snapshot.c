@@ -1,6 +1,7 @@
 #include "src/snapshot.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "analyzers/glibc.h"
 
@@ -26,6 +27,12 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 {
 	if (!snap)
 		return;
+	hs_mark_destroy(snap->mark);
+	hs_error_destroy(snap->mark_err);
+	hs_graph_destroy(snap->graph);
+	hs_error_destroy(snap->graph_err);
+	hs_roots_destroy(snap->roots);
+	hs_error_destroy(snap->roots_err);
 	hs_heap_destroy(snap->heap);
 	hs_error_destroy(snap->heap_err);
 	hs_dwarf_destroy(snap->dwarf);
@@ -34,6 +41,8 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 	hs_log_fini(&snap->log);
 	free(snap);
 }
+
+static struct hs_error *copy_error(const struct hs_error *err);
 
 const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
 					 struct hs_dwarf **ret)
@@ -60,12 +69,84 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 		struct hs_dwarf *dw;
 		const struct hs_error *derr = hs_snapshot_dwarf(snap, &dw);
 		if (derr)
-			snap->heap_err = hs_error_create(derr->code, "%s",
-							 derr->message);
+			snap->heap_err = copy_error(derr);
 		else
 			snap->heap_err = hs_glibc_walk(snap->core, dw,
 						       &snap->log, &snap->heap);
 	}
 	*ret = snap->heap;
 	return snap->heap_err;
+}
+
+/* A failed stage's error, copied for the stage that needed it. */
+static struct hs_error *copy_error(const struct hs_error *err)
+{
+	return hs_error_create(err->code, "%s", err->message);
+}
+
+const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
+					 const struct hs_roots **ret)
+{
+	if (!snap->roots_done) {
+		snap->roots_done = true;
+		struct hs_dwarf *dw;
+		const struct hs_heap *heap;
+		const struct hs_error *e;
+		if ((e = hs_snapshot_dwarf(snap, &dw)) ||
+		    (e = hs_snapshot_heap(snap, &heap))) {
+			snap->roots_err = copy_error(e);
+		} else {
+			struct hs_roots_options o = {
+				.unexplained = !snap->opts.no_unexplained,
+			};
+			snap->roots_err = hs_roots_build(snap->core, dw, heap, &o,
+							 &snap->log, &snap->roots);
+		}
+	}
+	*ret = snap->roots;
+	return snap->roots_err;
+}
+
+const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
+					 const struct hs_graph **ret)
+{
+	if (!snap->graph_done) {
+		snap->graph_done = true;
+		const struct hs_heap *heap;
+		const struct hs_error *e = hs_snapshot_heap(snap, &heap);
+		if (e) {
+			snap->graph_err = copy_error(e);
+		} else {
+			unsigned n = snap->opts.threads;
+			if (!n) {
+				long c = sysconf(_SC_NPROCESSORS_ONLN);
+				n = c > 0 ? (unsigned)c : 1;
+			}
+			snap->graph_err = hs_graph_build(snap->core, heap, n,
+							 &snap->log, &snap->graph);
+		}
+	}
+	*ret = snap->graph;
+	return snap->graph_err;
+}
+
+const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
+					const struct hs_mark **ret)
+{
+	if (!snap->mark_done) {
+		snap->mark_done = true;
+		const struct hs_heap *heap;
+		const struct hs_roots *roots;
+		const struct hs_graph *graph;
+		const struct hs_error *e;
+		if ((e = hs_snapshot_heap(snap, &heap)) ||
+		    (e = hs_snapshot_roots(snap, &roots)) ||
+		    (e = hs_snapshot_graph(snap, &graph)))
+			snap->mark_err = copy_error(e);
+		else
+			snap->mark_err = hs_mark_compute(snap->core, heap, roots,
+							 graph, &snap->mark);
+	}
+	*ret = snap->mark;
+	return snap->mark_err;
 }

@@ -9,7 +9,10 @@
 
 #include <stdio.h>
 
+#include "analyzers/graph.h"
 #include "analyzers/heap.h"
+#include "analyzers/mark.h"
+#include "analyzers/roots.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
 #include "src/error.h"
@@ -21,6 +24,8 @@ struct hs_options {
 	const char *sysroot;
 	FILE *warnings;         /* where warnings go as they happen, or NULL */
 	bool progress;          /* progress lines on the warnings stream */
+	bool no_unexplained;    /* no roots for unexplained writable memory */
+	unsigned threads;       /* worker threads (0: one per CPU) */
 };
 
 struct hs_snapshot {
@@ -31,7 +36,13 @@ struct hs_snapshot {
 	struct hs_error *dwarf_err;
 	struct hs_heap *heap;
 	struct hs_error *heap_err;
-	bool dwarf_done, heap_done;
+	struct hs_roots *roots;
+	struct hs_error *roots_err;
+	struct hs_graph *graph;
+	struct hs_error *graph_err;
+	struct hs_mark *mark;
+	struct hs_error *mark_err;
+	bool dwarf_done, heap_done, roots_done, graph_done, mark_done;
 };
 
 struct hs_error *hs_snapshot_open(const char *path,
@@ -45,5 +56,14 @@ const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
 					 struct hs_dwarf **ret);
 const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 					const struct hs_heap **ret);
+
+const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
+					 const struct hs_roots **ret);
+const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
+					 const struct hs_graph **ret);
+/* The mark needs the heap, the roots and the graph; on success all three
+ * are available through their own calls. */
+const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
+					const struct hs_mark **ret);
 
 #endif

@@ -1,0 +1,319 @@
+#include "analyzers/graph.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	GRAN_SHIFT = 8,
+	SPAN_GAP = 1 << 20,
+};
+
+static uint64_t alloc_end(const struct hs_alloc *a)
+{
+	return a->addr + a->size;
+}
+
+static void addrmap_destroy(struct hs_addrmap *m)
+{
+	for (size_t i = 0; i < m->nspans; i++)
+		free(m->spans[i].first);
+	free(m->spans);
+	m->spans = NULL;
+	m->nspans = 0;
+}
+
+static struct hs_error *addrmap_build(struct hs_addrmap *m,
+				      const struct hs_heap *heap)
+{
+	m->heap = heap;
+	m->lo = m->hi = 0;
+	size_t n = heap->nallocs;
+	if (!n)
+		return NULL;
+	const struct hs_alloc *a = heap->allocs;
+	m->lo = a[0].addr;
+	m->hi = alloc_end(&a[n - 1]);
+	size_t cap = 16;
+	m->spans = malloc(cap * sizeof(*m->spans));
+	if (!m->spans)
+		return &hs_error_nomem;
+	size_t i = 0;
+	while (i < n) {
+		size_t j = i + 1;
+		uint64_t end = alloc_end(&a[i]);
+		while (j < n && a[j].addr - end < SPAN_GAP) {
+			if (alloc_end(&a[j]) > end)
+				end = alloc_end(&a[j]);
+			j++;
+		}
+		if (m->nspans == cap) {
+			cap *= 2;
+			struct hs_addrmap_span *s = realloc(m->spans, cap * sizeof(*s));
+			if (!s)
+				return &hs_error_nomem;
+			m->spans = s;
+		}
+		struct hs_addrmap_span *s = &m->spans[m->nspans];
+		s->base = a[i].addr & ~((1ull << GRAN_SHIFT) - 1);
+		s->end = end;
+		s->first_id = (uint32_t)i;
+		s->last_id = (uint32_t)j;
+		uint64_t ngran = ((end - s->base) >> GRAN_SHIFT) + 1;
+		s->first = malloc(ngran * sizeof(*s->first));
+		if (!s->first)
+			return &hs_error_nomem;
+		m->nspans++;
+		size_t k = i;
+		for (uint64_t g = 0; g < ngran; g++) {
+			uint64_t gstart = s->base + (g << GRAN_SHIFT);
+			while (k < j && alloc_end(&a[k]) <= gstart)
+				k++;
+			s->first[g] = (uint32_t)k;
+		}
+		i = j;
+	}
+	return NULL;
+}
+
+uint32_t hs_addrmap_lookup(const struct hs_addrmap *m, uint64_t v)
+{
+	if (v < m->lo || v >= m->hi)
+		return HS_NO_ALLOC;
+	size_t lo = 0, hi = m->nspans;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v < m->spans[mid].base)
+			hi = mid;
+		else if (v >= m->spans[mid].end)
+			lo = mid + 1;
+		else {
+			const struct hs_addrmap_span *s = &m->spans[mid];
+			const struct hs_alloc *a = m->heap->allocs;
+			uint32_t k = s->first[(v - s->base) >> GRAN_SHIFT];
+			while (k < s->last_id && alloc_end(&a[k]) <= v)
+				k++;
+			if (k < s->last_id && a[k].addr <= v)
+				return k;
+			return HS_NO_ALLOC;
+		}
+	}
+	return HS_NO_ALLOC;
+}
+
+uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior)
+{
+	uint32_t id = hs_addrmap_lookup(&g->map, v);
+	if (id == HS_NO_ALLOC)
+		return id;
+	const struct hs_alloc *a = &g->map.heap->allocs[id];
+	if (!hs_alloc_in_graph(a))
+		return HS_NO_ALLOC;
+	*interior = v != a->addr;
+	return id;
+}
+
+/* ---- the scan ---- */
+
+struct part {
+	const struct hs_core *core;
+	const struct hs_graph *g;
+	uint32_t from, to;      /* sources [from, to) */
+	uint32_t *counts;       /* per source, to - from */
+	uint32_t *edges;
+	size_t nedges, cap;
+	uint64_t words;
+	bool nomem;
+	uint64_t unreadable;    /* sources not (wholly) in the core */
+};
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool push_edge(struct part *p, uint32_t e)
+{
+	if (p->nedges == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 4096;
+		uint32_t *v = realloc(p->edges, cap * sizeof(*v));
+		if (!v)
+			return false;
+		p->edges = v;
+		p->cap = cap;
+	}
+	p->edges[p->nedges++] = e;
+	return true;
+}
+
+/* Sorts a source's edges by target with the start edge first, and keeps
+ * one per target. */
+static size_t unique_edges(uint32_t *e, size_t n)
+{
+	if (n < 2)
+		return n;
+	/* sort by (id, interior): start (0) before interior */
+	for (size_t i = 0; i < n; i++)
+		e[i] = (HS_EDGE_ID(e[i]) << 1 | (e[i] >> 31)) ;
+	qsort(e, n, sizeof(*e), cmp_u32);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k && (e[k - 1] >> 1) == (e[i] >> 1))
+			continue;
+		e[k++] = e[i];
+	}
+	for (size_t i = 0; i < k; i++)
+		e[i] = (e[i] >> 1) | ((e[i] & 1) ? HS_EDGE_INTERIOR : 0);
+	return k;
+}
+
+static void *scan_part(void *arg)
+{
+	struct part *p = arg;
+	const struct hs_graph *g = p->g;
+	const struct hs_alloc *allocs = g->map.heap->allocs;
+	uint64_t lo = g->map.lo, hi = g->map.hi;
+	for (uint32_t src = p->from; src < p->to; src++) {
+		const struct hs_alloc *a = &allocs[src];
+		size_t before = p->nedges;
+		if (hs_alloc_in_graph(a)) {
+			uint64_t nwords = a->size / 8;
+			const uint64_t *w = hs_core_ptr(p->core, a->addr, nwords * 8);
+			for (uint64_t k = 0; k < nwords; k++) {
+				uint64_t v;
+				if (w)
+					v = w[k];
+				else if (!hs_core_read_u64(p->core, a->addr + 8 * k, &v)) {
+					p->unreadable++;
+					break;
+				}
+				if (v < lo || v >= hi)
+					continue;
+				bool interior;
+				uint32_t t = hs_graph_target(g, v, &interior);
+				if (t == HS_NO_ALLOC || t == src)
+					continue;
+				if (!push_edge(p, t | (interior ? HS_EDGE_INTERIOR : 0))) {
+					p->nomem = true;
+					return NULL;
+				}
+			}
+			p->words += nwords;
+		}
+		size_t n = unique_edges(p->edges + before, p->nedges - before);
+		p->nedges = before + n;
+		p->counts[src - p->from] = (uint32_t)n;
+	}
+	return NULL;
+}
+
+struct hs_error *hs_graph_build(const struct hs_core *core,
+				const struct hs_heap *heap, unsigned nthreads,
+				struct hs_log *log, struct hs_graph **ret)
+{
+	if (heap->nallocs >= HS_EDGE_INTERIOR)
+		return hs_error_create(HS_ERR_UNSUPPORTED,
+				       "%zu allocations: more than the graph can index",
+				       heap->nallocs);
+	struct hs_graph *g = calloc(1, sizeof(*g));
+	if (!g)
+		return &hs_error_nomem;
+	struct hs_error *err = addrmap_build(&g->map, heap);
+	if (err)
+		goto fail;
+	g->n = (uint32_t)heap->nallocs;
+	g->offsets = malloc(((size_t)g->n + 1) * sizeof(*g->offsets));
+	if (!g->offsets) {
+		err = &hs_error_nomem;
+		goto fail;
+	}
+	if (nthreads < 1)
+		nthreads = 1;
+	if (nthreads > 16)
+		nthreads = 16;
+	if (g->n < 4096)
+		nthreads = 1;
+	/* split the sources into parts of about equal bytes */
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		total += heap->allocs[i].size;
+	struct part parts[16];
+	memset(parts, 0, sizeof(parts));
+	uint32_t cur = 0;
+	uint64_t acc = 0;
+	for (unsigned t = 0; t < nthreads; t++) {
+		parts[t].core = core;
+		parts[t].g = g;
+		parts[t].from = cur;
+		uint64_t goal = total / nthreads * (t + 1);
+		while (cur < g->n && (t == nthreads - 1 || acc < goal))
+			acc += heap->allocs[cur++].size;
+		parts[t].to = cur;
+		/* counts land directly in offsets[from + 1 ..] */
+		parts[t].counts = g->offsets + parts[t].from + 1;
+	}
+	pthread_t tids[16];
+	bool started[16] = {false};
+	for (unsigned t = 1; t < nthreads; t++)
+		started[t] = pthread_create(&tids[t], NULL, scan_part, &parts[t]) == 0;
+	scan_part(&parts[0]);
+	for (unsigned t = 1; t < nthreads; t++) {
+		if (started[t])
+			pthread_join(tids[t], NULL);
+		else
+			scan_part(&parts[t]);
+	}
+	uint64_t nedges = 0, unreadable = 0;
+	bool nomem = false;
+	for (unsigned t = 0; t < nthreads; t++) {
+		nedges += parts[t].nedges;
+		nomem |= parts[t].nomem;
+		unreadable += parts[t].unreadable;
+		g->words_scanned += parts[t].words;
+	}
+	if (nomem || nedges >= UINT32_MAX) {
+		err = nomem ? &hs_error_nomem :
+			hs_error_create(HS_ERR_UNSUPPORTED, "too many pointers (%llu)",
+					(unsigned long long)nedges);
+		for (unsigned t = 0; t < nthreads; t++)
+			free(parts[t].edges);
+		goto fail;
+	}
+	/* concatenate: part 0's buffer grows to hold the others */
+	g->edges = realloc(parts[0].edges, (nedges ? nedges : 1) * sizeof(*g->edges));
+	if (!g->edges) {
+		for (unsigned t = 0; t < nthreads; t++)
+			free(parts[t].edges);
+		err = &hs_error_nomem;
+		goto fail;
+	}
+	size_t at = parts[0].nedges;
+	for (unsigned t = 1; t < nthreads; t++) {
+		memcpy(g->edges + at, parts[t].edges, parts[t].nedges * sizeof(uint32_t));
+		at += parts[t].nedges;
+		free(parts[t].edges);
+	}
+	g->nedges = nedges;
+	g->offsets[0] = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		g->offsets[i + 1] += g->offsets[i];
+	if (unreadable)
+		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
+			    (unsigned long long)unreadable);
+	*ret = g;
+	return NULL;
+fail:
+	hs_graph_destroy(g);
+	return err;
+}
+
+void hs_graph_destroy(struct hs_graph *g)
+{
+	if (!g)
+		return;
+	addrmap_destroy(&g->map);
+	free(g->offsets);
+	free(g->edges);
+	free(g);
+}

@@ -1,0 +1,76 @@
+/* The pointer graph between used allocations, and the address map that
+ * builds it.
+ *
+ * Address map: allocations are grouped into spans (runs with gaps under
+ * 1 MiB); each span has a table with, for every 256-byte granule, the first
+ * allocation that ends past the granule's start.  A lookup is a range check,
+ * a binary search over the few spans, one table read and a short forward
+ * scan: O(1) on average, which matters because the scan looks up every
+ * word of the heap.
+ *
+ * Graph: compressed sparse rows.  offsets[i]..offsets[i+1] index the edges
+ * of allocation i; an edge is the target's id with HS_EDGE_INTERIOR set
+ * when the pointer hit the target's interior rather than its start.  Edges
+ * of one source are sorted and unique (a start pointer wins over interior
+ * ones), self-pointers are dropped.  Sources and targets are the used
+ * allocations that belong to the program (not free, not allocator-internal).
+ * Which word of the source held the pointer is not stored: rescan the
+ * source (hs_graph_edges_at) when it is needed.
+ */
+#ifndef HS_GRAPH_H
+#define HS_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzers/heap.h"
+#include "formats/elfcore.h"
+#include "src/log.h"
+
+#define HS_EDGE_INTERIOR 0x80000000u
+#define HS_EDGE_ID(e) ((e) & ~HS_EDGE_INTERIOR)
+#define HS_NO_ALLOC UINT32_MAX
+
+struct hs_addrmap_span {
+	uint64_t base, end;     /* [base, end): base is granule aligned */
+	uint32_t first_id;      /* allocations first_id .. last_id - 1 */
+	uint32_t last_id;
+	uint32_t *first;        /* per granule */
+};
+
+struct hs_addrmap {
+	const struct hs_heap *heap;
+	uint64_t lo, hi;
+	struct hs_addrmap_span *spans;
+	size_t nspans;
+};
+
+struct hs_graph {
+	struct hs_addrmap map;
+	uint32_t n;
+	uint32_t *offsets;      /* n + 1 */
+	uint32_t *edges;
+	uint64_t nedges;
+	uint64_t words_scanned;
+};
+
+static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
+{
+	return a->where == HS_WHERE_HEAP || a->where == HS_WHERE_MMAPPED;
+}
+
+/* The allocation whose usable range holds addr (any state), or HS_NO_ALLOC. */
+uint32_t hs_addrmap_lookup(const struct hs_addrmap *map, uint64_t addr);
+
+/* Builds the graph with up to nthreads threads. */
+struct hs_error *hs_graph_build(const struct hs_core *core,
+				const struct hs_heap *heap, unsigned nthreads,
+				struct hs_log *log, struct hs_graph **ret);
+void hs_graph_destroy(struct hs_graph *g);
+
+/* The program-owned allocation that a pointer value v refers to, with
+ * *interior set when v is not its start; HS_NO_ALLOC otherwise. */
+uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior);
+
+#endif

@@ -1,0 +1,470 @@
+#include "analyzers/mark.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const hs_reach_names[HS_REACH_COUNT] = {
+	[HS_REACH_NONE] = "none",
+	[HS_REACH_REACHABLE] = "reachable",
+	[HS_REACH_POSSIBLE] = "possible",
+	[HS_REACH_LEAK_ROOT] = "leak-root",
+	[HS_REACH_INDIRECT] = "indirect",
+};
+
+struct stack {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static bool spush(struct stack *s, uint32_t x)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		uint32_t *v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return false;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = x;
+	return true;
+}
+
+/* Calls fn(value) for every aligned word of every root. */
+static bool scan_roots(const struct hs_core *core, const struct hs_roots *roots,
+		       bool (*fn)(uint64_t v, const struct hs_root *r,
+				  uint64_t where, void *arg),
+		       void *arg)
+{
+	for (size_t i = 0; i < roots->n; i++) {
+		const struct hs_root *r = &roots->roots[i];
+		if (hs_root_is_value(r)) {
+			if (!fn(r->value, r, 0, arg))
+				return false;
+			continue;
+		}
+		uint64_t lo = (r->start + 7) & ~7ull;
+		for (uint64_t a = lo; a + 8 <= r->end;) {
+			/* whole runs of the segment at a time */
+			const struct hs_core_segment *s = hs_core_find_segment(core, a);
+			if (!s)
+				break;
+			uint64_t seg_hi = s->vaddr + s->avail;
+			uint64_t hi = r->end < seg_hi ? r->end : seg_hi;
+			if (a >= seg_hi)
+				break;  /* not in the file (zeros or truncated) */
+			const uint8_t *data = core->data + s->offset;
+			for (; a + 8 <= hi; a += 8) {
+				uint64_t v;
+				memcpy(&v, data + (a - s->vaddr), 8);
+				if (!fn(v, r, a, arg))
+					return false;
+			}
+			if (hi == r->end || a + 8 > r->end)
+				break;
+			a = (hi + 7) & ~7ull;
+		}
+	}
+	return true;
+}
+
+struct mark_ctx {
+	const struct hs_graph *g;
+	uint8_t *reach;
+	struct stack start, interior;
+	bool nomem;
+};
+
+static bool root_word(uint64_t v, const struct hs_root *r, uint64_t where,
+		      void *arg)
+{
+	(void)r;
+	(void)where;
+	struct mark_ctx *c = arg;
+	if (v < c->g->map.lo || v >= c->g->map.hi)
+		return true;
+	bool interior;
+	uint32_t id = hs_graph_target(c->g, v, &interior);
+	if (id == HS_NO_ALLOC)
+		return true;
+	if (!spush(interior ? &c->interior : &c->start, id)) {
+		c->nomem = true;
+		return false;
+	}
+	return true;
+}
+
+/* ---- leaked subgraph: strongly connected components (iterative Tarjan)
+ * over the leaked allocations no leak root reached ---- */
+
+struct tarjan {
+	const struct hs_graph *g;
+	const uint32_t *ids;    /* local index -> id (sorted) */
+	size_t n;
+	uint32_t *index, *low;  /* local; UINT32_MAX = unvisited */
+	uint8_t *onstack;
+	uint32_t *stack;
+	size_t sp;
+	uint32_t *comp;         /* component per local node */
+	uint32_t ncomp;
+};
+
+static uint32_t local_of(const struct tarjan *t, uint32_t id)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->n && t->ids[lo] == id ? (uint32_t)lo : UINT32_MAX;
+}
+
+static bool tarjan_run(struct tarjan *t)
+{
+	/* call stack of (node, next edge position) */
+	uint32_t *cs_node = malloc(t->n * sizeof(uint32_t));
+	uint32_t *cs_edge = malloc(t->n * sizeof(uint32_t));
+	if (!cs_node || !cs_edge) {
+		free(cs_node);
+		free(cs_edge);
+		return false;
+	}
+	uint32_t counter = 0;
+	for (size_t root = 0; root < t->n; root++) {
+		if (t->index[root] != UINT32_MAX)
+			continue;
+		size_t depth = 0;
+		cs_node[0] = (uint32_t)root;
+		cs_edge[0] = t->g->offsets[t->ids[root]];
+		t->index[root] = t->low[root] = counter++;
+		t->stack[t->sp++] = (uint32_t)root;
+		t->onstack[root] = 1;
+		while (true) {
+			uint32_t v = cs_node[depth];
+			uint32_t end = t->g->offsets[t->ids[v] + 1];
+			bool descended = false;
+			while (cs_edge[depth] < end) {
+				uint32_t w = local_of(t, HS_EDGE_ID(t->g->edges[cs_edge[depth]++]));
+				if (w == UINT32_MAX)
+					continue;
+				if (t->index[w] == UINT32_MAX) {
+					t->index[w] = t->low[w] = counter++;
+					t->stack[t->sp++] = w;
+					t->onstack[w] = 1;
+					depth++;
+					cs_node[depth] = w;
+					cs_edge[depth] = t->g->offsets[t->ids[w]];
+					descended = true;
+					break;
+				}
+				if (t->onstack[w] && t->index[w] < t->low[v])
+					t->low[v] = t->index[w];
+			}
+			if (descended)
+				continue;
+			if (t->low[v] == t->index[v]) {
+				uint32_t w;
+				do {
+					w = t->stack[--t->sp];
+					t->onstack[w] = 0;
+					t->comp[w] = t->ncomp;
+				} while (w != v);
+				t->ncomp++;
+			}
+			if (depth == 0)
+				break;
+			depth--;
+			uint32_t parent = cs_node[depth];
+			if (t->low[v] < t->low[parent])
+				t->low[parent] = t->low[v];
+		}
+	}
+	free(cs_node);
+	free(cs_edge);
+	return true;
+}
+
+/* Marks everything leaked that root reaches and nobody claimed yet as
+ * indirect, charged to lr. */
+static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
+		   uint8_t *reach, uint8_t *claimed, struct hs_leak_root *lr,
+		   struct stack *st)
+{
+	st->n = 0;
+	claimed[lr->id] = 1;
+	if (!spush(st, lr->id))
+		return false;
+	while (st->n) {
+		uint32_t v = st->v[--st->n];
+		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t w = HS_EDGE_ID(g->edges[e]);
+			if (claimed[w] || (reach[w] != HS_REACH_INDIRECT &&
+					   reach[w] != HS_REACH_LEAK_ROOT))
+				continue;
+			if (reach[w] == HS_REACH_LEAK_ROOT)
+				continue;  /* another root: not ours */
+			claimed[w] = 1;
+			lr->held_count++;
+			lr->held_bytes += heap->allocs[w].size;
+			if (!spush(st, w))
+				return false;
+		}
+	}
+	return true;
+}
+
+static struct hs_error *classify_leaks(const struct hs_heap *heap,
+				       const struct hs_graph *g, uint8_t *reach,
+				       struct hs_mark *m)
+{
+	struct hs_error *err = &hs_error_nomem;
+	uint32_t n = g->n;
+	/* leaked: no class yet; has_in from another leaked allocation */
+	uint8_t *has_in = calloc(n ? n : 1, 1);
+	uint8_t *claimed = calloc(n ? n : 1, 1);
+	struct stack st = {0};
+	uint32_t *left = NULL;
+	struct tarjan t = {0};
+	if (!has_in || !claimed)
+		goto out;
+	for (uint32_t v = 0; v < n; v++) {
+		if (reach[v] != HS_REACH_INDIRECT)  /* "leaked, undecided" */
+			continue;
+		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t w = HS_EDGE_ID(g->edges[e]);
+			if (reach[w] == HS_REACH_INDIRECT)
+				has_in[w] = 1;
+		}
+	}
+	size_t nroots = 0, cap = 64;
+	struct hs_leak_root *roots = malloc(cap * sizeof(*roots));
+	if (!roots)
+		goto out;
+	m->leak_roots = roots;
+	for (uint32_t v = 0; v < n; v++) {
+		if (reach[v] != HS_REACH_INDIRECT || has_in[v])
+			continue;
+		reach[v] = HS_REACH_LEAK_ROOT;
+		if (nroots == cap) {
+			cap *= 2;
+			roots = realloc(m->leak_roots, cap * sizeof(*roots));
+			if (!roots)
+				goto out;
+			m->leak_roots = roots;
+		}
+		roots[nroots++] = (struct hs_leak_root){.id = v};
+	}
+	m->nleak_roots = nroots;
+	for (size_t i = 0; i < nroots; i++)
+		if (!charge(g, heap, reach, claimed, &m->leak_roots[i], &st))
+			goto out;
+	/* leaked allocations no leak root reaches: cycles (and what hangs
+	 * from them) that nothing else leaked points to */
+	size_t nleft = 0;
+	for (uint32_t v = 0; v < n; v++)
+		if (reach[v] == HS_REACH_INDIRECT && !claimed[v])
+			nleft++;
+	if (nleft) {
+		left = malloc(nleft * sizeof(*left));
+		t.g = g;
+		t.n = nleft;
+		t.index = malloc(nleft * sizeof(uint32_t));
+		t.low = malloc(nleft * sizeof(uint32_t));
+		t.onstack = calloc(nleft, 1);
+		t.stack = malloc(nleft * sizeof(uint32_t));
+		t.comp = malloc(nleft * sizeof(uint32_t));
+		if (!left || !t.index || !t.low || !t.onstack || !t.stack || !t.comp)
+			goto out;
+		size_t k = 0;
+		for (uint32_t v = 0; v < n; v++)
+			if (reach[v] == HS_REACH_INDIRECT && !claimed[v])
+				left[k++] = v;
+		t.ids = left;
+		memset(t.index, 0xff, nleft * sizeof(uint32_t));
+		if (!tarjan_run(&t))
+			goto out;
+		/* Tarjan numbers components sinks first; walk them sources
+		 * first.  A component none of whose members is claimed yet has
+		 * no leaked predecessor outside it: its lowest address member
+		 * is a leak root. */
+		uint32_t *lowest = malloc(t.ncomp * sizeof(uint32_t));
+		if (!lowest)
+			goto out;
+		memset(lowest, 0xff, t.ncomp * sizeof(uint32_t));
+		for (size_t i = 0; i < nleft; i++)  /* left is sorted by id */
+			if (lowest[t.comp[i]] == UINT32_MAX)
+				lowest[t.comp[i]] = (uint32_t)i;
+		for (uint32_t c = t.ncomp; c-- > 0;) {
+			uint32_t v = left[lowest[c]];
+			if (claimed[v])
+				continue;
+			reach[v] = HS_REACH_LEAK_ROOT;
+			if (m->nleak_roots == cap) {
+				cap *= 2;
+				roots = realloc(m->leak_roots, cap * sizeof(*roots));
+				if (!roots) {
+					free(lowest);
+					goto out;
+				}
+				m->leak_roots = roots;
+			}
+			struct hs_leak_root *lr = &m->leak_roots[m->nleak_roots++];
+			*lr = (struct hs_leak_root){.id = v};
+			if (!charge(g, heap, reach, claimed, lr, &st)) {
+				free(lowest);
+				goto out;
+			}
+		}
+		free(lowest);
+		/* keep leak roots in address order */
+		for (size_t i = 1; i < m->nleak_roots; i++) {
+			struct hs_leak_root x = m->leak_roots[i];
+			size_t j = i;
+			while (j > 0 && m->leak_roots[j - 1].id > x.id) {
+				m->leak_roots[j] = m->leak_roots[j - 1];
+				j--;
+			}
+			m->leak_roots[j] = x;
+		}
+	}
+	err = NULL;
+out:
+	free(has_in);
+	free(claimed);
+	free(st.v);
+	free(left);
+	free(t.index);
+	free(t.low);
+	free(t.onstack);
+	free(t.stack);
+	free(t.comp);
+	return err;
+}
+
+struct hs_error *hs_mark_compute(const struct hs_core *core,
+				 const struct hs_heap *heap,
+				 const struct hs_roots *roots,
+				 const struct hs_graph *g, struct hs_mark **ret)
+{
+	struct hs_mark *m = calloc(1, sizeof(*m));
+	if (!m)
+		return &hs_error_nomem;
+	uint32_t n = g->n;
+	m->reach = calloc(n ? n : 1, 1);
+	struct mark_ctx c = {.g = g, .reach = m->reach};
+	struct hs_error *err = &hs_error_nomem;
+	if (!m->reach)
+		goto fail;
+	scan_roots(core, roots, root_word, &c);
+	if (c.nomem)
+		goto fail;
+	/* 1. start pointers only: reachable */
+	uint8_t *reach = m->reach;
+	struct stack *st = &c.start;
+	for (size_t i = 0; i < st->n; i++)
+		reach[st->v[i]] = HS_REACH_REACHABLE;
+	while (st->n) {
+		uint32_t v = st->v[--st->n];
+		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t x = g->edges[e];
+			if (x & HS_EDGE_INTERIOR)
+				continue;
+			if (reach[x] == HS_REACH_NONE) {
+				reach[x] = HS_REACH_REACHABLE;
+				if (!spush(st, x))
+					goto fail;
+			}
+		}
+	}
+	/* 2. interior pointers too: possible */
+	st = &c.interior;
+	for (uint32_t v = 0; v < n; v++) {
+		if (reach[v] != HS_REACH_REACHABLE)
+			continue;
+		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t x = g->edges[e];
+			if ((x & HS_EDGE_INTERIOR) &&
+			    reach[HS_EDGE_ID(x)] == HS_REACH_NONE &&
+			    !spush(st, HS_EDGE_ID(x)))
+				goto fail;
+		}
+	}
+	while (st->n) {
+		uint32_t v = st->v[--st->n];
+		if (reach[v] != HS_REACH_NONE)
+			continue;
+		reach[v] = HS_REACH_POSSIBLE;
+		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t x = HS_EDGE_ID(g->edges[e]);
+			if (reach[x] == HS_REACH_NONE && !spush(st, x))
+				goto fail;
+		}
+	}
+	/* 3. the rest of the program's allocations are leaked; internal ones
+	 * count as reachable (the allocator holds them) */
+	for (uint32_t v = 0; v < n; v++) {
+		const struct hs_alloc *a = &heap->allocs[v];
+		if (a->where == HS_WHERE_INTERNAL)
+			reach[v] = HS_REACH_REACHABLE;
+		else if (hs_alloc_state(a) == HS_STATE_FREE)
+			reach[v] = HS_REACH_NONE;
+		else if (reach[v] == HS_REACH_NONE)
+			reach[v] = HS_REACH_INDIRECT;  /* leaked, undecided */
+	}
+	if ((err = classify_leaks(heap, g, reach, m)))
+		goto fail;
+	for (uint32_t v = 0; v < n; v++) {
+		m->total[reach[v]].count++;
+		m->total[reach[v]].bytes += heap->allocs[v].size;
+	}
+	free(c.start.v);
+	free(c.interior.v);
+	*ret = m;
+	return NULL;
+fail:
+	free(c.start.v);
+	free(c.interior.v);
+	hs_mark_destroy(m);
+	return err;
+}
+
+void hs_mark_destroy(struct hs_mark *m)
+{
+	if (!m)
+		return;
+	free(m->reach);
+	free(m->leak_roots);
+	free(m);
+}
+
+struct scan_for {
+	const struct hs_graph *g;
+	uint32_t id;
+	bool (*fn)(const struct hs_root *, uint64_t, uint64_t, void *);
+	void *arg;
+};
+
+static bool scan_for_word(uint64_t v, const struct hs_root *r, uint64_t where,
+			  void *arg)
+{
+	struct scan_for *s = arg;
+	if (v < s->g->map.lo || v >= s->g->map.hi)
+		return true;
+	bool interior;
+	if (hs_graph_target(s->g, v, &interior) != s->id)
+		return true;
+	return s->fn(r, where, v, s->arg);
+}
+
+void hs_roots_scan_for(const struct hs_core *core, const struct hs_roots *roots,
+		       const struct hs_graph *graph, uint32_t id,
+		       bool (*fn)(const struct hs_root *root, uint64_t where,
+				  uint64_t value, void *arg),
+		       void *arg)
+{
+	struct scan_for s = {graph, id, fn, arg};
+	scan_roots(core, roots, scan_for_word, &s);
+}

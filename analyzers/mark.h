@@ -1,0 +1,64 @@
+/* The conservative mark: memcheck's leak classes, from the core alone.
+ *
+ *   reachable  a chain of start pointers from a root
+ *   possible   reachable only when interior pointers count
+ *   leak-root  leaked, and no other leaked allocation points to it (a
+ *              pointer to itself does not count); of a cycle of leaked
+ *              allocations that nothing else leaked points to, exactly one
+ *              member, the lowest address
+ *   indirect   leaked, and pointed to by other leaked allocations
+ *
+ * Every indirect allocation is charged to one leak root: the first (in
+ * address order of the roots) whose leaked subgraph reaches it.
+ */
+#ifndef HS_MARK_H
+#define HS_MARK_H
+
+#include <stdint.h>
+
+#include "analyzers/graph.h"
+#include "analyzers/roots.h"
+
+enum hs_reach {
+	HS_REACH_NONE,          /* free, or allocator-internal */
+	HS_REACH_REACHABLE,
+	HS_REACH_POSSIBLE,
+	HS_REACH_LEAK_ROOT,
+	HS_REACH_INDIRECT,
+	HS_REACH_COUNT
+};
+extern const char *const hs_reach_names[HS_REACH_COUNT];
+
+struct hs_class_total {
+	uint64_t count, bytes;
+};
+
+struct hs_leak_root {
+	uint32_t id;
+	uint32_t held_count;    /* indirect allocations charged to it */
+	uint64_t held_bytes;
+};
+
+struct hs_mark {
+	uint8_t *reach;         /* enum hs_reach, per allocation */
+	struct hs_class_total total[HS_REACH_COUNT];
+	struct hs_leak_root *leak_roots;   /* by address */
+	size_t nleak_roots;
+};
+
+struct hs_error *hs_mark_compute(const struct hs_core *core,
+				 const struct hs_heap *heap,
+				 const struct hs_roots *roots,
+				 const struct hs_graph *graph,
+				 struct hs_mark **ret);
+void hs_mark_destroy(struct hs_mark *m);
+
+/* Calls fn for every root word in the core that points into allocation id
+ * (start or interior); stops early when fn returns false. */
+void hs_roots_scan_for(const struct hs_core *core, const struct hs_roots *roots,
+		       const struct hs_graph *graph, uint32_t id,
+		       bool (*fn)(const struct hs_root *root, uint64_t where,
+				  uint64_t value, void *arg),
+		       void *arg);
+
+#endif

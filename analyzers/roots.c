@@ -1,0 +1,553 @@
+#include "analyzers/roots.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const hs_root_kind_names[HS_ROOT_KIND_COUNT] = {
+	[HS_ROOT_REGISTER] = "register",
+	[HS_ROOT_STACK] = "stack",
+	[HS_ROOT_GLOBAL] = "global",
+	[HS_ROOT_TLS] = "tls",
+	[HS_ROOT_UNEXPLAINED] = "unexplained",
+};
+
+enum {
+	RED_ZONE = 128,          /* x86-64 SysV ABI */
+	TCB_SIZE_FALLBACK = 2304,/* sizeof(struct pthread), glibc 2.36 */
+};
+
+/* General registers that can hold a pointer. */
+static const enum hs_reg pointer_regs[] = {
+	HS_REG_RAX, HS_REG_RBX, HS_REG_RCX, HS_REG_RDX, HS_REG_RSI, HS_REG_RDI,
+	HS_REG_RBP, HS_REG_RSP, HS_REG_R8, HS_REG_R9, HS_REG_R10, HS_REG_R11,
+	HS_REG_R12, HS_REG_R13, HS_REG_R14, HS_REG_R15,
+};
+
+/* ---- sorted disjoint interval sets ---- */
+
+struct iv {
+	uint64_t lo, hi;
+};
+
+struct ivset {
+	struct iv *v;
+	size_t n, cap;
+};
+
+static struct hs_error *iv_add(struct ivset *s, uint64_t lo, uint64_t hi)
+{
+	if (lo >= hi)
+		return NULL;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct iv *v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = (struct iv){lo, hi};
+	return NULL;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const struct iv *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void iv_normalize(struct ivset *s)
+{
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_iv);
+	size_t k = 0;
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->v[i].lo <= s->v[k].hi) {
+			if (s->v[i].hi > s->v[k].hi)
+				s->v[k].hi = s->v[i].hi;
+		} else {
+			s->v[++k] = s->v[i];
+		}
+	}
+	s->n = k + 1;
+}
+
+/* First interval whose hi > x. */
+static size_t iv_search(const struct ivset *s, uint64_t x)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->v[mid].hi <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ---- building ---- */
+
+struct builder {
+	const struct hs_core *core;
+	struct hs_dwarf *dw;
+	const struct hs_heap *heap;
+	struct hs_log *log;
+	struct hs_roots *r;
+	struct ivset claimed;    /* normalized between phases */
+	struct ivset pending;    /* claimed by the current phase */
+};
+
+static struct hs_error *push_root(struct hs_roots *r, const struct hs_root *root)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 256;
+		struct hs_root *v = realloc(r->roots, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		r->roots = v;
+		r->cap = cap;
+	}
+	r->roots[r->n++] = *root;
+	return NULL;
+}
+
+/* Adds [lo, hi) less what is claimed, as roots of one name. */
+__attribute__((format(printf, 6, 7)))
+static struct hs_error *add_range(struct builder *b, enum hs_root_kind kind,
+				  int thread, uint64_t lo, uint64_t hi,
+				  const char *fmt, ...)
+{
+	if (lo >= hi)
+		return NULL;
+	char *name = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vasprintf(&name, fmt, ap);
+	va_end(ap);
+	if (rc < 0)
+		return &hs_error_nomem;
+	struct hs_error *err = NULL;
+	size_t i = iv_search(&b->claimed, lo);
+	uint64_t cur = lo;
+	while (cur < hi && !err) {
+		uint64_t piece_hi = hi;
+		if (i < b->claimed.n && b->claimed.v[i].lo < hi) {
+			if (b->claimed.v[i].lo <= cur) {
+				if (b->claimed.v[i].hi > cur)
+					cur = b->claimed.v[i].hi;
+				i++;
+				continue;
+			}
+			piece_hi = b->claimed.v[i].lo;
+		}
+		struct hs_root root = {
+			.start = cur, .end = piece_hi, .kind = kind,
+			.thread = thread, .name = strdup(name),
+		};
+		if (!root.name) {
+			err = &hs_error_nomem;
+		} else if ((err = push_root(b->r, &root))) {
+			free(root.name);
+		} else {
+			b->r->bytes[kind] += piece_hi - cur;
+			err = iv_add(&b->pending, cur, piece_hi);
+		}
+		cur = piece_hi;
+	}
+	free(name);
+	return err;
+}
+
+/* Ends a phase: what it claimed is claimed for the phases after it. */
+static struct hs_error *end_phase(struct builder *b)
+{
+	for (size_t i = 0; i < b->pending.n; i++) {
+		struct hs_error *err = iv_add(&b->claimed, b->pending.v[i].lo,
+					      b->pending.v[i].hi);
+		if (err)
+			return err;
+	}
+	b->pending.n = 0;
+	iv_normalize(&b->claimed);
+	return NULL;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* The glibc sizes of a thread's TCB (struct pthread) and of the static TLS
+ * area (ld.so's _rtld_global_ro._dl_tls_static_size); fallbacks where the
+ * debug info lacks them. */
+static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
+{
+	*tcb = TCB_SIZE_FALLBACK;
+	*static_size = 0;
+	struct hs_module *libc = hs_dwarf_find_module(b->dw, "libc.so");
+	const struct hs_layout *l;
+	struct hs_error *err = NULL;
+	if (libc) {
+		err = hs_dwarf_layout(b->dw, libc, "struct pthread", &l);
+		if (!err && l->size)
+			*tcb = l->size;
+		hs_error_destroy(err);
+		err = NULL;
+	}
+	struct hs_module *ld = hs_dwarf_find_module(b->dw, "ld-linux");
+	uint64_t addr, off, v;
+	if (ld && !(err = hs_dwarf_symbol(b->dw, ld, "_rtld_global_ro", &addr,
+					  NULL, NULL)) &&
+	    !(err = hs_dwarf_layout(b->dw, ld, "struct rtld_global_ro", &l)) &&
+	    !(err = hs_layout_member(l, "_dl_tls_static_size", &off, NULL)) &&
+	    hs_core_read_u64(b->core, addr + off, &v) && v < (64u << 20))
+		/* glibc counts the TCB in it (TLS_TCB_AT_TP) */
+		*static_size = v > *tcb ? v - *tcb : v;
+	hs_error_destroy(err);
+	if (!*static_size) {
+		/* every module's block, rounded, plus glibc's surplus */
+		uint64_t sum = 0;
+		for (size_t i = 0; i < hs_dwarf_num_modules(b->dw); i++) {
+			uint64_t memsz, align;
+			if (hs_dwarf_module_tls(b->dw, hs_dwarf_module(b->dw, i),
+						&memsz, &align))
+				sum += (memsz + align - 1) & ~(align - 1);
+		}
+		*static_size = sum + 1664;
+	}
+}
+
+static struct hs_error *thread_tls(struct builder *b, size_t t, uint64_t tcb,
+				   uint64_t static_size)
+{
+	const struct hs_core_thread *th = &b->core->threads[t];
+	uint64_t fs = th->regs[HS_REG_FS_BASE];
+	int n = (int)t + 1;
+	struct hs_error *err;
+	if (!fs)
+		return NULL;
+	/* named TLS variables first, then the rest of the area */
+	for (size_t i = 0; i < hs_dwarf_num_modules(b->dw); i++) {
+		struct hs_module *m = hs_dwarf_module(b->dw, i);
+		uint64_t block;
+		if (!hs_dwarf_tls_block(b->dw, b->core, m, fs, &block))
+			continue;
+		const struct hs_symbol *syms;
+		size_t nsyms;
+		if ((err = hs_dwarf_tls_symbols(b->dw, m, &syms, &nsyms)))
+			return err;
+		for (size_t k = 0; k < nsyms; k++) {
+			uint64_t lo = block + syms[k].addr;
+			uint64_t hi = lo + syms[k].size;
+			if (k + 1 < nsyms && block + syms[k + 1].addr < hi)
+				hi = block + syms[k + 1].addr;
+			if ((err = add_range(b, HS_ROOT_TLS, (int)t, lo, hi,
+					     "thread %d (tid %d) TLS %s in %s", n,
+					     th->tid, syms[k].name,
+					     basename_of(m->name))))
+				return err;
+		}
+	}
+	if ((err = end_phase(b)))
+		return err;
+	/* the static TLS area and the TCB sit in one mapping */
+	const struct hs_core_segment *seg = hs_core_find_segment(b->core, fs);
+	uint64_t lo = fs - static_size, hi = fs + tcb;
+	if (seg && lo < seg->vaddr)
+		lo = seg->vaddr;
+	if (seg && hi > seg->vaddr + seg->memsz)
+		hi = seg->vaddr + seg->memsz;
+	if ((err = add_range(b, HS_ROOT_TLS, (int)t, lo, fs,
+			     "thread %d (tid %d) static TLS", n, th->tid)) ||
+	    (err = add_range(b, HS_ROOT_TLS, (int)t, fs, hi,
+			     "thread %d (tid %d) TCB", n, th->tid)))
+		return err;
+	/* The dtv (dynamic TLS blocks hang from it).  The TCB points one
+	 * entry into it (glibc's dtv[-1] holds its length): when the dtv is a
+	 * heap block, that pointer holds the block as a start pointer would,
+	 * so it becomes a value root at the block's start. */
+	uint64_t dtv, len;
+	if (hs_core_read_u64(b->core, fs + 8, &dtv) && dtv &&
+	    hs_core_read_u64(b->core, dtv - 16, &len) && len < (1u << 16)) {
+		const struct hs_alloc *a = hs_heap_find(b->heap, dtv);
+		if (a && a->addr == dtv - 16) {
+			char *name;
+			if (asprintf(&name, "thread %d (tid %d) dtv", n, th->tid) < 0)
+				return &hs_error_nomem;
+			struct hs_root root = {.value = a->addr, .kind = HS_ROOT_TLS,
+					       .thread = (int)t, .name = name};
+			if ((err = push_root(b->r, &root))) {
+				free(name);
+				return err;
+			}
+		} else if ((err = add_range(b, HS_ROOT_TLS, (int)t, dtv - 16,
+					    dtv + 16 * (len + 1),
+					    "thread %d (tid %d) dtv", n, th->tid))) {
+			return err;
+		}
+	}
+	return end_phase(b);
+}
+
+static struct hs_error *thread_stack(struct builder *b, size_t t)
+{
+	const struct hs_core_thread *th = &b->core->threads[t];
+	int n = (int)t + 1;
+	uint64_t sp = th->regs[HS_REG_RSP];
+	const struct hs_core_segment *seg = hs_core_find_segment(b->core, sp);
+	if (!seg) {
+		hs_log_warn(b->log, "thread %d (tid %d): its stack pointer %#llx is not in the core; its stack is not a root",
+			    n, th->tid, (unsigned long long)sp);
+		return NULL;
+	}
+	uint64_t lo = sp >= seg->vaddr + RED_ZONE ? sp - RED_ZONE : seg->vaddr;
+	uint64_t hi = seg->vaddr + seg->memsz;
+	struct hs_frame *frames = NULL;
+	size_t nframes = 0;
+	struct hs_error *err = hs_dwarf_unwind(b->dw, th->tid, &frames, &nframes);
+	if (err) {
+		b->r->unwound = false;
+		hs_error_destroy(err);
+		return add_range(b, HS_ROOT_STACK, (int)t, lo, hi,
+				 "thread %d (tid %d) stack", n, th->tid);
+	}
+	/* frame k: from its sp to the next frame's sp (frame 0 from the red
+	 * zone); frames without a usable sp are merged into the one above */
+	uint64_t cur = lo;
+	for (size_t k = 0; k < nframes && !err; k++) {
+		uint64_t end = hi;
+		for (size_t j = k + 1; j < nframes; j++) {
+			if (frames[j].sp > cur && frames[j].sp <= hi) {
+				end = frames[j].sp;
+				break;
+			}
+		}
+		if (end <= cur)
+			continue;
+		char *where = hs_dwarf_describe_pc(b->dw, frames[k].pc,
+						   frames[k].activation || k == 0);
+		err = add_range(b, HS_ROOT_STACK, (int)t, cur, end,
+				"thread %d (tid %d) frame #%zu %s", n, th->tid, k,
+				where ? where : "??");
+		free(where);
+		cur = end;
+	}
+	if (!err && cur < hi)
+		err = add_range(b, HS_ROOT_STACK, (int)t, cur, hi,
+				"thread %d (tid %d) stack above frame #%zu", n,
+				th->tid, nframes ? nframes - 1 : 0);
+	free(frames);
+	return err;
+}
+
+static struct hs_error *module_globals(struct builder *b, struct hs_module *m)
+{
+	const char *mname = basename_of(m->name);
+	const struct hs_symbol *syms = NULL;
+	size_t nsyms = 0;
+	struct hs_error *err = hs_dwarf_data_symbols(b->dw, m, &syms, &nsyms);
+	if (err)
+		return err;
+	for (size_t i = 0; i < b->core->nsegs; i++) {
+		const struct hs_core_segment *s = &b->core->segs[i];
+		if (!(s->flags & HS_SEG_W))
+			continue;
+		uint64_t lo = s->vaddr > m->start ? s->vaddr : m->start;
+		uint64_t hi = s->vaddr + s->memsz < m->end ? s->vaddr + s->memsz : m->end;
+		if (lo >= hi)
+			continue;
+		/* first symbol ending after lo */
+		size_t k = 0, a = 0, z = nsyms;
+		while (a < z) {
+			size_t mid = a + (z - a) / 2;
+			if (syms[mid].addr + syms[mid].size <= lo)
+				a = mid + 1;
+			else
+				z = mid;
+		}
+		k = a;
+		uint64_t cur = lo;
+		for (; k < nsyms && syms[k].addr < hi; k++) {
+			uint64_t slo = syms[k].addr < cur ? cur : syms[k].addr;
+			uint64_t shi = syms[k].addr + syms[k].size;
+			if (k + 1 < nsyms && syms[k + 1].addr < shi)
+				shi = syms[k + 1].addr;
+			if (shi > hi)
+				shi = hi;
+			if (slo >= shi)
+				continue;
+			if (cur < slo &&
+			    (err = add_range(b, HS_ROOT_GLOBAL, -1, cur, slo,
+					     "%s+%#llx", mname,
+					     (unsigned long long)(cur - m->start))))
+				return err;
+			if ((err = add_range(b, HS_ROOT_GLOBAL, -1, slo, shi,
+					     "global %s in %s", syms[k].name, mname)))
+				return err;
+			cur = shi;
+		}
+		if (cur < hi &&
+		    (err = add_range(b, HS_ROOT_GLOBAL, -1, cur, hi, "%s+%#llx",
+				     mname, (unsigned long long)(cur - m->start))))
+			return err;
+	}
+	return NULL;
+}
+
+static struct hs_error *unexplained(struct builder *b)
+{
+	struct hs_error *err;
+	for (size_t i = 0; i < b->core->nsegs; i++) {
+		const struct hs_core_segment *s = &b->core->segs[i];
+		if (!(s->flags & HS_SEG_W))
+			continue;
+		uint64_t lo = s->vaddr, hi = s->vaddr + s->memsz;
+		if (s->file >= 0)
+			err = add_range(b, HS_ROOT_UNEXPLAINED, -1, lo, hi,
+					"writable mapping of %s at %#llx",
+					b->core->files[s->file].path,
+					(unsigned long long)lo);
+		else
+			err = add_range(b, HS_ROOT_UNEXPLAINED, -1, lo, hi,
+					"anonymous memory at %#llx",
+					(unsigned long long)lo);
+		if (err)
+			return err;
+	}
+	return end_phase(b);
+}
+
+static int cmp_root(const void *a, const void *b)
+{
+	const struct hs_root *x = a, *y = b;
+	bool rx = hs_root_is_value(x), ry = hs_root_is_value(y);
+	if (rx != ry)
+		return rx ? -1 : 1;
+	if (rx)
+		return 0;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static struct hs_error *build(struct builder *b,
+			      const struct hs_roots_options *opts)
+{
+	struct hs_error *err;
+	const struct hs_core *core = b->core;
+	/* allocator state is never a root */
+	for (size_t i = 0; i < b->heap->nregions; i++)
+		if ((err = iv_add(&b->claimed, b->heap->regions[i].start,
+				  b->heap->regions[i].end)))
+			return err;
+	iv_normalize(&b->claimed);
+
+	for (size_t t = 0; t < core->nthreads; t++) {
+		const struct hs_core_thread *th = &core->threads[t];
+		for (size_t k = 0; k < sizeof(pointer_regs) / sizeof(pointer_regs[0]); k++) {
+			char *name;
+			if (asprintf(&name, "thread %zu (tid %d) %s", t + 1, th->tid,
+				     hs_reg_names[pointer_regs[k]]) < 0)
+				return &hs_error_nomem;
+			struct hs_root root = {
+				.value = th->regs[pointer_regs[k]],
+				.kind = HS_ROOT_REGISTER, .thread = (int)t,
+				.name = name,
+			};
+			if ((err = push_root(b->r, &root))) {
+				free(name);
+				return err;
+			}
+			b->r->bytes[HS_ROOT_REGISTER] += 8;
+		}
+	}
+	uint64_t tcb, static_size;
+	tls_sizes(b, &tcb, &static_size);
+	for (size_t t = 0; t < core->nthreads; t++)
+		if ((err = thread_tls(b, t, tcb, static_size)))
+			return err;
+	b->r->unwound = true;
+	for (size_t t = 0; t < core->nthreads; t++)
+		if ((err = thread_stack(b, t)))
+			return err;
+	if ((err = end_phase(b)))
+		return err;
+	for (size_t i = 0; i < hs_dwarf_num_modules(b->dw); i++)
+		if ((err = module_globals(b, hs_dwarf_module(b->dw, i))))
+			return err;
+	/* a module's whole span (bss included) is explained by the module */
+	for (size_t i = 0; i < hs_dwarf_num_modules(b->dw); i++) {
+		struct hs_module *m = hs_dwarf_module(b->dw, i);
+		if ((err = iv_add(&b->pending, m->start, m->end)))
+			return err;
+	}
+	if ((err = end_phase(b)))
+		return err;
+	/* the rest of every thread's stack mapping is explained too */
+	for (size_t t = 0; t < core->nthreads; t++) {
+		const struct hs_core_segment *s =
+			hs_core_find_segment(core, core->threads[t].regs[HS_REG_RSP]);
+		if (s && (err = iv_add(&b->pending, s->vaddr, s->vaddr + s->memsz)))
+			return err;
+	}
+	if ((err = end_phase(b)))
+		return err;
+	if (opts->unexplained && (err = unexplained(b)))
+		return err;
+	qsort(b->r->roots, b->r->n, sizeof(*b->r->roots), cmp_root);
+	return NULL;
+}
+
+struct hs_error *hs_roots_build(const struct hs_core *core, struct hs_dwarf *dw,
+				const struct hs_heap *heap,
+				const struct hs_roots_options *opts,
+				struct hs_log *log, struct hs_roots **ret)
+{
+	struct hs_roots *r = calloc(1, sizeof(*r));
+	if (!r)
+		return &hs_error_nomem;
+	struct builder b = {.core = core, .dw = dw, .heap = heap, .log = log,
+			    .r = r};
+	struct hs_error *err = build(&b, opts);
+	free(b.claimed.v);
+	free(b.pending.v);
+	if (err) {
+		hs_roots_destroy(r);
+		return err;
+	}
+	if (!r->unwound)
+		hs_log_warn(log, "some thread stacks could not be unwound: their roots are named by thread only");
+	*ret = r;
+	return NULL;
+}
+
+void hs_roots_destroy(struct hs_roots *roots)
+{
+	if (!roots)
+		return;
+	for (size_t i = 0; i < roots->n; i++)
+		free(roots->roots[i].name);
+	free(roots->roots);
+	free(roots);
+}
+
+const struct hs_root *hs_roots_find(const struct hs_roots *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->n;
+	while (lo < hi && hs_root_is_value(&r->roots[lo]))
+		lo++;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct hs_root *x = &r->roots[mid];
+		if (addr < x->start)
+			hi = mid;
+		else if (addr >= x->end)
+			lo = mid + 1;
+		else
+			return x;
+	}
+	return NULL;
+}

@@ -1,0 +1,195 @@
+/* heapsift leaks: is it a leak, and how much? */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "formats/jsonw.h"
+#include "src/cli.h"
+
+struct group {
+	uint64_t size;
+	size_t first, count;    /* into the sorted leak-root index */
+	uint64_t bytes, held_count, held_bytes;
+};
+
+struct sort_ctx {
+	const struct hs_heap *heap;
+	const struct hs_mark *mark;
+};
+
+static int cmp_by_size(const void *a, const void *b, void *arg)
+{
+	const struct sort_ctx *c = arg;
+	const struct hs_leak_root *x = &c->mark->leak_roots[*(const size_t *)a];
+	const struct hs_leak_root *y = &c->mark->leak_roots[*(const size_t *)b];
+	uint64_t sx = c->heap->allocs[x->id].size, sy = c->heap->allocs[y->id].size;
+	if (sx != sy)
+		return sx > sy ? -1 : 1;
+	if (x->held_bytes != y->held_bytes)
+		return x->held_bytes > y->held_bytes ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+	uint64_t tx = x->bytes + x->held_bytes, ty = y->bytes + y->held_bytes;
+	if (tx != ty)
+		return tx > ty ? -1 : 1;
+	return x->size > y->size ? -1 : x->size < y->size;
+}
+
+static void json_total(struct hs_jsonw *w, const char *key,
+		       const struct hs_class_total *t)
+{
+	hs_jsonw_key(w, key);
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kuint(w, "count", t->count);
+	hs_jsonw_kuint(w, "bytes", t->bytes);
+	hs_jsonw_object_end(w);
+}
+
+int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	const struct hs_mark *mark;
+	const struct hs_error *err = hs_snapshot_mark(snap, &mark);
+	if (err)
+		return hs_cli_fail(cli, err);
+	const struct hs_heap *heap;
+	const struct hs_roots *roots;
+	hs_snapshot_heap(snap, &heap);
+	hs_snapshot_roots(snap, &roots);
+
+	size_t n = mark->nleak_roots;
+	size_t *order = malloc((n ? n : 1) * sizeof(*order));
+	struct group *groups = malloc((n ? n : 1) * sizeof(*groups));
+	if (!order || !groups) {
+		free(order);
+		free(groups);
+		return hs_cli_fail(cli, &hs_error_nomem);
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	struct sort_ctx ctx = {heap, mark};
+	qsort_r(order, n, sizeof(*order), cmp_by_size, &ctx);
+	size_t ngroups = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct hs_leak_root *lr = &mark->leak_roots[order[i]];
+		uint64_t size = heap->allocs[lr->id].size;
+		if (!ngroups || groups[ngroups - 1].size != size)
+			groups[ngroups++] = (struct group){.size = size, .first = i};
+		struct group *g = &groups[ngroups - 1];
+		g->count++;
+		g->bytes += size;
+		g->held_count += lr->held_count;
+		g->held_bytes += lr->held_bytes;
+	}
+	qsort(groups, ngroups, sizeof(*groups), cmp_group);
+
+	const struct hs_class_total *t = mark->total;
+	struct hs_class_total leaked = {
+		t[HS_REACH_LEAK_ROOT].count + t[HS_REACH_INDIRECT].count,
+		t[HS_REACH_LEAK_ROOT].bytes + t[HS_REACH_INDIRECT].bytes,
+	};
+	if (cli->format == HS_FORMAT_JSON) {
+		struct hs_jsonw w;
+		hs_jsonw_init(&w, stdout, true);
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_key(&w, "summary");
+		hs_jsonw_object_begin(&w);
+		json_total(&w, "reachable", &t[HS_REACH_REACHABLE]);
+		json_total(&w, "possible", &t[HS_REACH_POSSIBLE]);
+		json_total(&w, "leak_root", &t[HS_REACH_LEAK_ROOT]);
+		json_total(&w, "indirect", &t[HS_REACH_INDIRECT]);
+		json_total(&w, "leaked", &leaked);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_key(&w, "groups");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < ngroups; i++) {
+			const struct group *g = &groups[i];
+			hs_jsonw_object_begin(&w);
+			hs_jsonw_kuint(&w, "size", g->size);
+			hs_jsonw_kuint(&w, "count", g->count);
+			hs_jsonw_kuint(&w, "bytes", g->bytes);
+			hs_jsonw_kuint(&w, "held_count", g->held_count);
+			hs_jsonw_kuint(&w, "held_bytes", g->held_bytes);
+			hs_jsonw_key(&w, "leak_roots");
+			hs_jsonw_array_begin(&w);
+			for (size_t k = g->first; k < g->first + g->count; k++) {
+				const struct hs_leak_root *lr = &mark->leak_roots[order[k]];
+				hs_jsonw_object_begin(&w);
+				hs_jsonw_kaddr(&w, "address", heap->allocs[lr->id].addr);
+				hs_jsonw_kuint(&w, "held_count", lr->held_count);
+				hs_jsonw_kuint(&w, "held_bytes", lr->held_bytes);
+				hs_jsonw_object_end(&w);
+			}
+			hs_jsonw_array_end(&w);
+			hs_jsonw_object_end(&w);
+		}
+		hs_jsonw_array_end(&w);
+		hs_jsonw_key(&w, "roots");
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kuint(&w, "count", roots->n);
+		hs_jsonw_kbool(&w, "stacks_unwound", roots->unwound);
+		hs_jsonw_key(&w, "bytes");
+		hs_jsonw_object_begin(&w);
+		for (int k = 0; k < HS_ROOT_KIND_COUNT; k++)
+			hs_jsonw_kuint(&w, hs_root_kind_names[k], roots->bytes[k]);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_kbool(&w, "partial", heap->partial);
+		hs_jsonw_key(&w, "warnings");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < snap->log.nkept; i++)
+			hs_jsonw_string(&w, snap->log.kept[i]);
+		hs_jsonw_array_end(&w);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_finish(&w);
+	} else {
+		char b1[32], b2[32];
+		uint64_t used = t[HS_REACH_REACHABLE].bytes + t[HS_REACH_POSSIBLE].bytes +
+			leaked.bytes;
+		if (leaked.count)
+			printf("LEAKED: %" PRIu64 " blocks, %s (%.1f%% of used bytes): %" PRIu64
+			       " leak roots holding %" PRIu64 " more blocks\n",
+			       leaked.count, hs_fmt_size(b1, leaked.bytes),
+			       used ? 100.0 * (double)leaked.bytes / (double)used : 0.0,
+			       t[HS_REACH_LEAK_ROOT].count, t[HS_REACH_INDIRECT].count);
+		else
+			printf("No leaks: every used block is reachable from a root%s.\n",
+			       t[HS_REACH_POSSIBLE].count ? " (some only through interior pointers)" : "");
+		if (heap->partial)
+			printf("(PARTIAL: the heap walk met damaged or missing metadata; see warnings)\n");
+		printf("\n%-10s %10s %12s\n", "CLASS", "BLOCKS", "BYTES");
+		static const int order_cls[] = {HS_REACH_REACHABLE, HS_REACH_POSSIBLE,
+						HS_REACH_LEAK_ROOT, HS_REACH_INDIRECT};
+		for (size_t k = 0; k < 4; k++)
+			printf("%-10s %10" PRIu64 " %12s\n", hs_reach_names[order_cls[k]],
+			       t[order_cls[k]].count, hs_fmt_size(b1, t[order_cls[k]].bytes));
+		printf("%-10s %10" PRIu64 " %12s\n", "leaked", leaked.count,
+		       hs_fmt_size(b1, leaked.bytes));
+		if (ngroups) {
+			printf("\nLeak roots by size, biggest total first:\n");
+			printf("%12s %8s %12s   %s\n", "SIZE", "ROOTS", "BYTES",
+			       "HOLDING INDIRECTLY");
+			for (size_t i = 0; i < ngroups; i++) {
+				const struct group *g = &groups[i];
+				printf("%12" PRIu64 " %8zu %12s   %" PRIu64 " blocks, %s\n",
+				       g->size, g->count, hs_fmt_size(b1, g->bytes),
+				       g->held_count, hs_fmt_size(b2, g->held_bytes));
+				if (!cli->list)
+					continue;
+				for (size_t k = g->first; k < g->first + g->count; k++) {
+					const struct hs_leak_root *lr = &mark->leak_roots[order[k]];
+					printf("%12s %#" PRIx64 " holds %u blocks, %s\n", "",
+					       (uint64_t)heap->allocs[lr->id].addr,
+					       lr->held_count, hs_fmt_size(b1, lr->held_bytes));
+				}
+			}
+			if (!cli->list)
+				printf("(--list shows the addresses; heapsift show CORE ADDR explains one)\n");
+		}
+	}
+	free(order);
+	free(groups);
+	return HS_EXIT_OK;
+}
