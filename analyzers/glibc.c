@@ -105,19 +105,6 @@ static struct hs_error *set_add(struct chunkset *s, uint64_t key, uint8_t val,
 	return NULL;
 }
 
-static int set_get(const struct chunkset *s, uint64_t key)
-{
-	if (!s->cap)
-		return -1;
-	size_t j = hash64(key) & (s->cap - 1);
-	while (s->keys[j]) {
-		if (s->keys[j] == key)
-			return s->vals[j];
-		j = (j + 1) & (s->cap - 1);
-	}
-	return -1;
-}
-
 static void set_free(struct chunkset *s)
 {
 	free(s->keys);
@@ -125,6 +112,58 @@ static void set_free(struct chunkset *s)
 }
 
 /* ---- the walker ---- */
+
+struct special {
+	uint64_t chunk;
+	uint8_t where;
+};
+
+/* The walk goes in address order: look specials up by merging, not by
+ * hashing every chunk. */
+static struct hs_error *sort_specials(struct chunkset *set,
+				      struct special **ret, size_t *n)
+{
+	struct special *v = malloc((set->n ? set->n : 1) * sizeof(*v));
+	if (!v)
+		return &hs_error_nomem;
+	size_t k = 0;
+	for (size_t i = 0; i < set->cap; i++)
+		if (set->keys[i])
+			v[k++] = (struct special){set->keys[i], set->vals[i]};
+	/* LSD radix sort on the 48 address bits, 16 at a time: a heap with
+	 * many free fastbin chunks has hundreds of thousands of them */
+	struct special *tmp = malloc((k ? k : 1) * sizeof(*tmp));
+	size_t *count = malloc(65536 * sizeof(*count));
+	if (!tmp || !count) {
+		free(v);
+		free(tmp);
+		free(count);
+		return &hs_error_nomem;
+	}
+	for (int shift = 0; shift < 64; shift += 16) {
+		memset(count, 0, 65536 * sizeof(*count));
+		for (size_t i = 0; i < k; i++)
+			count[(v[i].chunk >> shift) & 0xffff]++;
+		if (count[0] == k)
+			continue;  /* these bits are all zero */
+		size_t sum = 0;
+		for (size_t d = 0; d < 65536; d++) {
+			size_t c = count[d];
+			count[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < k; i++)
+			tmp[count[(v[i].chunk >> shift) & 0xffff]++] = v[i];
+		struct special *x = v;
+		v = tmp;
+		tmp = x;
+	}
+	free(tmp);
+	free(count);
+	*ret = v;
+	*n = k;
+	return NULL;
+}
 
 struct range {
 	uint64_t start, end;
@@ -156,6 +195,8 @@ struct gl {
 	uint64_t page;
 
 	struct chunkset special;      /* fastbin/tcache/internal chunks */
+	struct special *sorted;       /* the same, sorted by address */
+	size_t nsorted;
 	struct range *covered;        /* arena heaps */
 	size_t ncovered;
 	uint64_t walk_top_seen;
@@ -366,6 +407,15 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 	if ((err = add_covered(g, start, end)))
 		return err;
 	uint64_t p = start;
+	/* first special chunk at or after start */
+	size_t sp = 0, shi = g->nsorted;
+	while (sp < shi) {
+		size_t mid = sp + (shi - sp) / 2;
+		if (g->sorted[mid].chunk < start)
+			sp = mid + 1;
+		else
+			shi = mid;
+	}
 	const struct hs_core_segment *seg = hs_core_find_segment(g->core, start);
 	const uint8_t *base = NULL;
 	uint64_t base_lo = 0, base_hi = 0;
@@ -390,10 +440,27 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		}
 		uint64_t csz = size & ~(uint64_t)SIZE_BITS;
 		if (csz == 16 || csz == 0) {
-			/* fencepost: the end of a heap or of a non-contiguous
-			 * main-arena segment */
-			*reached_top = false;
-			return NULL;
+			/* glibc's fenceposts (sysmalloc), which end a heap
+			 * that no longer holds the top, or an old main-arena
+			 * segment: two headers of size 16 | PREV_INUSE (main
+			 * arena), or 16 | PREV_INUSE then 0 | PREV_INUSE
+			 * (other arenas; the latter alone when the old top was
+			 * too small).  A heap that holds the top ends there. */
+			bool fence = false;
+			if (!top && csz == 0)
+				fence = size & PREV_INUSE;
+			else if (!top && rd64(g, p + 16 + g->mc_size, &nsize))
+				fence = (nsize & ~(uint64_t)SIZE_BITS) == 0 ||
+					(nsize & ~(uint64_t)SIZE_BITS) == 16;
+			if (fence) {
+				*reached_top = false;
+				return NULL;
+			}
+			hs_log_warn(g->log, "arena %zu: chunk at %#llx has size %#llx, where the heap should go on: it is damaged there; rest of this heap skipped",
+				    idx, (unsigned long long)p,
+				    (unsigned long long)size);
+			ar->partial = g->heap->partial = true;
+			break;
 		}
 		if (csz < MINSIZE || (csz & (ALIGN - 1)) || csz > end - p ||
 		    (size & IS_MMAPPED)) {
@@ -412,7 +479,10 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 				nsize = PREV_INUSE;
 			inuse = nsize & PREV_INUSE;
 		}
-		int special = g->special.n ? set_get(&g->special, p) : -1;
+		while (sp < g->nsorted && g->sorted[sp].chunk < p)
+			sp++;
+		int special = sp < g->nsorted && g->sorted[sp].chunk == p ?
+			g->sorted[sp].where : -1;
 		enum hs_where where = special >= 0 ? (enum hs_where)special :
 			inuse ? HS_WHERE_HEAP : HS_WHERE_BIN;
 		if (special == HS_WHERE_FASTBIN || special == HS_WHERE_TCACHE) {
@@ -1067,6 +1137,14 @@ static struct hs_error *walk(struct gl *g)
 	g->heap->has_mallinfo2 = true;
 
 	/* Now the chunks, arena by arena (fastbins of all arenas are known). */
+	if ((err = sort_specials(&g->special, &g->sorted, &g->nsorted)))
+		goto out;
+	/* room for every chunk there can be: untouched pages cost nothing */
+	uint64_t sys = 0;
+	for (size_t i = 0; i < g->heap->narenas; i++)
+		sys += g->heap->arenas[i].system_mem;
+	if ((err = hs_heap_reserve(g->heap, sys / MINSIZE + 1024)))
+		goto out;
 	for (size_t i = 0; i < g->heap->narenas; i++) {
 		struct hs_arena *ar = &g->heap->arenas[i];
 		if ((err = hs_core_read(g->core, ar->addr, buf, g->ms_size))) {
@@ -1112,6 +1190,7 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 		return &hs_error_nomem;
 	struct hs_error *err = walk(&g);
 	set_free(&g.special);
+	free(g.sorted);
 	free(g.covered);
 	if (err) {
 		hs_heap_destroy(g.heap);

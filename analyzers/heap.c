@@ -49,6 +49,18 @@ struct hs_error *hs_heap_begin_run(struct hs_heap *heap)
 	return NULL;
 }
 
+struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
+{
+	if (n <= heap->cap)
+		return NULL;
+	struct hs_alloc *v = realloc(heap->allocs, n * sizeof(*v));
+	if (!v)
+		return &hs_error_nomem;
+	heap->allocs = v;
+	heap->cap = n;
+	return NULL;
+}
+
 struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a)
 {
 	if (heap->nallocs == heap->cap) {

@@ -123,6 +123,8 @@ void hs_heap_destroy(struct hs_heap *heap);
 /* Starts a new sorted run (each heap segment walks in address order). */
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap);
 struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a);
+/* Makes room for n allocations in all. */
+struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n);
 struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 				   const struct hs_arena *a, size_t *ret);
 struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,

@@ -48,7 +48,8 @@ struct hs_dwarf {
 	struct hs_log *log;
 	struct hs_module *mods;
 	size_t nmods;
-	struct layout_cache_entry *layouts;
+	struct layout_cache_entry **layouts;  /* entries never move: callers
+					      * keep pointers to them */
 	size_t nlayouts;
 };
 
@@ -285,11 +286,12 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 	if (!dw)
 		return;
 	for (size_t i = 0; i < dw->nlayouts; i++) {
-		struct hs_layout *l = &dw->layouts[i].layout;
+		struct hs_layout *l = &dw->layouts[i]->layout;
 		for (size_t j = 0; j < l->nfields; j++)
 			free(l->fields[j].name);
 		free(l->fields);
 		free(l->name);
+		free(dw->layouts[i]);
 	}
 	free(dw->layouts);
 	for (size_t i = 0; i < dw->nsymtabs; i++) {
@@ -523,7 +525,7 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 				 const struct hs_layout **ret)
 {
 	for (size_t i = 0; i < dw->nlayouts; i++) {
-		struct layout_cache_entry *e = &dw->layouts[i];
+		struct layout_cache_entry *e = dw->layouts[i];
 		if (e->mod == m && !strcmp(e->layout.name, name)) {
 			if (e->missing)
 				break;
@@ -553,18 +555,21 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "type %s not found in the DWARF of %s",
 				       name, m->name);
-	struct layout_cache_entry *e = realloc(dw->layouts,
-					       (dw->nlayouts + 1) * sizeof(*e));
+	struct layout_cache_entry **v = realloc(dw->layouts,
+					       (dw->nlayouts + 1) * sizeof(*v));
+	if (!v)
+		return &hs_error_nomem;
+	dw->layouts = v;
+	struct layout_cache_entry *e = calloc(1, sizeof(*e));
 	if (!e)
 		return &hs_error_nomem;
-	dw->layouts = e;
-	e = &dw->layouts[dw->nlayouts];
-	memset(e, 0, sizeof(*e));
 	e->mod = m;
 	e->layout.name = strdup(name);
-	if (!e->layout.name)
+	if (!e->layout.name) {
+		free(e);
 		return &hs_error_nomem;
-	dw->nlayouts++;
+	}
+	dw->layouts[dw->nlayouts++] = e;
 	Dwarf_Word size = 0;
 	dwarf_aggregate_size(&found, &size);
 	e->layout.size = size;

@@ -28,6 +28,7 @@ static const char usage_text[] =
 	"  --quiet            no warnings or progress on stderr\n"
 	"  --no-unexplained   writable memory nothing explains is not a root\n"
 	"  --threads N        worker threads (default: one per CPU)\n"
+	"  --stats            time and memory of each phase, on stderr\n"
 	"  --help             this text\n"
 	"\n"
 	"exit status: 0 success, 1 analysis error, 2 usage error\n";
@@ -39,7 +40,7 @@ static int usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	fprintf(stderr, "heapsift: ");
 	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\nTry 'heapsift --help'.\n");
+	fprintf(stderr, " (see heapsift --help)\n");
 	va_end(ap);
 	return HS_EXIT_USAGE;
 }
@@ -90,7 +91,7 @@ static bool parse_size(const char *s, uint64_t *ret)
 enum {
 	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
-	OPT_NO_UNEXPLAINED, OPT_THREADS,
+	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS,
 };
 
 /* Which command takes which command-specific option. */
@@ -114,6 +115,7 @@ static const struct option long_opts[] = {
 	{"show-bytes", no_argument, NULL, OPT_SHOW_BYTES},
 	{"no-unexplained", no_argument, NULL, OPT_NO_UNEXPLAINED},
 	{"threads", required_argument, NULL, OPT_THREADS},
+	{"stats", no_argument, NULL, OPT_STATS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -133,6 +135,41 @@ static const struct command commands[] = {
 static int not_an_option_of(const struct command *cmd, const char *opt)
 {
 	return usage_error("%s is not an option of %s", opt, cmd->name);
+}
+
+/* A field of /proc/self/status in KiB, or 0. */
+static unsigned long status_kib(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long v = 0;
+	size_t n = strlen(field);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = strtoul(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void print_stats(const struct hs_snapshot *s, double total)
+{
+	fprintf(stderr,
+		"heapsift: stats: open %.3fs, modules %.3fs, heap %.3fs, roots %.3fs, graph %.3fs, mark %.3fs, total %.3fs\n",
+		s->t_open, s->t_dwarf, s->t_heap, s->t_roots, s->t_graph,
+		s->t_mark, total);
+	if (s->heap)
+		fprintf(stderr, "heapsift: stats: %zu allocations", s->heap->nallocs);
+	if (s->graph)
+		fprintf(stderr, ", %llu pointer edges, %llu words scanned",
+			(unsigned long long)s->graph->nedges,
+			(unsigned long long)s->graph->words_scanned);
+	if (s->heap)
+		fprintf(stderr, "\n");
+	fprintf(stderr,
+		"heapsift: stats: peak RSS %lu KiB; now: anonymous %lu KiB, file-backed (the mapped core and libraries) %lu KiB\n",
+		status_kib("VmHWM"), status_kib("RssAnon"), status_kib("RssFile"));
 }
 
 int main(int argc, char **argv)
@@ -156,6 +193,7 @@ int main(int argc, char **argv)
 	optind = 2;
 	opterr = 0;
 	int c;
+	bool stats = false;
 	const char *addr = NULL;
 	while ((c = getopt_long(argc, argv, "+:", long_opts, NULL)) != -1 ||
 	       optind < argc) {
@@ -196,6 +234,9 @@ int main(int argc, char **argv)
 			if (!(cmd->takes & TAKES_SHOW_BYTES))
 				return not_an_option_of(cmd, "--show-bytes");
 			cli.show_bytes = true;
+			break;
+		case OPT_STATS:
+			stats = true;
 			break;
 		case OPT_NO_UNEXPLAINED:
 			cli.opts.no_unexplained = true;
@@ -251,6 +292,7 @@ int main(int argc, char **argv)
 	cli.opts.warnings = cli.quiet ? NULL : stderr;
 	cli.opts.progress = !cli.quiet && isatty(STDERR_FILENO);
 	struct hs_snapshot *snap;
+	double t_start = hs_now();
 	struct hs_error *err = hs_snapshot_open(cli.core, &cli.opts, &snap);
 	if (err) {
 		int rc = hs_cli_fail(&cli, err);
@@ -258,6 +300,8 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	int rc = cmd->run(&cli, snap);
+	if (stats)
+		print_stats(snap, hs_now() - t_start);
 	hs_snapshot_destroy(snap);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (errno != EPIPE)

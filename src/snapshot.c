@@ -1,9 +1,17 @@
 #include "src/snapshot.h"
 
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analyzers/glibc.h"
+
+double hs_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 struct hs_error *hs_snapshot_open(const char *path,
 				  const struct hs_options *opts,
@@ -14,7 +22,9 @@ struct hs_error *hs_snapshot_open(const char *path,
 		return &hs_error_nomem;
 	snap->opts = *opts;
 	hs_log_init(&snap->log, opts->warnings, opts->progress);
+	double t0 = hs_now();
 	struct hs_error *err = hs_core_open(path, &snap->log, &snap->core);
+	snap->t_open = hs_now() - t0;
 	if (err) {
 		hs_snapshot_destroy(snap);
 		return err;
@@ -54,8 +64,12 @@ const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
 			.debug_dir = snap->opts.debug_dir,
 			.sysroot = snap->opts.sysroot,
 		};
-		snap->dwarf_err = hs_dwarf_create(snap->core, &o, &snap->log,
-						  &snap->dwarf);
+		{
+			double t0 = hs_now();
+			snap->dwarf_err = hs_dwarf_create(snap->core, &o, &snap->log,
+							  &snap->dwarf);
+			snap->t_dwarf = hs_now() - t0;
+		}
 	}
 	*ret = snap->dwarf;
 	return snap->dwarf_err;
@@ -71,8 +85,12 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 		if (derr)
 			snap->heap_err = copy_error(derr);
 		else
-			snap->heap_err = hs_glibc_walk(snap->core, dw,
-						       &snap->log, &snap->heap);
+			{
+				double t0 = hs_now();
+				snap->heap_err = hs_glibc_walk(snap->core, dw,
+							       &snap->log, &snap->heap);
+				snap->t_heap = hs_now() - t0;
+			}
 	}
 	*ret = snap->heap;
 	return snap->heap_err;
@@ -99,8 +117,12 @@ const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 			struct hs_roots_options o = {
 				.unexplained = !snap->opts.no_unexplained,
 			};
-			snap->roots_err = hs_roots_build(snap->core, dw, heap, &o,
-							 &snap->log, &snap->roots);
+			{
+				double t0 = hs_now();
+				snap->roots_err = hs_roots_build(snap->core, dw, heap, &o,
+								 &snap->log, &snap->roots);
+				snap->t_roots = hs_now() - t0;
+			}
 		}
 	}
 	*ret = snap->roots;
@@ -122,8 +144,12 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 				long c = sysconf(_SC_NPROCESSORS_ONLN);
 				n = c > 0 ? (unsigned)c : 1;
 			}
-			snap->graph_err = hs_graph_build(snap->core, heap, n,
-							 &snap->log, &snap->graph);
+			{
+				double t0 = hs_now();
+				snap->graph_err = hs_graph_build(snap->core, heap, n,
+								 &snap->log, &snap->graph);
+				snap->t_graph = hs_now() - t0;
+			}
 		}
 	}
 	*ret = snap->graph;
@@ -144,8 +170,12 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 		    (e = hs_snapshot_graph(snap, &graph)))
 			snap->mark_err = copy_error(e);
 		else
-			snap->mark_err = hs_mark_compute(snap->core, heap, roots,
-							 graph, &snap->mark);
+			{
+				double t0 = hs_now();
+				snap->mark_err = hs_mark_compute(snap->core, heap, roots,
+								 graph, &snap->mark);
+				snap->t_mark = hs_now() - t0;
+			}
 	}
 	*ret = snap->mark;
 	return snap->mark_err;

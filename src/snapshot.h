@@ -43,7 +43,11 @@ struct hs_snapshot {
 	struct hs_mark *mark;
 	struct hs_error *mark_err;
 	bool dwarf_done, heap_done, roots_done, graph_done, mark_done;
+	/* seconds spent in each stage (for --stats) */
+	double t_open, t_dwarf, t_heap, t_roots, t_graph, t_mark;
 };
+
+double hs_now(void);
 
 struct hs_error *hs_snapshot_open(const char *path,
 				  const struct hs_options *opts,
