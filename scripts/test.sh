@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Build heapsift twice and run the whole test suite against both builds:
+#   build/       the normal build (RelWithDebInfo, warnings are errors)
+#   build-asan/  heapsift built with AddressSanitizer + UBSan; the fixture
+#                programs are never sanitized (their heap must stay glibc's)
+#
+#   scripts/test.sh            both builds
+#   scripts/test.sh normal     only build/
+#   scripts/test.sh asan       only build-asan/
+# Extra ctest arguments can be passed in CTEST_ARGS (e.g. "-R bad_input").
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JOBS="$(nproc)"
+WHICH="${1:-all}"
+read -r -a EXTRA <<<"${CTEST_ARGS:-}"
+
+say() { printf '\n==> %s\n' "$*"; }
+
+build() {
+	local dir="$1"
+	shift
+	say "configure $dir $*"
+	cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHS_WERROR=ON "$@"
+	say "build $dir"
+	cmake --build "$dir" -j"$JOBS"
+}
+
+run_ctest() {
+	local dir="$1"
+	say "ctest in $dir"
+	(cd "$dir" && ctest --output-on-failure --no-tests=error "${EXTRA[@]}")
+}
+
+case "$WHICH" in
+all | normal | asan) ;;
+*)
+	echo "usage: scripts/test.sh [all|normal|asan]" >&2
+	exit 2
+	;;
+esac
+
+status=0
+case "$WHICH" in
+all | normal)
+	build "$ROOT/build"
+	run_ctest "$ROOT/build" || status=1
+	;;
+esac
+case "$WHICH" in
+all | asan)
+	build "$ROOT/build-asan" -DHS_SANITIZE=ON
+	ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}" \
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
+		run_ctest "$ROOT/build-asan" || status=1
+	;;
+esac
+if [ "$status" -ne 0 ]; then
+	say "FAILED (see the ctest output above)"
+else
+	say "all tests passed"
+fi
+exit "$status"

@@ -1,0 +1,5 @@
+# Bad input: files that are not cores, usage errors, truncated cores, missing
+# libc debug info, and cores with corrupted allocator metadata (made by
+# tests/corrupt_core.py from the corruptme fixture).
+hs_fixture(corruptme fixtures/corruptme.c)
+hs_pytest(bad_input test_bad_input.py)

@@ -1,0 +1,564 @@
+#!/usr/bin/env python3
+"""heapsift on bad input: it must never crash, hang or trip a sanitizer.
+
+Cases:
+  - files that are not cores (not ELF, empty, missing, a directory, an
+    executable, a core for the wrong class or machine): exit 1, one line;
+  - usage errors: exit 2, one line;
+  - a good core cut short at several points, and cores with hostile program
+    headers: exit 1 with one line, or exit 0 with a "truncated" warning;
+  - libc debug info hidden (a private mount namespace with a tmpfs over the
+    debug directory): info exits 0 and explains how to get libc6-dbg for the
+    libc build-id; list exits 1 with that one line;
+  - allocator metadata corrupted by tests/corrupt_core.py (fastbin loop,
+    tcache loop, impossible chunk sizes, main_arena.top out of range): exit 0
+    with a warning naming the problem, and the allocations before the
+    corruption still listed.
+
+Standard library only.  Prints "N passed, M failed" last and exits 1 on any
+failure.
+"""
+
+import json
+import os
+import re
+import shutil
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import badinput_util as u  # noqa: E402
+import corrupt_core as cc  # noqa: E402
+
+P = u.paths()
+HS = P["heapsift"]
+WORK = os.path.join(P["workdir"], "bad_input")
+TIMEOUT = int(os.environ.get("HS_TEST_TIMEOUT", "120"))
+
+SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+                     "runtime error:", "MemorySanitizer", "ThreadSanitizer")
+
+R = u.Results()
+
+
+def hs(*args, env=None, wrapper=()):
+    return u.run(list(wrapper) + [HS] + [str(a) for a in args], timeout=TIMEOUT, env=env)
+
+
+def stderr_lines(r):
+    return [ln for ln in r.err.splitlines() if ln.strip()]
+
+
+def basic_problems(r):
+    """Problems every run is checked for: hang, crash, sanitizer report,
+    stray stderr output."""
+    probs = []
+    if r.timed_out:
+        probs.append("hung: killed after %ds (%s)" % (TIMEOUT, " ".join(r.argv)))
+        return probs
+    if r.rc < 0:
+        probs.append("crashed: " + r.describe())
+    for m in SANITIZER_MARKERS:
+        if m in r.err:
+            lines = r.err.splitlines()
+            first = next(i for i, ln in enumerate(lines) if m in ln)
+            report = "\n       ".join(ln.strip() for ln in lines[first:first + 12])
+            probs.append("sanitizer report from %s (exit %s):\n       %s"
+                         % (" ".join(r.argv), r.rc, report))
+            break
+    bad = [ln for ln in stderr_lines(r) if not ln.startswith("heapsift: ")]
+    if bad and not probs:
+        probs.append("stderr lines not starting with 'heapsift: ': %r" % bad[:3])
+    return probs
+
+
+def error_line(r):
+    errs = [ln for ln in stderr_lines(r)
+            if ln.startswith("heapsift: ") and not ln.startswith("heapsift: warning:")]
+    return errs
+
+
+def expect_error(r, rc, patterns=(), mention=None):
+    """Exit rc with exactly one error line on stderr, matching every regex in
+    patterns (case-insensitive) and containing `mention` if given."""
+    probs = basic_problems(r)
+    if probs:
+        return probs
+    if r.rc != rc:
+        probs.append("exit %s, want %d: %s" % (r.rc, rc, r.describe()))
+    errs = error_line(r)
+    if len(errs) != 1:
+        probs.append("want exactly one 'heapsift: ' error line on stderr, got %d: %r"
+                     % (len(errs), r.err[:600]))
+        return probs
+    line = errs[0]
+    for pat in patterns:
+        if not re.search(pat, line, re.I):
+            probs.append("error line %r does not match /%s/" % (line, pat))
+    if mention and mention not in line:
+        probs.append("error line %r does not mention %r" % (line, mention))
+    return probs
+
+
+def parse_json(r, probs):
+    try:
+        return json.loads(r.out)
+    except ValueError as e:
+        probs.append("stdout is not valid JSON (%s): %r" % (e, r.out[:300]))
+        return None
+
+
+def json_warnings(doc):
+    w = doc.get("warnings") if isinstance(doc, dict) else None
+    if not isinstance(w, list):
+        return None
+    return [x if isinstance(x, str) else json.dumps(x) for x in w]
+
+
+def expect_error_or_warned(r, warn_patterns, json_out=True):
+    """The rule for damaged cores: exit 1 with one error line, or exit 0 with
+    a warning matching all warn_patterns (in JSON and on stderr).  Returns
+    (problems, parsed JSON or None)."""
+    probs = basic_problems(r)
+    if probs:
+        return probs, None
+    if r.rc == 1:
+        errs = error_line(r)
+        if len(errs) != 1:
+            probs.append("exit 1 but %d error lines on stderr: %r" % (len(errs), r.err[:600]))
+        return probs, None
+    if r.rc != 0:
+        probs.append("exit %s, want 1 (error) or 0 (with warning): %s" % (r.rc, r.describe()))
+        return probs, None
+    doc = None
+    if json_out:
+        doc = parse_json(r, probs)
+        if doc is None:
+            return probs, None
+        ws = json_warnings(doc)
+        if ws is None:
+            probs.append("JSON has no \"warnings\" array")
+            return probs, doc
+        if not any(all(re.search(p, w, re.I) for p in warn_patterns) for w in ws):
+            probs.append("exit 0 but no JSON warning matches %s; warnings: %r"
+                         % (warn_patterns, ws[:5]))
+    warn_lines = [ln for ln in stderr_lines(r) if ln.startswith("heapsift: warning:")]
+    if not any(all(re.search(p, ln, re.I) for p in warn_patterns) for ln in warn_lines):
+        probs.append("exit 0 but no stderr warning matches %s; stderr: %r"
+                     % (warn_patterns, r.err[:600]))
+    return probs, doc
+
+
+# ---------------------------------------------------------------------------
+# Inputs that are not cores.
+
+def write_file(name, data):
+    path = os.path.join(WORK, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def patched_copy(src, name, patches):
+    """Copy src and write (file_offset, bytes) patches into the copy."""
+    dst = os.path.join(WORK, name)
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as f:
+        for off, data in patches:
+            f.seek(off)
+            f.write(data)
+    return dst
+
+
+def truncated_copy(src, name, length):
+    dst = os.path.join(WORK, name)
+    with open(src, "rb") as f:
+        data = f.read(length)
+    with open(dst, "wb") as f:
+        f.write(data)
+    return dst
+
+
+def test_not_cores(core):
+    text = write_file("not-elf.txt", b"this is not a core file\n" * 200)
+    empty = write_file("empty.core", b"")
+    missing = os.path.join(WORK, "no-such-file.core")
+    if os.path.exists(missing):
+        os.unlink(missing)
+    exe = os.path.realpath(shutil.which("true") or "/bin/true")
+    magic = write_file("magic-only.core", b"\x7fELF" + bytes(range(256)) * 8)
+    elf32 = patched_copy(core, "elfclass32.core", [(4, b"\x01")])
+    arm = patched_copy(core, "aarch64.core", [(18, struct.pack("<H", 183))])
+
+    for cmd in ("info", "list"):
+        R.case("%s: not an ELF file" % cmd,
+               expect_error(hs(cmd, text), 1, [r"ELF|core"]))
+        R.case("%s: empty file" % cmd,
+               expect_error(hs(cmd, empty), 1, [r"empty|ELF|core|truncat|short|small"]))
+        R.case("%s: missing file" % cmd,
+               expect_error(hs(cmd, missing), 1,
+                            [r"no such file|not found|does not exist|cannot open|can't open"],
+                            mention=missing))
+        R.case("%s: a directory" % cmd,
+               expect_error(hs(cmd, WORK), 1, [r"director|regular file|ELF|core|read"]))
+        R.case("%s: an executable, not a core (%s)" % (cmd, exe),
+               expect_error(hs(cmd, exe), 1, [r"core"]))
+        R.case("%s: ELF magic followed by garbage" % cmd,
+               expect_error(hs(cmd, magic), 1))
+        R.case("%s: 32-bit ELF class" % cmd,
+               expect_error(hs(cmd, elf32), 1, [r"64|class|ELF|unsupported|x86"]))
+        R.case("%s: core for another machine (aarch64)" % cmd,
+               expect_error(hs(cmd, arm), 1, [r"x86|machine|architecture|unsupported|aarch64"]))
+
+
+# ---------------------------------------------------------------------------
+# Usage errors.
+
+def test_usage(core):
+    cases = [
+        ("no arguments", [], None),
+        ("unknown command", ["frobnicate", core], "frobnicate"),
+        ("unknown option", ["info", "--bogus-option", core], "--bogus-option"),
+        ("bad --state value", ["list", core, "--state", "sideways"], "sideways"),
+        ("--state without a value", ["list", core, "--state"], "--state"),
+        ("bad --format value", ["info", core, "--format", "xml"], "xml"),
+        ("bad --min-size value", ["list", core, "--min-size", "lots"], "lots"),
+        ("info without CORE", ["info"], None),
+        ("list without CORE", ["list", "--state", "used"], None),
+        ("two cores", ["info", core, core], None),
+    ]
+    for name, args, mention in cases:
+        R.case("usage: " + name, expect_error(hs(*args), 2, mention=mention))
+
+
+# ---------------------------------------------------------------------------
+# Truncated and hostile cores.
+
+def allocations_by_address(doc):
+    allocs = doc.get("allocations") if isinstance(doc, dict) else None
+    if not isinstance(allocs, list):
+        return None
+    out = {}
+    for a in allocs:
+        try:
+            out[int(a["address"], 16)] = a
+        except (KeyError, TypeError, ValueError):
+            pass
+    return out
+
+
+def expect_listed(doc, wanted, state="used"):
+    """wanted: [(address, requested size)]; each must be listed with that
+    state and a usable size of at least the request (and less than the
+    request plus one alignment step and the size word)."""
+    probs = []
+    by_addr = allocations_by_address(doc)
+    if by_addr is None:
+        return ["JSON has no \"allocations\" array"]
+    missing = [a for a, _ in wanted if a not in by_addr]
+    if missing:
+        probs.append("%d of %d expected allocations missing, first %#x"
+                     % (len(missing), len(wanted), missing[0]))
+    for addr, req in wanted:
+        a = by_addr.get(addr)
+        if a is None:
+            continue
+        if a.get("state") != state:
+            probs.append("%#x: state %r, want %r" % (addr, a.get("state"), state))
+            break
+        size = a.get("size")
+        if req is not None and (not isinstance(size, int) or not req <= size < req + 32):
+            probs.append("%#x: size %r for a request of %d" % (addr, size, req))
+            break
+    return probs
+
+
+def test_truncated(core, rec):
+    ehdr, phdrs = cc.read_header(core)
+    loads = [s for s in phdrs if s.type == cc.PT_LOAD and s.filesz > 0]
+    note = cc.note_segment(core)
+    mid_addr = rec["mid"][0][0]
+    heap = cc.segment_of(loads, mid_addr)
+    last = max(loads, key=lambda s: s.offset)
+    size = os.path.getsize(core)
+    data_end = max(s.offset + s.filesz for s in phdrs if s.type in (cc.PT_LOAD, cc.PT_NOTE))
+    points = [
+        ("inside the ELF header", 20),
+        ("inside the program headers", ehdr["phoff"] + 56 * min(3, ehdr["phnum"] - 1) + 10),
+        ("inside the notes", note.offset + note.filesz // 2),
+        ("in the middle of the heap segment", heap.offset + heap.filesz // 2),
+        ("just before the last segment", last.offset),
+        # gcore puts the section headers last; cut the last byte of the data
+        # the program headers describe instead.
+        ("one byte short of the end of the last segment or note", data_end - 1),
+    ]
+    # Every live allocation sits in the first pages of the heap, well before
+    # the middle of its segment.
+    live = rec["before"] + rec["mid"] + rec["after"]
+    for name, length in points:
+        path = truncated_copy(core, "trunc-%d.core" % length, length)
+        for cmd in ("info", "list"):
+            args = [cmd, path, "--format", "json"] + (["--state", "all"] if cmd == "list" else [])
+            probs, doc = expect_error_or_warned(hs(*args), [r"truncat"])
+            if (not probs and doc is not None and cmd == "list"
+                    and heap.offset + 0x4000 <= length):
+                probs += expect_listed(doc, live)
+            R.case("truncated %s (at %d of %d bytes): %s" % (name, length, size, cmd), probs)
+
+
+def test_hostile_headers(core):
+    ehdr, phdrs = cc.read_header(core)
+    size = os.path.getsize(core)
+    phoff = ehdr["phoff"]
+    note_i = next(i for i, s in enumerate(phdrs) if s.type == cc.PT_NOTE)
+    load_i = next(i for i, s in enumerate(phdrs) if s.type == cc.PT_LOAD and s.filesz > 0)
+    note = phdrs[note_i]
+
+    def ph_field(i, off, fmt, value):
+        return (phoff + 56 * i + off, struct.pack(fmt, value))
+
+    variants = [
+        ("program headers past the end of the file",
+         [(32, struct.pack("<Q", size + 4096))], True),
+        ("e_phnum 65535",
+         [(56, struct.pack("<H", 0xFFFF))], False),
+        ("PT_NOTE larger than the file",
+         [ph_field(note_i, 32, "<Q", 1 << 40)], False),
+        ("PT_NOTE offset past the end of the file",
+         [ph_field(note_i, 8, "<Q", size + (1 << 20))], False),
+        ("PT_LOAD offset past the end of the file",
+         [ph_field(load_i, 8, "<Q", 1 << 50)], False),
+        ("PT_LOAD wrapping around the address space",
+         [ph_field(load_i, 16, "<Q", 0xFFFFFFFFFFFFF000), ph_field(load_i, 40, "<Q", 1 << 32)],
+         False),
+        ("first note with a huge name size",
+         [(note.offset, struct.pack("<I", 0xFFFFFFF0))], False),
+        ("first note with a huge descriptor size",
+         [(note.offset + 4, struct.pack("<I", 0xFFFFFFF0))], False),
+    ]
+    for i, (name, patches, must_fail) in enumerate(variants):
+        path = patched_copy(core, "hostile-%d.core" % i, patches)
+        for cmd in ("info", "list"):
+            args = [cmd, path, "--format", "json"]
+            r = hs(*args)
+            if must_fail:
+                probs = expect_error(r, 1)
+            else:
+                # Either refuse, or go on and say what was skipped.
+                probs, _ = expect_error_or_warned(r, [r"."])
+            R.case("hostile core, %s: %s" % (name, cmd), probs)
+
+
+# ---------------------------------------------------------------------------
+# Missing libc debug info.
+
+def find_libc_module(doc):
+    for m in doc.get("modules", []) if isinstance(doc, dict) else []:
+        if isinstance(m, dict) and re.search(r"(^|/)libc[.-]", str(m.get("name", ""))):
+            return m
+    return None
+
+
+def test_missing_debuginfo(core):
+    name = "missing libc debug info"
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        R.skip(name, "needs root and unshare(1) for a private mount namespace")
+        return
+    r = hs("info", core, "--format", "json")
+    probs = basic_problems(r)
+    doc = parse_json(r, probs) if not probs else None
+    if doc is None:
+        R.case(name + ": info on the good core", probs or ["no JSON"])
+        return
+    libc = find_libc_module(doc)
+    if libc is None:
+        R.case(name + ": libc in info's modules", ["no libc module in %r"
+                                                   % [m.get("name") for m in doc.get("modules", [])]])
+        return
+    build_id = str(libc.get("build_id", "")).lower()
+    debug = libc.get("debug") if isinstance(libc.get("debug"), dict) else {}
+    dpath = debug.get("path")
+    probs = []
+    if not re.fullmatch(r"[0-9a-f]{40}", build_id):
+        probs.append("libc build_id %r is not 40 hex digits" % build_id)
+    if not dpath:
+        probs.append("info JSON gives no modules[].debug.path for libc: %r" % libc)
+    R.case(name + ": info reports libc's build-id and debug file", probs)
+    if probs:
+        return
+
+    # Hide the debug file: a tmpfs over its top directory, in a private
+    # mount namespace that dies with the command.
+    hide = ["/usr/lib/debug"]
+    real = os.path.realpath(dpath)
+    if not real.startswith("/usr/lib/debug/"):
+        hide.append(os.path.dirname(real))
+    libc_path = os.path.realpath(str(libc.get("name", "")))
+    if real == libc_path:
+        R.case(name, ["libc's debug info is in libc itself (%s); cannot hide it" % real])
+        return
+    script = "".join('mount -t tmpfs heapsift-test "%s" && ' % d for d in hide)
+    script += 'exec "$@"'
+    wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD")}
+
+    probe = u.run(wrapper + ["test", "!", "-e", real], timeout=30, env=env)
+    if probe.rc != 0:
+        R.skip(name, "cannot hide %s in a private mount namespace: %s" % (real, probe.describe()))
+        return
+
+    def mentions_fix(text):
+        out = []
+        if build_id not in text.lower():
+            out.append("does not name libc's build-id %s" % build_id)
+        if "libc6-dbg" not in text:
+            out.append("does not mention libc6-dbg")
+        return out
+
+    r = hs("info", core, "--format", "json", env=env, wrapper=wrapper)
+    probs = basic_problems(r)
+    if not probs:
+        if r.rc != 0:
+            probs.append("exit %s, want 0: %s" % (r.rc, r.describe()))
+        else:
+            d = parse_json(r, probs)
+            if d is not None:
+                probs += ["JSON " + p for p in mentions_fix(json.dumps(d.get("allocator", d)))]
+                m = find_libc_module(d)
+                src = (m or {}).get("debug", {}) if isinstance((m or {}).get("debug"), dict) else {}
+                if src.get("path") and os.path.realpath(src["path"]) == real:
+                    probs.append("libc debug path still reported as %s" % real)
+    R.case(name + ": info --format json exits 0 and explains", probs)
+
+    r = hs("info", core, env=env, wrapper=wrapper)
+    probs = basic_problems(r)
+    if not probs:
+        if r.rc != 0:
+            probs.append("exit %s, want 0: %s" % (r.rc, r.describe()))
+        else:
+            probs += ["text output " + p for p in mentions_fix(r.out + r.err)]
+    R.case(name + ": info (text) exits 0 and explains", probs)
+
+    for fmt in ("text", "json"):
+        r = hs("list", core, "--format", fmt, env=env, wrapper=wrapper)
+        probs = expect_error(r, 1)
+        if not probs:
+            probs += ["error line " + p for p in mentions_fix(error_line(r)[0])]
+        R.case(name + ": list --format %s exits 1 with one line" % fmt, probs)
+
+
+# ---------------------------------------------------------------------------
+# Corrupted allocator metadata.
+
+LOOP = r"loop|cycle|circular|repeat|revisit|duplicate"
+
+
+def test_control(core, rec):
+    """The uncorrupted core: everything the fixture recorded is listed."""
+    r = hs("list", core, "--state", "all", "--format", "json")
+    probs = basic_problems(r)
+    if not probs and r.rc != 0:
+        probs.append("exit %s, want 0: %s" % (r.rc, r.describe()))
+    doc = parse_json(r, probs) if not probs else None
+    if doc is not None:
+        probs += expect_listed(doc, rec["before"] + rec["mid"] + rec["after"] + rec["guard"])
+        by_addr = allocations_by_address(doc) or {}
+        for key, where in (("tcache", "tcache"), ("tcache_fill", "tcache"),
+                           ("fastbin", "fastbin"), ("unsorted", "bin")):
+            for addr in rec[key]:
+                a = by_addr.get(addr)
+                if a is None:
+                    probs.append("free %s chunk %#x not listed" % (key, addr))
+                elif a.get("state") != "free" or a.get("where") != where:
+                    probs.append("%#x: state %r where %r, want free/%s"
+                                 % (addr, a.get("state"), a.get("where"), where))
+                    break
+        ws = json_warnings(doc)
+        if ws:
+            probs.append("warnings on the good core: %r" % ws[:3])
+    R.case("corrupted metadata: control (uncorrupted core) lists everything", probs)
+    return not probs
+
+
+def test_corrupted(core, rec):
+    live = rec["before"] + rec["mid"] + rec["after"]
+    mid_chunk = rec["mid"][0][0] - 16
+    addr_pat = "0x0*(%x|%x)" % (mid_chunk, mid_chunk + 16)
+    cases = [
+        ("fastbin-loop", "a loop in a fastbin list", [r"fastbin", LOOP], live),
+        ("tcache-loop", "a loop in a tcache list", [r"tcache", LOOP], live),
+        ("fastbin-wild", "a fastbin pointer to unmapped memory", [r"fastbin"], live),
+        ("tcache-wild", "a tcache pointer to unmapped memory", [r"tcache"], live),
+        ("huge-size", "an impossible chunk size in the middle of the heap",
+         [r"size|chunk", addr_pat], rec["before"]),
+        ("zero-size", "a zero chunk size in the middle of the heap",
+         [r"size|chunk", addr_pat], rec["before"]),
+        ("wild-top", "main_arena.top out of range", [r"\btop\b"], rec["before"]),
+    ]
+    for recipe, what, warn, wanted in cases:
+        path = os.path.join(WORK, "corrupt-%s.core" % recipe)
+        try:
+            cc.make_corrupt(core, path, rec, recipe)
+        except cc.CoreError as e:
+            R.case("corrupted metadata: %s: generator" % what, [str(e)])
+            continue
+        r = hs("list", path, "--state", "all", "--format", "json")
+        probs = basic_problems(r)
+        if not probs and r.rc != 0:
+            probs.append("exit %s, want 0 with a warning: %s" % (r.rc, r.describe()))
+        if not probs:
+            p2, doc = expect_error_or_warned(r, warn)
+            probs += p2
+            if doc is not None:
+                probs += expect_listed(doc, wanted)
+        R.case("corrupted metadata: %s: list" % what, probs)
+
+        r = hs("list", path, "--state", "all")
+        probs = basic_problems(r)
+        if not probs and r.rc != 0:
+            probs.append("exit %s, want 0 with a warning: %s" % (r.rc, r.describe()))
+        if not probs:
+            probs += expect_error_or_warned(r, warn, json_out=False)[0]
+        R.case("corrupted metadata: %s: list (text)" % what, probs)
+
+        r = hs("info", path, "--format", "json")
+        probs = basic_problems(r)
+        if not probs and r.rc != 0:
+            probs.append("exit %s, want 0: %s" % (r.rc, r.describe()))
+        if not probs:
+            parse_json(r, probs)
+        R.case("corrupted metadata: %s: info" % what, probs)
+
+
+# ---------------------------------------------------------------------------
+
+def main():
+    if not os.access(HS, os.X_OK):
+        print("heapsift binary not found at %s" % HS)
+        R.case("heapsift exists", ["not found: %s" % HS])
+        return R.finish()
+    os.makedirs(WORK, exist_ok=True)
+    fixture = os.path.join(P["fixtures"], "corruptme")
+    try:
+        core, recpath = u.take_core(fixture, WORK, "corruptme")
+        rec = cc.parse_record(recpath)
+    except (RuntimeError, OSError, cc.CoreError) as e:
+        R.case("take the corruptme core", [str(e)])
+        return R.finish()
+
+    test_usage(core)
+    test_not_cores(core)
+    test_truncated(core, rec)
+    test_hostile_headers(core)
+    test_missing_debuginfo(core)
+    test_control(core, rec)
+    test_corrupted(core, rec)
+    status = R.finish()
+    if status == 0:
+        shutil.rmtree(WORK, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
