@@ -424,7 +424,11 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		base_lo = seg->vaddr;
 		base_hi = seg->vaddr + seg->avail;
 	}
+	uint64_t nchunks = 0;
 	while (p < end) {
+		if (!(++nchunks & 0xffff))
+			hs_log_progress(g->log, "walking the heap", p - start,
+					end - start);
 		if (p == top) {
 			*reached_top = true;
 			break;
@@ -1158,7 +1162,6 @@ static struct hs_error *walk(struct gl *g)
 			err = walk_other_arena(g, ar->addr, i, ar);
 		if (err)
 			goto out;
-		hs_log_progress(g->log, "walking arenas", i + 1, g->heap->narenas);
 	}
 	hs_log_progress_end(g->log);
 	if ((err = scan_mmapped(g)))

@@ -125,6 +125,7 @@ struct part {
 	uint64_t words;
 	bool nomem;
 	uint64_t unreadable;    /* sources not (wholly) in the core */
+	struct hs_log *log;     /* progress, from the first part only */
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -176,6 +177,9 @@ static void *scan_part(void *arg)
 	uint64_t lo = g->map.lo, hi = g->map.hi;
 	for (uint32_t src = p->from; src < p->to; src++) {
 		const struct hs_alloc *a = &allocs[src];
+		if (p->log && !((src - p->from) & 0xffff))
+			hs_log_progress(p->log, "scanning for pointers",
+					src - p->from, p->to - p->from);
 		size_t before = p->nedges;
 		if (hs_alloc_in_graph(a)) {
 			uint64_t nwords = a->size / 8;
@@ -246,6 +250,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		parts[t].core = core;
 		parts[t].g = g;
 		parts[t].from = cur;
+		parts[t].log = t == 0 ? log : NULL;
 		uint64_t goal = total / nthreads * (t + 1);
 		while (cur < g->n && (t == nthreads - 1 || acc < goal))
 			acc += heap->allocs[cur++].size;
@@ -264,6 +269,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		else
 			scan_part(&parts[t]);
 	}
+	hs_log_progress_end(log);
 	uint64_t nedges = 0, unreadable = 0;
 	bool nomem = false;
 	for (unsigned t = 0; t < nthreads; t++) {

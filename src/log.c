@@ -43,17 +43,22 @@ void hs_log_progress(struct hs_log *log, const char *phase, size_t done,
 {
 	if (!log->progress)
 		return;
+	int pct = total ? (int)(done * 100 / total) : -1;
+	if (phase == log->last_phase && pct == log->last_percent && pct >= 0)
+		return;
+	log->last_phase = phase;
+	log->last_percent = pct;
 	if (total)
-		fprintf(log->stream, "\r%s: %zu%%", phase,
-			(size_t)(done * 100 / total));
+		fprintf(log->stream, "\r\033[K%s: %d%%", phase, pct);
 	else
-		fprintf(log->stream, "\r%s: %zu", phase, done);
+		fprintf(log->stream, "\r\033[K%s: %zu", phase, done);
 	fflush(log->stream);
 }
 
 void hs_log_progress_end(struct hs_log *log)
 {
-	if (log->progress) {
+	if (log->progress && log->last_phase) {
+		log->last_phase = NULL;
 		fprintf(log->stream, "\r\033[K");
 		fflush(log->stream);
 	}

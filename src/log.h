@@ -17,6 +17,8 @@ enum { HS_LOG_KEEP = 256 };
 struct hs_log {
 	FILE *stream;          /* where warnings go as they happen; may be NULL */
 	bool progress;         /* show progress lines on stream */
+	int last_percent;      /* of the progress line shown last */
+	const char *last_phase;
 	size_t nwarnings;      /* all warnings, kept or not */
 	size_t nkept;
 	char *kept[HS_LOG_KEEP];
