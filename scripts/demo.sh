@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Show heapsift on a live example: set up (if needed), run the demo service
 # (tests/fixtures/demo.c) until it stops itself, take its core with gcore,
-# and look at the core with `heapsift info` and `heapsift list`.
+# and look at the core with `heapsift info`, `leaks`, `show` and `list`.
 #
 #   scripts/demo.sh [N_SESSIONS]
 set -euo pipefail
@@ -77,6 +77,16 @@ CORE="$OUT/demo.core"
 say "what is in the core"
 show "heapsift info $CORE"
 "$HS" info "$CORE"
+
+say "is it a leak, and how much?"
+show "heapsift leaks $CORE"
+"$HS" leaks "$CORE"
+FIRST_LEAK="$("$HS" leaks --list "$CORE" | awk '/holds/ { print $1; exit }')"
+if [ -n "$FIRST_LEAK" ]; then
+	say "one leaked block: who points to it, what it points to"
+	show "heapsift show $CORE $FIRST_LEAK"
+	"$HS" show "$CORE" "$FIRST_LEAK"
+fi
 
 say "the first allocations, used and free"
 show "heapsift list --state all $CORE | head -n 20"
