@@ -261,6 +261,11 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 			dwfl_module_info(m->mod, NULL, NULL, NULL, NULL, NULL,
 					 &mainfile, NULL);
 			m->bias = bias;
+			/* libdwfl opens some files itself from the core's
+			 * paths (after checking the build-id) without
+			 * recording the name */
+			if (!mainfile && m->name[0] == '/')
+				mainfile = m->name;
 			if (mainfile && !(m->elf_path = strdup(mainfile)))
 				goto nomem;
 		} else if (m->is_exe) {
@@ -368,7 +373,7 @@ void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m)
 			 &debugfile);
 	if (!debugfile || (mainfile && !strcmp(debugfile, mainfile))) {
 		m->debug_source = HS_DEBUG_SELF;
-		debugfile = mainfile;
+		debugfile = mainfile ? mainfile : m->elf_path;
 	} else if (has_prefix(debugfile, dw->debug_dir))
 		m->debug_source = HS_DEBUG_DEBUG_DIR;
 	else if (strstr(debugfile, "/debuginfod_client/"))
