@@ -294,7 +294,8 @@ static struct hs_error *thread_tls(struct builder *b, size_t t, uint64_t tcb,
 	return end_phase(b);
 }
 
-static struct hs_error *thread_stack(struct builder *b, size_t t)
+static struct hs_error *thread_stack(struct builder *b, size_t t,
+				     const struct hs_thread_frames *tf)
 {
 	const struct hs_core_thread *th = &b->core->threads[t];
 	int n = (int)t + 1;
@@ -307,15 +308,14 @@ static struct hs_error *thread_stack(struct builder *b, size_t t)
 	}
 	uint64_t lo = sp >= seg->vaddr + RED_ZONE ? sp - RED_ZONE : seg->vaddr;
 	uint64_t hi = seg->vaddr + seg->memsz;
-	struct hs_frame *frames = NULL;
-	size_t nframes = 0;
-	struct hs_error *err = hs_dwarf_unwind(b->dw, th->tid, &frames, &nframes);
-	if (err) {
+	if (!tf || !tf->n) {
 		b->r->unwound = false;
-		hs_error_destroy(err);
 		return add_range(b, HS_ROOT_STACK, (int)t, lo, hi,
 				 "thread %d (tid %d) stack", n, th->tid);
 	}
+	const struct hs_frame *frames = tf->frames;
+	size_t nframes = tf->n;
+	struct hs_error *err = NULL;
 	/* frame k: from its sp to the next frame's sp (frame 0 from the red
 	 * zone); frames without a usable sp are merged into the one above */
 	uint64_t cur = lo;
@@ -341,7 +341,6 @@ static struct hs_error *thread_stack(struct builder *b, size_t t)
 		err = add_range(b, HS_ROOT_STACK, (int)t, cur, hi,
 				"thread %d (tid %d) stack above frame #%zu", n,
 				th->tid, nframes ? nframes - 1 : 0);
-	free(frames);
 	return err;
 }
 
@@ -470,9 +469,26 @@ static struct hs_error *build(struct builder *b,
 		if ((err = thread_tls(b, t, tcb, static_size)))
 			return err;
 	b->r->unwound = true;
-	for (size_t t = 0; t < core->nthreads; t++)
-		if ((err = thread_stack(b, t)))
+	struct hs_thread_frames *tf = NULL;
+	size_t ntf = 0;
+	err = hs_dwarf_unwind_all(b->dw, &tf, &ntf);
+	if (err && err->code == HS_ERR_NOMEM)
+		return err;
+	if (err) {
+		hs_log_warn(b->log, "%s", err->message);
+		hs_error_destroy(err);
+	}
+	for (size_t t = 0; t < core->nthreads; t++) {
+		const struct hs_thread_frames *mine = NULL;
+		for (size_t k = 0; k < ntf; k++)
+			if (tf[k].tid == core->threads[t].tid)
+				mine = &tf[k];
+		if ((err = thread_stack(b, t, mine))) {
+			hs_dwarf_frames_free(tf, ntf);
 			return err;
+		}
+	}
+	hs_dwarf_frames_free(tf, ntf);
 	if ((err = end_phase(b)))
 		return err;
 	for (size_t i = 0; i < hs_dwarf_num_modules(b->dw); i++)

@@ -867,8 +867,38 @@ static int frame_cb(Dwfl_Frame *state, void *varg)
 	return a->n >= 4096 ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
-struct hs_error *hs_dwarf_unwind(struct hs_dwarf *dw, int tid,
-				 struct hs_frame **ret, size_t *count)
+struct threads_arg {
+	struct hs_thread_frames *t;
+	size_t n, cap;
+	bool nomem;
+};
+
+static int thread_cb(Dwfl_Thread *thread, void *varg)
+{
+	struct threads_arg *ta = varg;
+	if (ta->n == ta->cap) {
+		size_t cap = ta->cap ? 2 * ta->cap : 16;
+		struct hs_thread_frames *t = realloc(ta->t, cap * sizeof(*t));
+		if (!t) {
+			ta->nomem = true;
+			return DWARF_CB_OK;  /* run to the end all the same */
+		}
+		ta->t = t;
+		ta->cap = cap;
+	}
+	struct unwind_arg a = {0};
+	dwfl_thread_getframes(thread, frame_cb, &a);
+	if (a.nomem)
+		ta->nomem = true;
+	ta->t[ta->n++] = (struct hs_thread_frames){
+		.tid = dwfl_thread_tid(thread), .frames = a.frames, .n = a.n,
+	};
+	return DWARF_CB_OK;
+}
+
+struct hs_error *hs_dwarf_unwind_all(struct hs_dwarf *dw,
+				     struct hs_thread_frames **ret,
+				     size_t *count)
 {
 	if (!dw->attached && !dw->attach_failed) {
 		if (dwfl_core_file_attach(dw->dwfl, dw->core_elf) < 0)
@@ -880,20 +910,22 @@ struct hs_error *hs_dwarf_unwind(struct hs_dwarf *dw, int tid,
 		return hs_error_create(HS_ERR_DWARF,
 				       "cannot attach to the core for unwinding: %s",
 				       dwfl_errmsg(-1));
-	struct unwind_arg a = {0};
-	dwfl_getthread_frames(dw->dwfl, tid, frame_cb, &a);
-	if (a.nomem) {
-		free(a.frames);
+	struct threads_arg ta = {0};
+	dwfl_getthreads(dw->dwfl, thread_cb, &ta);
+	if (ta.nomem) {
+		hs_dwarf_frames_free(ta.t, ta.n);
 		return &hs_error_nomem;
 	}
-	if (!a.n) {
-		free(a.frames);
-		return hs_error_create(HS_ERR_DWARF, "thread %d: cannot unwind: %s",
-				       tid, dwfl_errmsg(-1));
-	}
-	*ret = a.frames;
-	*count = a.n;
+	*ret = ta.t;
+	*count = ta.n;
 	return NULL;
+}
+
+void hs_dwarf_frames_free(struct hs_thread_frames *t, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		free(t[i].frames);
+	free(t);
 }
 
 char *hs_dwarf_describe_pc(struct hs_dwarf *dw, uint64_t pc, bool exact)

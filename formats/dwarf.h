@@ -135,10 +135,21 @@ struct hs_frame {
 	bool activation;        /* pc is exact (signal frame / frame 0) */
 };
 
-/* Unwinds thread tid of the core (CFI, through libdwfl).  *ret is malloc'ed
- * (caller frees).  An error when not even frame 0 could be had. */
-struct hs_error *hs_dwarf_unwind(struct hs_dwarf *dw, int tid,
-				 struct hs_frame **ret, size_t *count);
+struct hs_thread_frames {
+	int tid;
+	struct hs_frame *frames;    /* malloc'ed */
+	size_t n;
+};
+
+/* Unwinds every thread of the core (CFI, through libdwfl).  *ret is
+ * malloc'ed, as is each frames array; hs_dwarf_frames_free() frees them.
+ * Threads libdwfl cannot unwind have n == 0.  (All threads in one pass:
+ * libdwfl's core backend frees its per-thread state only when an
+ * iteration runs to the end.) */
+struct hs_error *hs_dwarf_unwind_all(struct hs_dwarf *dw,
+				     struct hs_thread_frames **ret,
+				     size_t *count);
+void hs_dwarf_frames_free(struct hs_thread_frames *t, size_t count);
 
 /* "function (file.c:142)", "function+0x1a", or "module+0x1234"; NULL if
  * nothing is known.  Caller frees. */
