@@ -358,6 +358,53 @@ static bool has_prefix(const char *s, const char *prefix)
 	return prefix && !strncmp(s, prefix, strlen(prefix));
 }
 
+static bool elf_has_dwarf(Elf *elf)
+{
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
+		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return true;
+	}
+	return false;
+}
+
+/* Where debuginfod's client caches the debug file of build_id (its
+ * documented layout: $DEBUGINFOD_CACHE_PATH, else $XDG_CACHE_HOME or
+ * ~/.cache, then debuginfod_client/BUILDID/debuginfo), if it is there. */
+static char *debuginfod_cache_file(const char *build_id)
+{
+	if (!build_id)
+		return NULL;
+	const char *dir = getenv("DEBUGINFOD_CACHE_PATH");
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	char *path = NULL;
+	int r;
+	if (dir && *dir)
+		r = asprintf(&path, "%s/%s/debuginfo", dir, build_id);
+	else if (xdg && *xdg)
+		r = asprintf(&path, "%s/debuginfod_client/%s/debuginfo", xdg, build_id);
+	else if (home && *home)
+		r = asprintf(&path, "%s/.cache/debuginfod_client/%s/debuginfo", home,
+			     build_id);
+	else
+		return NULL;
+	if (r < 0)
+		return NULL;
+	if (access(path, R_OK) != 0) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
 void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m)
 {
 	if (m->debug_checked)
@@ -371,6 +418,15 @@ void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m)
 	const char *mainfile = NULL, *debugfile = NULL;
 	dwfl_module_info(m->mod, NULL, NULL, NULL, NULL, NULL, &mainfile,
 			 &debugfile);
+	char *fetched = NULL;
+	if (!debugfile && !elf_has_dwarf(hs_dwarf_module_elf(dw, m, NULL))) {
+		/* libdwfl does not name what debuginfod fetched: look in
+		 * debuginfod's cache for this build-id */
+		fetched = debuginfod_cache_file(m->build_id);
+		m->debug_source = fetched ? HS_DEBUG_DEBUGINFOD : HS_DEBUG_OTHER;
+		m->debug_path = fetched;
+		return;
+	}
 	if (!debugfile || (mainfile && !strcmp(debugfile, mainfile))) {
 		m->debug_source = HS_DEBUG_SELF;
 		debugfile = mainfile ? mainfile : m->elf_path;

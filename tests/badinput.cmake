@@ -3,3 +3,6 @@
 # tests/corrupt_core.py from the corruptme fixture).
 hs_fixture(corruptme fixtures/corruptme.c)
 hs_pytest(bad_input test_bad_input.py)
+# Where files and debug info are found: default, --debug-dir, debuginfod,
+# --exe, --sysroot.
+hs_pytest(debuginfo test_debuginfo.py)
