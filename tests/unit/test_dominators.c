@@ -1,0 +1,228 @@
+/* Semi-NCA against the definition on random graphs: v dominates w when
+ * every path from the entry to w passes through v, i.e. when w cannot be
+ * reached from the entry once v is removed.  Also checks retained sizes
+ * (the sum of weights of the dominated nodes) and a long chain (no
+ * recursion anywhere). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/dominators.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		checks++;                                                    \
+		if (!(cond)) {                                               \
+			failures++;                                          \
+			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);      \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fputc('\n', stderr);                                 \
+		}                                                            \
+	} while (0)
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+/* reachable-from-0 set with node `removed` deleted (HS_DOM_NONE: none) */
+static void reach(uint32_t n, const uint32_t *off, const uint32_t *adj,
+		  uint32_t removed, char *seen, uint32_t *stack)
+{
+	memset(seen, 0, n);
+	if (removed == 0)
+		return;
+	size_t sp = 0;
+	seen[0] = 1;
+	stack[sp++] = 0;
+	while (sp) {
+		uint32_t v = stack[--sp];
+		for (uint32_t k = off[v]; k < off[v + 1]; k++) {
+			uint32_t w = adj[k];
+			if (w != removed && !seen[w]) {
+				seen[w] = 1;
+				stack[sp++] = w;
+			}
+		}
+	}
+}
+
+static uint64_t weight_of(void *arg, uint32_t v)
+{
+	return ((const uint64_t *)arg)[v];
+}
+
+static void random_graph(uint32_t n, uint32_t m, uint32_t split)
+{
+	uint32_t *off = calloc(n + 1, sizeof(uint32_t));
+	uint32_t *adj = malloc((m ? m : 1) * sizeof(uint32_t));
+	uint32_t *src = malloc((m ? m : 1) * sizeof(uint32_t));
+	uint64_t *weight = malloc(n * sizeof(uint64_t));
+	for (uint32_t i = 0; i < m; i++) {
+		src[i] = rnd(n);
+		off[src[i] + 1]++;
+	}
+	for (uint32_t v = 0; v < n; v++)
+		off[v + 1] += off[v];
+	uint32_t *fill = malloc((n + 1) * sizeof(uint32_t));
+	memcpy(fill, off, (n + 1) * sizeof(uint32_t));
+	/* nodes of the tail block point only into the tail block */
+	for (uint32_t i = 0; i < m; i++)
+		adj[fill[src[i]]++] = src[i] >= split ? split + rnd(n - split) : rnd(n);
+	for (uint32_t v = 0; v < n; v++)
+		weight[v] = 1 + rnd(100);
+
+	/* the same graph as head block [0, split) + tail block [split, n),
+	 * with the tail's targets stored relative to split and a flag bit
+	 * that the mask must strip (like HS_EDGE_INTERIOR) */
+	uint32_t *toff = malloc((n - split + 1) * sizeof(uint32_t));
+	uint32_t *tadj = malloc((m ? m : 1) * sizeof(uint32_t));
+	uint32_t *hadj = malloc((m ? m : 1) * sizeof(uint32_t));
+	uint32_t *hoff = malloc((split + 1) * sizeof(uint32_t));
+	for (uint32_t v = 0; v <= split; v++)
+		hoff[v] = off[v];
+	memcpy(hadj, adj, off[split] * sizeof(uint32_t));
+	for (uint32_t v = split; v <= n; v++)
+		toff[v - split] = off[v] - off[split];
+	for (uint32_t k = off[split]; k < m; k++)
+		tadj[k - off[split]] = (adj[k] - split) | (rnd(2) ? 0x80000000u : 0);
+	struct hs_domgraph g = {
+		.n = n, .na = split,
+		.head_off = hoff, .head_adj = hadj,
+		.tail_off = toff, .tail_adj = tadj, .tail_mask = 0x7fffffffu,
+	};
+	struct hs_domtree *t = NULL;
+	struct hs_error *err = hs_dominators_compute(&g, weight_of, weight, &t);
+	CHECK(!err, "compute failed: %s", err ? err->message : "");
+	if (err)
+		goto out;
+
+	/* naive: dom(v) = nodes that disappear when v is removed */
+	char *seen0 = malloc(n), *seen = malloc(n);
+	uint32_t *stack = malloc((m + n + 1) * sizeof(uint32_t));
+	reach(n, off, adj, HS_DOM_NONE, seen0, stack);
+	/* doms[w] = list of dominators, computed as: v dom w iff w not
+	 * reached without v */
+	char *dom = calloc((size_t)n * n, 1);
+	for (uint32_t v = 0; v < n; v++) {
+		if (!seen0[v])
+			continue;
+		reach(n, off, adj, v, seen, stack);
+		for (uint32_t w = 0; w < n; w++)
+			if (seen0[w] && !seen[w])
+				dom[(size_t)v * n + w] = 1;
+	}
+	for (uint32_t w = 0; w < n; w++) {
+		if (!seen0[w]) {
+			CHECK(t->idom[w] == HS_DOM_NONE, "unreachable %u has idom %u", w, t->idom[w]);
+			continue;
+		}
+		if (w == 0) {
+			CHECK(t->idom[0] == 0, "idom of entry is %u", t->idom[0]);
+			continue;
+		}
+		/* the idom is the strict dominator that every other strict
+		 * dominator dominates */
+		uint32_t expect = HS_DOM_NONE;
+		for (uint32_t v = 0; v < n; v++) {
+			if (v == w || !dom[(size_t)v * n + w])
+				continue;
+			bool closest = true;
+			for (uint32_t u = 0; u < n; u++)
+				if (u != w && u != v && dom[(size_t)u * n + w] &&
+				    !dom[(size_t)u * n + v])
+					closest = false;
+			if (closest)
+				expect = v;
+		}
+		CHECK(t->idom[w] == expect, "n=%u m=%u: idom(%u) = %u, expected %u", n, m, w,
+		      t->idom[w], expect);
+	}
+	for (uint32_t v = 0; v < n; v++) {
+		if (!seen0[v])
+			continue;
+		uint64_t sum = 0;
+		uint32_t cnt = 0;
+		for (uint32_t w = 0; w < n; w++)
+			if (dom[(size_t)v * n + w]) {
+				sum += weight[w];
+				cnt++;
+			}
+		CHECK(t->retained[v] == sum && t->retained_count[v] == cnt,
+		      "retained(%u) = %llu/%u, expected %llu/%u", v,
+		      (unsigned long long)t->retained[v], t->retained_count[v],
+		      (unsigned long long)sum, cnt);
+	}
+	free(dom);
+	free(seen0);
+	free(seen);
+	free(stack);
+out:
+	hs_domtree_destroy(t);
+	free(off);
+	free(adj);
+	free(src);
+	free(weight);
+	free(fill);
+	free(toff);
+	free(tadj);
+	free(hadj);
+	free(hoff);
+}
+
+static void long_chain(uint32_t n)
+{
+	/* 0 -> 1 -> ... -> n-1, plus a back edge from the end to 1 */
+	uint32_t *off = malloc((n + 1) * sizeof(uint32_t));
+	uint32_t *adj = malloc(n * sizeof(uint32_t));
+	uint32_t k = 0;
+	for (uint32_t v = 0; v < n; v++) {
+		off[v] = k;
+		if (v + 1 < n)
+			adj[k++] = v + 1;
+		else
+			adj[k++] = 1;
+	}
+	off[n] = k;
+	struct hs_domgraph g = {.n = n, .na = n, .head_off = off, .head_adj = adj};
+	struct hs_domtree *t = NULL;
+	struct hs_error *err = hs_dominators_compute(&g, NULL, NULL, &t);
+	CHECK(!err, "chain: %s", err ? err->message : "");
+	if (t) {
+		bool ok = true;
+		for (uint32_t v = 1; v < n; v++)
+			ok &= t->idom[v] == v - 1 && t->retained[v] == n - v;
+		CHECK(ok, "chain of %u: wrong idom or retained", n);
+		CHECK(t->retained[0] == n, "chain: root retains %llu",
+		      (unsigned long long)t->retained[0]);
+	}
+	hs_domtree_destroy(t);
+	free(off);
+	free(adj);
+}
+
+int main(void)
+{
+	for (int i = 0; i < 400; i++) {
+		uint32_t n = 2 + rnd(40);
+		uint32_t m = rnd(3 * n);
+		random_graph(n, m, n);
+	}
+	/* graphs whose tail block only points into itself, as the heap's
+	 * allocations only point to allocations */
+	for (int i = 0; i < 400; i++) {
+		uint32_t n = 4 + rnd(40);
+		uint32_t split = 1 + rnd(n / 2);
+		random_graph(n, rnd(3 * n), split);
+	}
+	long_chain(10 * 1000 * 1000);
+	printf("%d passed, %d failed\n", checks - failures, failures);
+	return failures ? 1 : 0;
+}
