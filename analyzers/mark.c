@@ -30,11 +30,10 @@ static bool spush(struct stack *s, uint32_t x)
 	return true;
 }
 
-/* Calls fn(value) for every aligned word of every root. */
-static bool scan_roots(const struct hs_core *core, const struct hs_roots *roots,
-		       bool (*fn)(uint64_t v, const struct hs_root *r,
-				  uint64_t where, void *arg),
-		       void *arg)
+bool hs_roots_scan(const struct hs_core *core, const struct hs_roots *roots,
+		   bool (*fn)(uint64_t v, const struct hs_root *r,
+			      uint64_t where, void *arg),
+		   void *arg)
 {
 	for (size_t i = 0; i < roots->n; i++) {
 		const struct hs_root *r = &roots->roots[i];
@@ -358,7 +357,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 	struct hs_error *err = &hs_error_nomem;
 	if (!m->reach)
 		goto fail;
-	scan_roots(core, roots, root_word, &c);
+	hs_roots_scan(core, roots, root_word, &c);
 	if (c.nomem)
 		goto fail;
 	/* 1. start pointers only: reachable */
@@ -466,5 +465,5 @@ void hs_roots_scan_for(const struct hs_core *core, const struct hs_roots *roots,
 		       void *arg)
 {
 	struct scan_for s = {graph, id, fn, arg};
-	scan_roots(core, roots, scan_for_word, &s);
+	hs_roots_scan(core, roots, scan_for_word, &s);
 }

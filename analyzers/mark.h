@@ -53,6 +53,14 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 				 struct hs_mark **ret);
 void hs_mark_destroy(struct hs_mark *m);
 
+/* Calls fn(value, root, address of the word) for every value root and every
+ * aligned word of every memory root that is in the core, in root order;
+ * stops early (returning false) when fn returns false. */
+bool hs_roots_scan(const struct hs_core *core, const struct hs_roots *roots,
+		   bool (*fn)(uint64_t v, const struct hs_root *r,
+			      uint64_t where, void *arg),
+		   void *arg);
+
 /* Calls fn for every root word in the core that points into allocation id
  * (start or interior); stops early when fn returns false. */
 void hs_roots_scan_for(const struct hs_core *core, const struct hs_roots *roots,

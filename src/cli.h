@@ -30,15 +30,21 @@ struct hs_cli {
 	uint64_t min_size;
 	/* leaks */
 	bool list;
-	/* show */
+	/* show, path, dom */
 	uint64_t addr;
 	bool show_bytes;
+	/* top, path --all, dom: how many rows */
+	size_t top_n;
+	bool all;
 };
 
 int hs_cmd_info(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap);
 
 /* Prints "heapsift: MESSAGE" and returns the exit code for err. */
 int hs_cli_fail(const struct hs_cli *cli, const struct hs_error *err);

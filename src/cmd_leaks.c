@@ -2,8 +2,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "formats/jsonw.h"
-#include "src/cli.h"
+#include "src/cli_retain.h"
 
 struct group {
 	uint64_t size;
@@ -56,8 +55,10 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		return hs_cli_fail(cli, err);
 	const struct hs_heap *heap;
 	const struct hs_roots *roots;
+	const struct hs_retain *retain;
 	hs_snapshot_heap(snap, &heap);
 	hs_snapshot_roots(snap, &roots);
+	const struct hs_error *rerr = hs_snapshot_retain(snap, &retain);
 
 	size_t n = mark->nleak_roots;
 	size_t *order = malloc((n ? n : 1) * sizeof(*order));
@@ -102,6 +103,8 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		json_total(&w, "indirect", &t[HS_REACH_INDIRECT]);
 		json_total(&w, "leaked", &leaked);
 		hs_jsonw_object_end(&w);
+		if (!rerr)
+			hs_cli_suspects_json(&w, snap);
 		hs_jsonw_key(&w, "groups");
 		hs_jsonw_array_begin(&w);
 		for (size_t i = 0; i < ngroups; i++) {
@@ -159,6 +162,10 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			       t[HS_REACH_POSSIBLE].count ? " (some only through interior pointers)" : "");
 		if (heap->partial)
 			printf("(PARTIAL: the heap walk met damaged or missing metadata; see warnings)\n");
+		if (!rerr) {
+			printf("\n");
+			hs_cli_suspects_text(snap);
+		}
 		printf("\n%-10s %10s %12s\n", "CLASS", "BLOCKS", "BYTES");
 		static const int order_cls[] = {HS_REACH_REACHABLE, HS_REACH_POSSIBLE,
 						HS_REACH_LEAK_ROOT, HS_REACH_INDIRECT};

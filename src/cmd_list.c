@@ -28,9 +28,12 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 	/* the leak class is a column of its own: without it (no roots, say)
 	 * the list is still worth having */
 	const struct hs_mark *mark = NULL;
+	const struct hs_retain *retain = NULL;
 	const struct hs_error *merr = hs_snapshot_mark(snap, &mark);
 	if (merr)
 		hs_log_warn(&snap->log, "no leak classes: %s", merr->message);
+	else if ((merr = hs_snapshot_retain(snap, &retain)))
+		hs_log_warn(&snap->log, "no retained sizes: %s", merr->message);
 	uint64_t n = 0, bytes = 0;
 	if (cli->format == HS_FORMAT_JSON) {
 		struct hs_jsonw w;
@@ -58,6 +61,9 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			const char *reach = reach_of(mark, heap, a);
 			if (reach)
 				hs_jsonw_kstring(&w, "reach", reach);
+			if (retain && hs_alloc_state(a) == HS_STATE_USED)
+				hs_jsonw_kuint(&w, "retained", retain->tree->retained[
+						       hs_retain_node(retain, (uint32_t)i)]);
 			hs_jsonw_object_end(&w);
 			n++;
 			bytes += a->size;

@@ -19,6 +19,12 @@ static const char usage_text[] =
 	"  leaks   leaked vs reachable: counts, bytes, leak roots by size (--list)\n"
 	"  show    heapsift show CORE ADDR: one block, who points to it, what it\n"
 	"          points to (--show-bytes prints its bytes)\n"
+	"  top     what holds the memory: suspects, roots and blocks by retained\n"
+	"          size (-n N rows)\n"
+	"  path    heapsift path CORE ADDR: the shortest chain of pointers from a\n"
+	"          root to the block (--all: one per block or root pointing to it)\n"
+	"  dom     heapsift dom CORE ADDR: the block's dominators and the largest\n"
+	"          blocks it dominates (-n N)\n"
 	"\n"
 	"options:\n"
 	"  --exe BINARY       the executable, when the core's path to it is gone\n"
@@ -91,7 +97,7 @@ static bool parse_size(const char *s, uint64_t *ret)
 enum {
 	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
-	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS,
+	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL,
 };
 
 /* Which command takes which command-specific option. */
@@ -100,6 +106,8 @@ enum {
 	TAKES_LIST = 1 << 1,
 	TAKES_SHOW_BYTES = 1 << 2,
 	TAKES_ADDR = 1 << 3,
+	TAKES_N = 1 << 4,
+	TAKES_ALL = 1 << 5,
 };
 
 static const struct option long_opts[] = {
@@ -116,6 +124,7 @@ static const struct option long_opts[] = {
 	{"no-unexplained", no_argument, NULL, OPT_NO_UNEXPLAINED},
 	{"threads", required_argument, NULL, OPT_THREADS},
 	{"stats", no_argument, NULL, OPT_STATS},
+	{"all", no_argument, NULL, OPT_ALL},
 	{NULL, 0, NULL, 0},
 };
 
@@ -130,6 +139,9 @@ static const struct command commands[] = {
 	{"list", hs_cmd_list, TAKES_STATE},
 	{"leaks", hs_cmd_leaks, TAKES_LIST},
 	{"show", hs_cmd_show, TAKES_ADDR | TAKES_SHOW_BYTES},
+	{"top", hs_cmd_top, TAKES_N},
+	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N},
+	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N},
 };
 
 static int not_an_option_of(const struct command *cmd, const char *opt)
@@ -156,9 +168,9 @@ static unsigned long status_kib(const char *field)
 static void print_stats(const struct hs_snapshot *s, double total)
 {
 	fprintf(stderr,
-		"heapsift: stats: open %.3fs, modules %.3fs, heap %.3fs, roots %.3fs, graph %.3fs, mark %.3fs, total %.3fs\n",
+		"heapsift: stats: open %.3fs, modules %.3fs, heap %.3fs, roots %.3fs, graph %.3fs, mark %.3fs, dominators %.3fs, total %.3fs\n",
 		s->t_open, s->t_dwarf, s->t_heap, s->t_roots, s->t_graph,
-		s->t_mark, total);
+		s->t_mark, s->t_retain, total);
 	if (s->heap)
 		fprintf(stderr, "heapsift: stats: %zu allocations", s->heap->nallocs);
 	if (s->graph)
@@ -174,7 +186,7 @@ static void print_stats(const struct hs_snapshot *s, double total)
 
 int main(int argc, char **argv)
 {
-	struct hs_cli cli = {.prog = "heapsift", .state = HS_STATE_USED};
+	struct hs_cli cli = {.prog = "heapsift", .state = HS_STATE_USED, .top_n = 20};
 	if (argc < 2)
 		return usage_error("%s", "missing COMMAND");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
@@ -195,7 +207,7 @@ int main(int argc, char **argv)
 	int c;
 	bool stats = false;
 	const char *addr = NULL;
-	while ((c = getopt_long(argc, argv, "+:", long_opts, NULL)) != -1 ||
+	while ((c = getopt_long(argc, argv, "+:n:", long_opts, NULL)) != -1 ||
 	       optind < argc) {
 		if (c == -1) {
 			/* a positional argument: the core, then an address */
@@ -234,6 +246,21 @@ int main(int argc, char **argv)
 			if (!(cmd->takes & TAKES_SHOW_BYTES))
 				return not_an_option_of(cmd, "--show-bytes");
 			cli.show_bytes = true;
+			break;
+		case 'n': {
+			uint64_t n;
+			if (!(cmd->takes & TAKES_N))
+				return not_an_option_of(cmd, "-n");
+			if (!parse_size(optarg, &n) || n < 1 || n > 1000000)
+				return usage_error("-n takes a number from 1 to 1000000, not '%s'",
+						   optarg);
+			cli.top_n = (size_t)n;
+			break;
+		}
+		case OPT_ALL:
+			if (!(cmd->takes & TAKES_ALL))
+				return not_an_option_of(cmd, "--all");
+			cli.all = true;
 			break;
 		case OPT_STATS:
 			stats = true;

@@ -37,6 +37,8 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 {
 	if (!snap)
 		return;
+	hs_retain_destroy(snap->retain);
+	hs_error_destroy(snap->retain_err);
 	hs_mark_destroy(snap->mark);
 	hs_error_destroy(snap->mark_err);
 	hs_graph_destroy(snap->graph);
@@ -179,4 +181,25 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 	}
 	*ret = snap->mark;
 	return snap->mark_err;
+}
+
+const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
+					  const struct hs_retain **ret)
+{
+	if (!snap->retain_done) {
+		snap->retain_done = true;
+		const struct hs_mark *mark;
+		const struct hs_error *e = hs_snapshot_mark(snap, &mark);
+		if (e) {
+			snap->retain_err = copy_error(e);
+		} else {
+			double t0 = hs_now();
+			snap->retain_err = hs_retain_compute(snap->core, snap->heap,
+							     snap->roots, snap->graph,
+							     mark, &snap->retain);
+			snap->t_retain = hs_now() - t0;
+		}
+	}
+	*ret = snap->retain;
+	return snap->retain_err;
 }

@@ -12,6 +12,7 @@
 #include "analyzers/graph.h"
 #include "analyzers/heap.h"
 #include "analyzers/mark.h"
+#include "analyzers/retain.h"
 #include "analyzers/roots.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
@@ -42,9 +43,12 @@ struct hs_snapshot {
 	struct hs_error *graph_err;
 	struct hs_mark *mark;
 	struct hs_error *mark_err;
-	bool dwarf_done, heap_done, roots_done, graph_done, mark_done;
+	struct hs_retain *retain;
+	struct hs_error *retain_err;
+	bool dwarf_done, heap_done, roots_done, graph_done, mark_done,
+		retain_done;
 	/* seconds spent in each stage (for --stats) */
-	double t_open, t_dwarf, t_heap, t_roots, t_graph, t_mark;
+	double t_open, t_dwarf, t_heap, t_roots, t_graph, t_mark, t_retain;
 };
 
 double hs_now(void);
@@ -69,5 +73,8 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
  * are available through their own calls. */
 const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 					const struct hs_mark **ret);
+/* Dominators and retained sizes; needs the mark. */
+const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
+					  const struct hs_retain **ret);
 
 #endif

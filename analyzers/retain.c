@@ -1,0 +1,275 @@
+#include "analyzers/retain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct root_edges {
+	const struct hs_graph *g;
+	const struct hs_roots *roots;
+	uint32_t base;
+	uint32_t *adj;
+	size_t n, cap;
+	uint32_t *off;          /* per root node */
+	size_t cur;             /* root being filled */
+	bool nomem;
+};
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Closes the rows of roots up to and including `upto`. */
+static void close_rows(struct root_edges *re, size_t upto)
+{
+	while (re->cur <= upto) {
+		size_t node = HS_NODE_FIRST_ROOT + re->cur;
+		size_t start = re->off[node];
+		size_t cnt = re->n - start;
+		if (cnt > 1) {
+			qsort(re->adj + start, cnt, sizeof(uint32_t), cmp_u32);
+			size_t k = 1;
+			for (size_t i = 1; i < cnt; i++)
+				if (re->adj[start + i] != re->adj[start + k - 1])
+					re->adj[start + k++] = re->adj[start + i];
+			re->n = start + k;
+		}
+		re->off[node + 1] = (uint32_t)re->n;
+		re->cur++;
+	}
+}
+
+static bool root_word(uint64_t v, const struct hs_root *root, uint64_t where,
+		      void *arg)
+{
+	(void)where;
+	struct root_edges *re = arg;
+	size_t idx = (size_t)(root - re->roots->roots);
+	if (idx > re->cur)
+		close_rows(re, idx - 1);
+	if (v < re->g->map.lo || v >= re->g->map.hi)
+		return true;
+	bool interior;
+	uint32_t id = hs_graph_target(re->g, v, &interior);
+	if (id == HS_NO_ALLOC)
+		return true;
+	if (re->n == re->cap) {
+		size_t cap = re->cap ? 2 * re->cap : 4096;
+		uint32_t *a = realloc(re->adj, cap * sizeof(*a));
+		if (!a) {
+			re->nomem = true;
+			return false;
+		}
+		re->adj = a;
+		re->cap = cap;
+	}
+	re->adj[re->n++] = re->base + id;
+	return true;
+}
+
+struct weight_arg {
+	const struct hs_heap *heap;
+	uint32_t base;
+};
+
+static uint64_t weight(void *arg, uint32_t node)
+{
+	const struct weight_arg *w = arg;
+	return node >= w->base ? w->heap->allocs[node - w->base].size : 0;
+}
+
+struct hs_error *hs_retain_compute(const struct hs_core *core,
+				   const struct hs_heap *heap,
+				   const struct hs_roots *roots,
+				   const struct hs_graph *graph,
+				   const struct hs_mark *mark,
+				   struct hs_retain **ret)
+{
+	if ((uint64_t)roots->n + HS_NODE_FIRST_ROOT + graph->n >= HS_EDGE_INTERIOR)
+		return hs_error_create(HS_ERR_UNSUPPORTED, "too many roots and allocations");
+	struct hs_retain *r = calloc(1, sizeof(*r));
+	if (!r)
+		return &hs_error_nomem;
+	r->nroots = (uint32_t)roots->n;
+	r->base = HS_NODE_FIRST_ROOT + r->nroots;
+	struct root_edges re = {.g = graph, .roots = roots, .base = r->base};
+	re.off = calloc((size_t)r->base + 1, sizeof(uint32_t));
+	struct hs_error *err = &hs_error_nomem;
+	if (!re.off)
+		goto fail;
+	/* super-root: the pseudo-root and every root; pseudo-root: the leak
+	 * roots; then each root's targets */
+	size_t need = 1 + r->nroots + mark->nleak_roots;
+	re.cap = need + 4096;
+	re.adj = malloc(re.cap * sizeof(uint32_t));
+	if (!re.adj)
+		goto fail;
+	re.off[0] = 0;
+	re.adj[re.n++] = HS_NODE_LEAKED;
+	for (uint32_t i = 0; i < r->nroots; i++)
+		re.adj[re.n++] = HS_NODE_FIRST_ROOT + i;
+	re.off[1] = (uint32_t)re.n;
+	for (size_t i = 0; i < mark->nleak_roots; i++)
+		re.adj[re.n++] = r->base + mark->leak_roots[i].id;
+	re.off[2] = (uint32_t)re.n;
+	if (r->nroots) {
+		hs_roots_scan(core, roots, root_word, &re);
+		if (re.nomem)
+			goto fail;
+		close_rows(&re, r->nroots - 1);
+	}
+	r->head_off = re.off;
+	r->head_adj = re.adj;
+	re.off = NULL;
+	re.adj = NULL;
+
+	struct hs_domgraph dg = {
+		.n = r->base + graph->n, .na = r->base,
+		.head_off = r->head_off, .head_adj = r->head_adj,
+		.tail_off = graph->offsets, .tail_adj = graph->edges,
+		.tail_mask = ~HS_EDGE_INTERIOR,
+	};
+	struct weight_arg wa = {heap, r->base};
+	if ((err = hs_dominators_compute(&dg, weight, &wa, &r->tree)))
+		goto fail;
+	for (uint32_t i = 0; i < graph->n; i++) {
+		const struct hs_alloc *a = &heap->allocs[i];
+		if (hs_alloc_in_graph(a)) {
+			r->used_bytes += a->size;
+			r->used_count++;
+		}
+	}
+	*ret = r;
+	return NULL;
+fail:
+	free(re.off);
+	free(re.adj);
+	hs_retain_destroy(r);
+	return err;
+}
+
+void hs_retain_destroy(struct hs_retain *r)
+{
+	if (!r)
+		return;
+	hs_domtree_destroy(r->tree);
+	free(r->head_off);
+	free(r->head_adj);
+	free(r);
+}
+
+void hs_retain_succ(const struct hs_retain *r, const struct hs_graph *g,
+		    uint32_t node, const uint32_t **p, const uint32_t **e,
+		    uint32_t *shift)
+{
+	if (node < r->base) {
+		*p = r->head_adj + r->head_off[node];
+		*e = r->head_adj + r->head_off[node + 1];
+		*shift = 0;
+	} else {
+		uint32_t id = node - r->base;
+		*p = g->edges + g->offsets[id];
+		*e = g->edges + g->offsets[id + 1];
+		*shift = r->base;
+	}
+}
+
+static int cmp_suspect(const void *a, const void *b, void *arg)
+{
+	const struct hs_domtree *t = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (t->retained[x] != t->retained[y])
+		return t->retained[x] > t->retained[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
+				    uint32_t **ret, size_t *count)
+{
+	const struct hs_domtree *t = r->tree;
+	uint64_t threshold = (uint64_t)(share * (double)r->used_bytes);
+	if (threshold == 0)
+		threshold = 1;
+	size_t n = 0, cap = 16;
+	uint32_t *v = malloc(cap * sizeof(*v));
+	if (!v)
+		return &hs_error_nomem;
+	/* the leaked blocks as one group, then each top-level dominator */
+	for (uint32_t x = HS_NODE_LEAKED; x < t->n; x++) {
+		uint32_t d = t->idom[x];
+		if ((x != HS_NODE_LEAKED && d != HS_NODE_SUPER && d != HS_NODE_LEAKED) ||
+		    x == HS_NODE_SUPER || t->retained[x] < threshold)
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			uint32_t *nv = realloc(v, cap * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				return &hs_error_nomem;
+			}
+			v = nv;
+		}
+		v[n++] = x;
+	}
+	qsort_r(v, n, sizeof(*v), cmp_suspect, (void *)t);
+	*ret = v;
+	*count = n;
+	return NULL;
+}
+
+uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
+				double keep, uint32_t *depth)
+{
+	/* largest child per node, found in one pass over the idoms */
+	const struct hs_domtree *t = r->tree;
+	uint32_t d = 0;
+	for (;;) {
+		uint32_t best = HS_DOM_NONE;
+		for (uint32_t v = 0; v < t->n; v++)
+			if (v != node && t->idom[v] == node &&
+			    (best == HS_DOM_NONE || t->retained[v] > t->retained[best]))
+				best = v;
+		if (best == HS_DOM_NONE ||
+		    (double)t->retained[best] < keep * (double)t->retained[node] ||
+		    d >= 1000)
+			break;
+		node = best;
+		d++;
+	}
+	*depth = d;
+	return node;
+}
+
+struct hs_error *hs_retain_bfs(const struct hs_retain *r,
+			       const struct hs_graph *g, uint32_t **ret)
+{
+	uint32_t n = r->tree->n;
+	uint32_t *parent = malloc((size_t)n * sizeof(uint32_t));
+	uint32_t *queue = malloc((size_t)n * sizeof(uint32_t));
+	if (!parent || !queue) {
+		free(parent);
+		free(queue);
+		return &hs_error_nomem;
+	}
+	memset(parent, 0xff, (size_t)n * sizeof(uint32_t));
+	size_t qh = 0, qt = 0;
+	parent[HS_NODE_SUPER] = HS_NODE_SUPER;
+	queue[qt++] = HS_NODE_SUPER;
+	while (qh < qt) {
+		uint32_t v = queue[qh++];
+		const uint32_t *p, *e;
+		uint32_t shift;
+		hs_retain_succ(r, g, v, &p, &e, &shift);
+		for (; p < e; p++) {
+			uint32_t w = HS_EDGE_ID(*p) + shift;
+			if (parent[w] != HS_DOM_NONE)
+				continue;
+			parent[w] = v;
+			queue[qt++] = w;
+		}
+	}
+	free(queue);
+	*ret = parent;
+	return NULL;
+}

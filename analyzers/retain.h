@@ -1,0 +1,81 @@
+/* Who holds the memory: the dominator tree of the heap, retained sizes,
+ * retainer paths and leak suspects.
+ *
+ * Nodes: 0 the super-root; 1 the "leaked" pseudo-root, from which every
+ * leak root hangs (so a leak root retains what it alone holds); then one
+ * node per named root; then the allocations (node base + allocation id).
+ * Edges: super-root to every root and to the pseudo-root; each root to the
+ * allocations its words point into; the pseudo-root to every leak root;
+ * the pointer graph (start and interior pointers alike).
+ */
+#ifndef HS_RETAIN_H
+#define HS_RETAIN_H
+
+#include "analyzers/dominators.h"
+#include "analyzers/graph.h"
+#include "analyzers/mark.h"
+#include "analyzers/roots.h"
+
+enum { HS_NODE_SUPER = 0, HS_NODE_LEAKED = 1, HS_NODE_FIRST_ROOT = 2 };
+
+struct hs_retain {
+	uint32_t base;              /* node of allocation 0 */
+	uint32_t nroots;
+	struct hs_domtree *tree;
+	/* root -> allocation edges, compressed rows over nodes [0, base) */
+	uint32_t *head_off, *head_adj;
+	uint64_t used_bytes;        /* bytes of the program's used blocks */
+	uint64_t used_count;
+};
+
+struct hs_error *hs_retain_compute(const struct hs_core *core,
+				   const struct hs_heap *heap,
+				   const struct hs_roots *roots,
+				   const struct hs_graph *graph,
+				   const struct hs_mark *mark,
+				   struct hs_retain **ret);
+void hs_retain_destroy(struct hs_retain *r);
+
+static inline uint32_t hs_retain_node(const struct hs_retain *r, uint32_t id)
+{
+	return r->base + id;
+}
+
+static inline bool hs_retain_is_alloc(const struct hs_retain *r, uint32_t node)
+{
+	return node >= r->base;
+}
+
+static inline const struct hs_root *hs_retain_root(const struct hs_retain *r,
+						   const struct hs_roots *roots,
+						   uint32_t node)
+{
+	return node >= HS_NODE_FIRST_ROOT && node < r->base ?
+		&roots->roots[node - HS_NODE_FIRST_ROOT] : NULL;
+}
+
+/* Successors of a node (allocation targets carry HS_EDGE_INTERIOR). */
+void hs_retain_succ(const struct hs_retain *r, const struct hs_graph *g,
+		    uint32_t node, const uint32_t **p, const uint32_t **e,
+		    uint32_t *shift);
+
+/* MAT's leak suspects: the top-level dominators (children of the super-
+ * root or of the leaked pseudo-root) that retain at least `share` of the
+ * used bytes, and the leaked blocks as a group when they do, biggest
+ * first.  *ret is malloc'ed. */
+struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
+				    uint32_t **ret, size_t *count);
+
+/* Walks down from node to its largest dominated child while the child keeps
+ * at least `keep` (0.7) of its parent's retained size; returns the node
+ * where the drop comes (MAT's accumulation point) and the depth. */
+uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
+				double keep, uint32_t *depth);
+
+/* Shortest retainer paths to allocation `target`: a BFS from the super-root
+ * gives each node its parent; *parent (n entries, HS_DOM_NONE when
+ * unreached) is malloc'ed for the caller. */
+struct hs_error *hs_retain_bfs(const struct hs_retain *r,
+			       const struct hs_graph *g, uint32_t **parent);
+
+#endif

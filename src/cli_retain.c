@@ -1,0 +1,138 @@
+/* Output shared by the commands that speak of retained memory. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/cli_retain.h"
+
+const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id)
+{
+	return snap->mark ? hs_reach_names[snap->mark->reach[id]] : "unknown";
+}
+
+void hs_cli_node_name(struct hs_snapshot *snap, uint32_t node, char *buf,
+		      size_t len)
+{
+	const struct hs_retain *r = snap->retain;
+	if (node == HS_NODE_SUPER)
+		snprintf(buf, len, "several roots (no single one)");
+	else if (node == HS_NODE_LEAKED)
+		snprintf(buf, len, "nothing (leaked)");
+	else if (!hs_retain_is_alloc(r, node))
+		snprintf(buf, len, "%s", hs_retain_root(r, snap->roots, node)->name);
+	else {
+		uint32_t id = node - r->base;
+		const struct hs_alloc *a = &snap->heap->allocs[id];
+		snprintf(buf, len, "%#" PRIx64 " (%" PRIu64 " bytes, %s)", a->addr,
+			 (uint64_t)a->size, hs_cli_reach(snap, id));
+	}
+}
+
+const char *hs_cli_node_kind(struct hs_snapshot *snap, uint32_t node)
+{
+	const struct hs_retain *r = snap->retain;
+	if (node == HS_NODE_SUPER)
+		return "shared";
+	if (node == HS_NODE_LEAKED)
+		return "leaked";
+	if (!hs_retain_is_alloc(r, node))
+		return hs_root_kind_names[hs_retain_root(r, snap->roots, node)->kind];
+	return "allocation";
+}
+
+void hs_cli_json_node(struct hs_jsonw *w, struct hs_snapshot *snap,
+		      uint32_t node)
+{
+	const struct hs_retain *r = snap->retain;
+	hs_jsonw_kstring(w, "kind", hs_cli_node_kind(snap, node));
+	if (hs_retain_is_alloc(r, node)) {
+		uint32_t id = node - r->base;
+		const struct hs_alloc *a = &snap->heap->allocs[id];
+		hs_jsonw_kaddr(w, "address", a->addr);
+		hs_jsonw_kuint(w, "size", a->size);
+		hs_jsonw_kstring(w, "reach", hs_cli_reach(snap, id));
+	} else if (node >= HS_NODE_FIRST_ROOT) {
+		hs_jsonw_kstring(w, "name", hs_retain_root(r, snap->roots, node)->name);
+	}
+	hs_jsonw_kuint(w, "retained", r->tree->retained[node]);
+	hs_jsonw_kuint(w, "count", hs_cli_blocks(r, node));
+}
+
+static double share(const struct hs_retain *r, uint64_t bytes)
+{
+	return r->used_bytes ? 100.0 * (double)bytes / (double)r->used_bytes : 0.0;
+}
+
+/* Blocks a node retains: roots and pseudo-roots are not blocks. */
+uint32_t hs_cli_blocks(const struct hs_retain *r, uint32_t node)
+{
+	return r->tree->retained_count[node] - (hs_retain_is_alloc(r, node) ? 0 : 1);
+}
+
+void hs_cli_suspects_text(struct hs_snapshot *snap)
+{
+	const struct hs_retain *r = snap->retain;
+	uint32_t *s;
+	size_t n;
+	if (hs_retain_suspects(r, HS_SUSPECT_SHARE, &s, &n))
+		return;
+	char name[512], b1[32];
+	if (!n) {
+		printf("No single root or block holds %d%% or more of the heap's used bytes.\n",
+		       (int)(HS_SUSPECT_SHARE * 100));
+		free(s);
+		return;
+	}
+	printf("SUSPECTS: what holds %d%% or more of the heap's %s of used blocks\n",
+	       (int)(HS_SUSPECT_SHARE * 100), hs_fmt_size(b1, r->used_bytes));
+	for (size_t i = 0; i < n; i++) {
+		uint32_t x = s[i];
+		if (x == HS_NODE_LEAKED) {
+			printf("%3zu. leaked blocks (%zu leak roots) hold %s (%.1f%%) in %u blocks: see heapsift leaks\n",
+			       i + 1, snap->mark->nleak_roots,
+			       hs_fmt_size(b1, r->tree->retained[x]),
+			       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
+			continue;
+		}
+		hs_cli_node_name(snap, x, name, sizeof(name));
+		printf("%3zu. %s holds %s (%.1f%%) in %u blocks\n", i + 1, name,
+		       hs_fmt_size(b1, r->tree->retained[x]),
+		       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
+		uint32_t depth;
+		uint32_t acc = hs_retain_accumulation(r, x, HS_ACCUMULATION_KEEP, &depth);
+		if (acc != x) {
+			hs_cli_node_name(snap, acc, name, sizeof(name));
+			printf("     accumulation point, %u level%s down: %s holds %s (%.1f%%) in %u blocks\n",
+			       depth, depth == 1 ? "" : "s", name,
+			       hs_fmt_size(b1, r->tree->retained[acc]),
+			       share(r, r->tree->retained[acc]), hs_cli_blocks(r, acc));
+		}
+	}
+	free(s);
+}
+
+void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap)
+{
+	const struct hs_retain *r = snap->retain;
+	uint32_t *s = NULL;
+	size_t n = 0;
+	hs_jsonw_key(w, "suspects");
+	hs_jsonw_array_begin(w);
+	if (!hs_retain_suspects(r, HS_SUSPECT_SHARE, &s, &n)) {
+		for (size_t i = 0; i < n; i++) {
+			hs_jsonw_object_begin(w);
+			hs_cli_json_node(w, snap, s[i]);
+			uint32_t depth;
+			uint32_t acc = hs_retain_accumulation(r, s[i], HS_ACCUMULATION_KEEP,
+							      &depth);
+			hs_jsonw_key(w, "accumulation_point");
+			hs_jsonw_object_begin(w);
+			hs_cli_json_node(w, snap, acc);
+			hs_jsonw_kuint(w, "depth", depth);
+			hs_jsonw_object_end(w);
+			hs_jsonw_object_end(w);
+		}
+	}
+	hs_jsonw_array_end(w);
+	free(s);
+}

@@ -1,0 +1,23 @@
+#ifndef HS_CLI_RETAIN_H
+#define HS_CLI_RETAIN_H
+
+#include "formats/jsonw.h"
+#include "src/cli.h"
+
+/* MAT's defaults: a suspect holds 10% of the heap; its accumulation point
+ * is where the largest child keeps less than 70% of its parent. */
+#define HS_SUSPECT_SHARE 0.10
+#define HS_ACCUMULATION_KEEP 0.70
+
+const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id);
+void hs_cli_node_name(struct hs_snapshot *snap, uint32_t node, char *buf,
+		      size_t len);
+const char *hs_cli_node_kind(struct hs_snapshot *snap, uint32_t node);
+uint32_t hs_cli_blocks(const struct hs_retain *r, uint32_t node);
+/* kind, name or address/size/reach, retained, count */
+void hs_cli_json_node(struct hs_jsonw *w, struct hs_snapshot *snap,
+		      uint32_t node);
+void hs_cli_suspects_text(struct hs_snapshot *snap);
+void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap);
+
+#endif

@@ -1,0 +1,228 @@
+/* heapsift top: what holds the memory. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/cli_retain.h"
+
+struct root_row {
+	const char *name;
+	const char *kind;
+	uint64_t retained;
+	uint64_t count;
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct root_row *x = a, *y = b;
+	if (x->retained != y->retained)
+		return x->retained > y->retained ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct root_row *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : strcmp(x->kind, y->kind);
+}
+
+/* Roots of one name (a root range split around heap regions, say) are
+ * one row; "shared" (blocks held by several roots) and "leaked" are rows
+ * too, so that the rows add up to the heap. */
+static struct root_row *root_rows(struct hs_snapshot *snap, size_t *count)
+{
+	const struct hs_retain *r = snap->retain;
+	const struct hs_domtree *t = r->tree;
+	size_t n = r->nroots + 2;
+	struct root_row *rows = calloc(n, sizeof(*rows));
+	if (!rows)
+		return NULL;
+	size_t k = 0;
+	for (uint32_t i = 0; i < r->nroots; i++) {
+		uint32_t node = HS_NODE_FIRST_ROOT + i;
+		if (!t->retained[node])
+			continue;  /* holds nothing alone */
+		rows[k++] = (struct root_row){
+			.name = snap->roots->roots[i].name,
+			.kind = hs_root_kind_names[snap->roots->roots[i].kind],
+			.retained = t->retained[node],
+			.count = hs_cli_blocks(r, node),
+		};
+	}
+	qsort(rows, k, sizeof(*rows), cmp_name);
+	size_t m = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (m && !strcmp(rows[m - 1].name, rows[i].name)) {
+			rows[m - 1].retained += rows[i].retained;
+			rows[m - 1].count += rows[i].count;
+		} else {
+			rows[m++] = rows[i];
+		}
+	}
+	uint64_t shared = 0, shared_count = 0;
+	for (uint32_t v = r->base; v < t->n; v++)
+		if (t->idom[v] == HS_NODE_SUPER) {
+			shared += t->retained[v];
+			shared_count += t->retained_count[v];
+		}
+	if (shared)
+		rows[m++] = (struct root_row){"(held by several roots, none alone)",
+					      "shared", shared, shared_count};
+	if (t->retained[HS_NODE_LEAKED])
+		rows[m++] = (struct root_row){"(leaked: no root holds these)", "leaked",
+					      t->retained[HS_NODE_LEAKED],
+					      hs_cli_blocks(r, HS_NODE_LEAKED)};
+	qsort(rows, m, sizeof(*rows), cmp_row);
+	*count = m;
+	return rows;
+}
+
+/* The n allocation nodes of largest retained size, biggest first (a
+ * bounded min-heap: no sort of millions). */
+static size_t top_allocs(const struct hs_retain *r, size_t n, uint32_t *out)
+{
+	const struct hs_domtree *t = r->tree;
+	size_t k = 0;
+	for (uint32_t v = r->base; v < t->n; v++) {
+		if (t->idom[v] == HS_DOM_NONE)
+			continue;
+		uint64_t x = t->retained[v];
+		if (k < n) {
+			size_t i = k++;
+			out[i] = v;
+			while (i && t->retained[out[(i - 1) / 2]] > x) {
+				uint32_t tmp = out[(i - 1) / 2];
+				out[(i - 1) / 2] = out[i];
+				out[i] = tmp;
+				i = (i - 1) / 2;
+			}
+		} else if (n && x > t->retained[out[0]]) {
+			out[0] = v;
+			size_t i = 0;
+			for (;;) {
+				size_t l = 2 * i + 1, m = i;
+				if (l < k && t->retained[out[l]] < t->retained[out[m]])
+					m = l;
+				if (l + 1 < k && t->retained[out[l + 1]] < t->retained[out[m]])
+					m = l + 1;
+				if (m == i)
+					break;
+				uint32_t tmp = out[m];
+				out[m] = out[i];
+				out[i] = tmp;
+				i = m;
+			}
+		}
+	}
+	/* heap order to descending order */
+	for (size_t i = 1; i < k; i++) {
+		uint32_t x = out[i];
+		size_t j = i;
+		while (j > 0 && t->retained[out[j - 1]] < t->retained[x]) {
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = x;
+	}
+	return k;
+}
+
+int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	const struct hs_retain *r;
+	const struct hs_error *err = hs_snapshot_retain(snap, &r);
+	if (err)
+		return hs_cli_fail(cli, err);
+	size_t nrows = 0;
+	struct root_row *rows = root_rows(snap, &nrows);
+	size_t limit = cli->top_n;
+	uint32_t *tops = malloc((limit ? limit : 1) * sizeof(*tops));
+	if (!rows || !tops) {
+		free(rows);
+		free(tops);
+		return hs_cli_fail(cli, &hs_error_nomem);
+	}
+	size_t ntops = top_allocs(r, limit, tops);
+	const struct hs_domtree *t = r->tree;
+	char b1[32], b2[32], name[512];
+	if (cli->format == HS_FORMAT_JSON) {
+		struct hs_jsonw w;
+		hs_jsonw_init(&w, stdout, true);
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_key(&w, "total");
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kuint(&w, "count", r->used_count);
+		hs_jsonw_kuint(&w, "bytes", r->used_bytes);
+		hs_jsonw_object_end(&w);
+		hs_cli_suspects_json(&w, snap);
+		hs_jsonw_key(&w, "roots");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < nrows && i < limit; i++) {
+			hs_jsonw_object_begin(&w);
+			hs_jsonw_kstring(&w, "name", rows[i].name);
+			hs_jsonw_kstring(&w, "kind", rows[i].kind);
+			hs_jsonw_kuint(&w, "retained", rows[i].retained);
+			hs_jsonw_kuint(&w, "count", rows[i].count);
+			hs_jsonw_object_end(&w);
+		}
+		hs_jsonw_array_end(&w);
+		hs_jsonw_key(&w, "allocations");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < ntops; i++) {
+			hs_jsonw_object_begin(&w);
+			hs_cli_json_node(&w, snap, tops[i]);
+			hs_jsonw_key(&w, "held_by");
+			hs_jsonw_object_begin(&w);
+			uint32_t d = t->idom[tops[i]];
+			hs_jsonw_kstring(&w, "kind", hs_cli_node_kind(snap, d));
+			if (hs_retain_is_alloc(r, d))
+				hs_jsonw_kaddr(&w, "address", snap->heap->allocs[d - r->base].addr);
+			else if (d >= HS_NODE_FIRST_ROOT)
+				hs_jsonw_kstring(&w, "name", hs_retain_root(r, snap->roots, d)->name);
+			hs_jsonw_object_end(&w);
+			hs_jsonw_object_end(&w);
+		}
+		hs_jsonw_array_end(&w);
+		hs_jsonw_kbool(&w, "partial", snap->heap->partial);
+		hs_jsonw_key(&w, "warnings");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < snap->log.nkept; i++)
+			hs_jsonw_string(&w, snap->log.kept[i]);
+		hs_jsonw_array_end(&w);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_finish(&w);
+	} else {
+		printf("HEAP: %" PRIu64 " blocks in use by the program, %s%s\n\n", r->used_count,
+		       hs_fmt_size(b1, r->used_bytes),
+		       snap->heap->partial ? " (PARTIAL: see warnings)" : "");
+		hs_cli_suspects_text(snap);
+		printf("\nROOTS BY RETAINED SIZE (%zu of %zu that hold something alone)\n",
+		       nrows < limit ? nrows : limit, nrows);
+		printf("%11s %6s %9s  %-11s %s\n", "RETAINED", "SHARE", "BLOCKS", "KIND",
+		       "ROOT");
+		for (size_t i = 0; i < nrows && i < limit; i++)
+			printf("%11s %5.1f%% %9" PRIu64 "  %-11s %s\n",
+			       hs_fmt_size(b1, rows[i].retained),
+			       r->used_bytes ? 100.0 * (double)rows[i].retained /
+				       (double)r->used_bytes : 0.0,
+			       rows[i].count, rows[i].kind, rows[i].name);
+		printf("\nBLOCKS BY RETAINED SIZE (%zu)\n", ntops);
+		printf("%11s %6s %9s  %-18s %10s  %-10s %s\n", "RETAINED", "SHARE",
+		       "BLOCKS", "ADDRESS", "SIZE", "CLASS", "HELD BY");
+		for (size_t i = 0; i < ntops; i++) {
+			uint32_t v = tops[i], id = v - r->base;
+			const struct hs_alloc *a = &snap->heap->allocs[id];
+			hs_cli_node_name(snap, t->idom[v], name, sizeof(name));
+			printf("%11s %5.1f%% %9u  %#-18" PRIx64 " %10s  %-10s %s\n",
+			       hs_fmt_size(b1, t->retained[v]),
+			       r->used_bytes ? 100.0 * (double)t->retained[v] /
+				       (double)r->used_bytes : 0.0,
+			       t->retained_count[v], a->addr, hs_fmt_size(b2, a->size),
+			       hs_cli_reach(snap, id), name);
+		}
+	}
+	free(rows);
+	free(tops);
+	return HS_EXIT_OK;
+}
