@@ -1015,3 +1015,34 @@ char *hs_dwarf_describe_pc(struct hs_dwarf *dw, uint64_t pc, bool exact)
 		r = asprintf(&out, "%s+%#llx", base, (unsigned long long)(pc - m->start));
 	return r < 0 ? NULL : out;
 }
+
+bool hs_dwarf_read_file(struct hs_dwarf *dw, uint64_t addr, void *buf,
+			size_t len)
+{
+	struct hs_module *m = hs_dwarf_module_at(dw, addr);
+	if (!m)
+		return false;
+	uint64_t bias;
+	Elf *elf = hs_dwarf_module_elf(dw, m, &bias);
+	if (!elf)
+		return false;
+	size_t fsize;
+	const char *file = elf_rawfile(elf, &fsize);
+	size_t n;
+	if (!file || elf_getphdrnum(elf, &n) != 0)
+		return false;
+	uint64_t v = addr - bias;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    v < ph.p_vaddr || v - ph.p_vaddr >= ph.p_filesz ||
+		    len > ph.p_filesz - (v - ph.p_vaddr))
+			continue;
+		uint64_t off = ph.p_offset + (v - ph.p_vaddr);
+		if (off > fsize || len > fsize - off)
+			return false;
+		memcpy(buf, file + off, len);
+		return true;
+	}
+	return false;
+}

@@ -155,6 +155,12 @@ void hs_dwarf_frames_free(struct hs_thread_frames *t, size_t count);
  * nothing is known.  Caller frees. */
 char *hs_dwarf_describe_pc(struct hs_dwarf *dw, uint64_t pc, bool exact);
 
+/* Reads target memory that the core leaves out (read-only file mappings
+ * such as .rodata) from the module file that maps it.  False when no
+ * module file covers [addr, addr+len). */
+bool hs_dwarf_read_file(struct hs_dwarf *dw, uint64_t addr, void *buf,
+			size_t len);
+
 /* The ELF file libdwfl found for m (not the debug file), with its bias. */
 struct Elf *hs_dwarf_module_elf(struct hs_dwarf *dw, struct hs_module *m,
 				uint64_t *bias);

@@ -35,6 +35,7 @@ struct hs_cli {
 	bool show_bytes;
 	/* top, path --all, dom: how many rows */
 	size_t top_n;
+	bool top_n_set;
 	bool all;
 };
 
@@ -45,6 +46,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap);
 
 /* Prints "heapsift: MESSAGE" and returns the exit code for err. */
 int hs_cli_fail(const struct hs_cli *cli, const struct hs_error *err);

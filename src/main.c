@@ -25,6 +25,8 @@ static const char usage_text[] =
 	"          root to the block (--all: one per block or root pointing to it)\n"
 	"  dom     heapsift dom CORE ADDR: the block's dominators and the largest\n"
 	"          blocks it dominates (-n N)\n"
+	"  types   per type (C++ vtables, DWARF types): count, bytes, retained,\n"
+	"          leaked (-n N rows)\n"
 	"\n"
 	"options:\n"
 	"  --exe BINARY       the executable, when the core's path to it is gone\n"
@@ -142,6 +144,7 @@ static const struct command commands[] = {
 	{"top", hs_cmd_top, TAKES_N},
 	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N},
 	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N},
+	{"types", hs_cmd_types, TAKES_N},
 };
 
 static int not_an_option_of(const struct command *cmd, const char *opt)
@@ -168,9 +171,9 @@ static unsigned long status_kib(const char *field)
 static void print_stats(const struct hs_snapshot *s, double total)
 {
 	fprintf(stderr,
-		"heapsift: stats: open %.3fs, modules %.3fs, heap %.3fs, roots %.3fs, graph %.3fs, mark %.3fs, dominators %.3fs, total %.3fs\n",
+		"heapsift: stats: open %.3fs, modules %.3fs, heap %.3fs, roots %.3fs, graph %.3fs, mark %.3fs, dominators %.3fs, types %.3fs, total %.3fs\n",
 		s->t_open, s->t_dwarf, s->t_heap, s->t_roots, s->t_graph,
-		s->t_mark, s->t_retain, total);
+		s->t_mark, s->t_retain, s->t_types, total);
 	if (s->heap)
 		fprintf(stderr, "heapsift: stats: %zu allocations", s->heap->nallocs);
 	if (s->graph)
@@ -255,6 +258,7 @@ int main(int argc, char **argv)
 				return usage_error("-n takes a number from 1 to 1000000, not '%s'",
 						   optarg);
 			cli.top_n = (size_t)n;
+			cli.top_n_set = true;
 			break;
 		}
 		case OPT_ALL:

@@ -37,6 +37,8 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 {
 	if (!snap)
 		return;
+	hs_types_destroy(snap->types);
+	hs_error_destroy(snap->types_err);
 	hs_retain_destroy(snap->retain);
 	hs_error_destroy(snap->retain_err);
 	hs_mark_destroy(snap->mark);
@@ -202,4 +204,27 @@ const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 	}
 	*ret = snap->retain;
 	return snap->retain_err;
+}
+
+const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
+					 const struct hs_types **ret)
+{
+	if (!snap->types_done) {
+		snap->types_done = true;
+		const struct hs_graph *graph;
+		struct hs_dwarf *dw;
+		const struct hs_error *e;
+		if ((e = hs_snapshot_dwarf(snap, &dw)) ||
+		    (e = hs_snapshot_graph(snap, &graph))) {
+			snap->types_err = copy_error(e);
+		} else {
+			double t0 = hs_now();
+			snap->types_err = hs_types_compute(snap->core, dw, snap->heap,
+							   graph, &snap->log,
+							   &snap->types);
+			snap->t_types = hs_now() - t0;
+		}
+	}
+	*ret = snap->types;
+	return snap->types_err;
 }

@@ -14,6 +14,7 @@
 #include "analyzers/mark.h"
 #include "analyzers/retain.h"
 #include "analyzers/roots.h"
+#include "analyzers/types.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
 #include "src/error.h"
@@ -45,10 +46,14 @@ struct hs_snapshot {
 	struct hs_error *mark_err;
 	struct hs_retain *retain;
 	struct hs_error *retain_err;
+	struct hs_types *types;
+	struct hs_error *types_err;
+	bool types_done;
 	bool dwarf_done, heap_done, roots_done, graph_done, mark_done,
 		retain_done;
 	/* seconds spent in each stage (for --stats) */
-	double t_open, t_dwarf, t_heap, t_roots, t_graph, t_mark, t_retain;
+	double t_open, t_dwarf, t_heap, t_roots, t_graph, t_mark, t_retain,
+		t_types;
 };
 
 double hs_now(void);
@@ -76,5 +81,8 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 /* Dominators and retained sizes; needs the mark. */
 const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 					  const struct hs_retain **ret);
+/* What each allocation is (C++ vtables, DWARF types); needs the graph. */
+const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
+					 const struct hs_types **ret);
 
 #endif

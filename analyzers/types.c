@@ -1,0 +1,410 @@
+#include "analyzers/types.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* libstdc++'s demangler (the C++ ABI's own): heapsift links libstdc++
+ * for this one function. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
+			    int *status);
+
+struct vtable {
+	uint64_t start, end;
+	char *class_name;       /* demangled */
+};
+
+struct ctx {
+	const struct hs_core *core;
+	struct hs_dwarf *dw;
+	const struct hs_heap *heap;
+	const struct hs_graph *graph;
+	struct hs_log *log;
+	struct hs_types *t;
+	uint8_t *from;          /* per allocation: 0 none, 1 dwarf, 2 vtable */
+	uint32_t *work;
+	size_t nwork, capwork;
+	struct vtable *vt;
+	size_t nvt;
+	uint64_t ti_vtables[3]; /* __class_type_info, __si_..., __vmi_... vtables */
+	size_t nti;
+};
+
+static int cmp_vt(const void *a, const void *b)
+{
+	const struct vtable *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static char *demangle(const char *mangled)
+{
+	int status = 0;
+	char *s = __cxa_demangle(mangled, NULL, NULL, &status);
+	return status == 0 ? s : NULL;
+}
+
+static struct hs_error *collect_vtables(struct ctx *c)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < hs_dwarf_num_modules(c->dw); i++) {
+		struct hs_module *m = hs_dwarf_module(c->dw, i);
+		const struct hs_symbol *syms;
+		size_t n;
+		struct hs_error *err = hs_dwarf_data_symbols(c->dw, m, &syms, &n);
+		if (err)
+			return err;
+		for (size_t k = 0; k < n; k++) {
+			const char *name = syms[k].name;
+			if (strncmp(name, "_ZTV", 4))
+				continue;
+			char *d = demangle(name);
+			if (!d)
+				continue;
+			/* "vtable for shop::Cart" */
+			const char *cls = !strncmp(d, "vtable for ", 11) ? d + 11 : d;
+			if (!strncmp(name, "_ZTVN10__cxxabiv1", 17) && c->nti < 3 &&
+			    (!strcmp(cls, "__cxxabiv1::__class_type_info") ||
+			     !strcmp(cls, "__cxxabiv1::__si_class_type_info") ||
+			     !strcmp(cls, "__cxxabiv1::__vmi_class_type_info")))
+				c->ti_vtables[c->nti++] = syms[k].addr + 16;
+			if (c->nvt == cap) {
+				cap = cap ? 2 * cap : 256;
+				struct vtable *v = realloc(c->vt, cap * sizeof(*v));
+				if (!v) {
+					free(d);
+					return &hs_error_nomem;
+				}
+				c->vt = v;
+			}
+			c->vt[c->nvt].start = syms[k].addr;
+			c->vt[c->nvt].end = syms[k].addr + syms[k].size;
+			c->vt[c->nvt].class_name = strdup(cls);
+			free(d);
+			if (!c->vt[c->nvt].class_name)
+				return &hs_error_nomem;
+			c->nvt++;
+		}
+	}
+	qsort(c->vt, c->nvt, sizeof(*c->vt), cmp_vt);
+	c->t->nvtables = c->nvt;
+	return NULL;
+}
+
+static const struct vtable *find_vtable(const struct ctx *c, uint64_t p)
+{
+	size_t lo = 0, hi = c->nvt;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p < c->vt[mid].start)
+			hi = mid;
+		else if (p >= c->vt[mid].end)
+			lo = mid + 1;
+		else
+			return &c->vt[mid];
+	}
+	return NULL;
+}
+
+/* The class named by a vptr's RTTI, when no vtable symbol covers it. */
+static char *rtti_class(const struct ctx *c, uint64_t vptr)
+{
+	uint64_t ti, ti_vptr, name_ptr;
+	if (!c->nti || !hs_core_read_u64(c->core, vptr - 8, &ti) ||
+	    !hs_core_read_u64(c->core, ti, &ti_vptr) ||
+	    !hs_core_read_u64(c->core, ti + 8, &name_ptr))
+		return NULL;
+	bool is_ti = false;
+	for (size_t i = 0; i < c->nti; i++)
+		is_ti |= ti_vptr == c->ti_vtables[i];
+	if (!is_ti)
+		return NULL;
+	char name[256];
+	size_t n = 0;
+	for (; n + 1 < sizeof(name); n++) {
+		uint8_t ch;
+		if (!hs_core_read_quiet(c->core, name_ptr + n, &ch, 1) &&
+		    !hs_dwarf_read_file(c->dw, name_ptr + n, &ch, 1))
+			return NULL;
+		name[n] = (char)ch;
+		if (!ch)
+			break;
+	}
+	name[n] = 0;
+	if (name[0] == '*')  /* local classes: "*N..." */
+		memmove(name, name + 1, n);
+	return demangle(name);
+}
+
+static bool push(struct ctx *c, uint32_t id)
+{
+	if (c->nwork == c->capwork) {
+		size_t cap = c->capwork ? 2 * c->capwork : 4096;
+		uint32_t *w = realloc(c->work, cap * sizeof(*w));
+		if (!w)
+			return false;
+		c->work = w;
+		c->capwork = cap;
+	}
+	c->work[c->nwork++] = id;
+	return true;
+}
+
+enum { FROM_NONE, FROM_DWARF, FROM_VTABLE };
+
+/* Gives allocation id the type d (see the rules in types.h). */
+static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
+{
+	struct hs_types *t = c->t;
+	const struct hs_alloc *a = &c->heap->allocs[id];
+	if (!hs_alloc_in_graph(a) || (d->size && d->size > a->size))
+		return true;  /* does not fit: a cast, not this type */
+	uint32_t cur = t->type_of[id];
+	if (cur == d->index)
+		return true;
+	if (cur != HS_NO_TYPE) {
+		struct hs_dtype *old = t->reg->v[cur];
+		if (c->from[id] == FROM_VTABLE && from != FROM_VTABLE)
+			return true;
+		if (!(from == FROM_VTABLE && c->from[id] != FROM_VTABLE) &&
+		    d->size <= old->size) {
+			if (d->size == old->size && strcmp(d->name, old->name)) {
+				if (!t->conflicts++) {
+					char *ex;
+					if (asprintf(&ex, "%#llx is both %s and %s",
+						     (unsigned long long)a->addr, old->name,
+						     d->name) >= 0)
+						t->conflict_example = ex;
+				}
+			}
+			return true;
+		}
+	} else {
+		t->typed++;
+	}
+	t->type_of[id] = d->index;
+	c->from[id] = (uint8_t)from;
+	return push(c, id);
+}
+
+/* A pointer value typed `pointee`: type its target. */
+static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee)
+{
+	if (v < c->graph->map.lo || v >= c->graph->map.hi)
+		return true;
+	bool interior;
+	uint32_t id = hs_graph_target(c->graph, v, &interior);
+	if (id == HS_NO_ALLOC)
+		return true;
+	if (interior) {
+		/* element k of an array */
+		uint64_t off = v - c->heap->allocs[id].addr;
+		if (!pointee->size || off % pointee->size)
+			return true;
+	}
+	return assign(c, id, pointee, FROM_DWARF);
+}
+
+/* The pointer slots of a typed object at addr (in a block or a root). */
+static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
+				    uint64_t addr, uint64_t limit)
+{
+	const struct hs_dptr *p;
+	size_t n;
+	struct hs_error *err = hs_dtype_pointers(c->t->reg, d, &p, &n);
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		for (uint32_t k = 0; k < p[i].count; k++) {
+			uint64_t off = p[i].offset + k * p[i].stride;
+			if (off + 8 > limit)
+				break;
+			uint64_t v;
+			if (!hs_core_read_u64(c->core, addr + off, &v))
+				continue;
+			if (!follow(c, v, p[i].pointee))
+				return &hs_error_nomem;
+		}
+	}
+	return NULL;
+}
+
+static struct hs_error *seed_vtables(struct ctx *c)
+{
+	struct hs_types *t = c->t;
+	if (!c->nvt && !c->nti)
+		return NULL;
+	uint64_t vlo = c->nvt ? c->vt[0].start : UINT64_MAX;
+	uint64_t vhi = c->nvt ? c->vt[c->nvt - 1].end : 0;
+	for (uint32_t id = 0; id < c->graph->n; id++) {
+		const struct hs_alloc *a = &c->heap->allocs[id];
+		if (!hs_alloc_in_graph(a) || a->size < 8)
+			continue;
+		uint64_t w0, top;
+		if (!hs_core_read_u64(c->core, a->addr, &w0) || w0 < 16)
+			continue;
+		/* a heap pointer is no vptr */
+		if (w0 >= c->graph->map.lo && w0 < c->graph->map.hi)
+			continue;
+		const struct vtable *vt = w0 >= vlo && w0 < vhi ? find_vtable(c, w0) : NULL;
+		char *rtti = NULL;
+		const char *cls;
+		if (vt) {
+			/* the primary vptr: offset-to-top 0, past the header */
+			if (w0 < vt->start + 16 ||
+			    (hs_core_read_u64(c->core, w0 - 16, &top) && top != 0))
+				continue;
+			cls = vt->class_name;
+		} else {
+			if (!hs_core_find_segment(c->core, w0) ||
+			    !hs_core_read_u64(c->core, w0 - 16, &top) || top != 0 ||
+			    !(rtti = rtti_class(c, w0)))
+				continue;
+			cls = rtti;
+		}
+		struct hs_dtype *d;
+		struct hs_error *err = hs_dtypes_named(t->reg, cls, 0, &d);
+		free(rtti);
+		if (err)
+			return err;
+		d->from_vtable = true;
+		uint32_t before = t->type_of[id];
+		if (!assign(c, id, d, FROM_VTABLE))
+			return &hs_error_nomem;
+		if (t->type_of[id] != before) {
+			if (vt)
+				t->from_vtable++;
+			else
+				t->from_rtti++;
+		}
+	}
+	return NULL;
+}
+
+static bool in_allocator_state(const struct hs_heap *heap, uint64_t addr,
+			       uint64_t len)
+{
+	for (size_t i = 0; i < heap->nregions; i++)
+		if (addr < heap->regions[i].end && addr + len > heap->regions[i].start)
+			return true;
+	return false;
+}
+
+static struct hs_error *seed_variables(struct ctx *c)
+{
+	struct hs_types *t = c->t;
+	struct hs_dvar *vars = NULL;
+	size_t nvars = 0;
+	struct hs_error *err = NULL;
+	for (size_t i = 0; i < hs_dwarf_num_modules(c->dw) && !err; i++) {
+		struct hs_module *m = hs_dwarf_module(c->dw, i);
+		hs_dwarf_check_debug(c->dw, m);
+		if (m->debug_source == HS_DEBUG_NONE)
+			continue;
+		err = hs_dtypes_variables(t->reg, m, &vars, &nvars);
+	}
+	t->nvariables = nvars;
+	for (size_t i = 0; i < nvars && !err; i++) {
+		struct hs_dvar *v = &vars[i];
+		uint64_t limit = v->type->size ? v->type->size : 8;
+		if (!v->tls && in_allocator_state(c->heap, v->addr, limit))
+			continue;  /* main_arena, mp_: never a root */
+		if (!v->tls) {
+			err = scan_object(c, v->type, v->addr, limit);
+			continue;
+		}
+		for (size_t k = 0; k < c->core->nthreads && !err; k++) {
+			uint64_t fs = c->core->threads[k].regs[HS_REG_FS_BASE], block;
+			if (fs && hs_dwarf_tls_block(c->dw, c->core, v->mod, fs, &block))
+				err = scan_object(c, v->type, block + v->addr, limit);
+		}
+	}
+	hs_dvars_free(vars, nvars);
+	return err;
+}
+
+static struct hs_error *propagate(struct ctx *c)
+{
+	struct hs_types *t = c->t;
+	while (c->nwork) {
+		uint32_t id = c->work[--c->nwork];
+		struct hs_dtype *d = t->reg->v[t->type_of[id]];
+		const struct hs_alloc *a = &c->heap->allocs[id];
+		if (!d->size)
+			continue;
+		uint64_t k = a->size / d->size;
+		for (uint64_t e = 0; e < k; e++) {
+			struct hs_error *err = scan_object(c, d, a->addr + e * d->size,
+							   d->size);
+			if (err)
+				return err;
+		}
+	}
+	return NULL;
+}
+
+struct hs_error *hs_types_compute(const struct hs_core *core,
+				  struct hs_dwarf *dw,
+				  const struct hs_heap *heap,
+				  const struct hs_graph *graph,
+				  struct hs_log *log, struct hs_types **ret)
+{
+	struct hs_types *t = calloc(1, sizeof(*t));
+	if (!t)
+		return &hs_error_nomem;
+	struct ctx c = {.core = core, .dw = dw, .heap = heap, .graph = graph,
+			.log = log, .t = t};
+	struct hs_error *err = hs_dtypes_create(dw, &t->reg);
+	if (err)
+		goto out;
+	err = &hs_error_nomem;
+	t->type_of = malloc(((size_t)graph->n + 1) * sizeof(uint32_t));
+	c.from = calloc((size_t)graph->n + 1, 1);
+	if (!t->type_of || !c.from)
+		goto out;
+	memset(t->type_of, 0xff, ((size_t)graph->n + 1) * sizeof(uint32_t));
+	if ((err = collect_vtables(&c)) || (err = seed_vtables(&c)) ||
+	    (err = propagate(&c)) || (err = seed_variables(&c)) ||
+	    (err = propagate(&c)))
+		goto out;
+	t->from_dwarf = t->typed - t->from_vtable - t->from_rtti;
+	if (t->conflicts)
+		hs_log_warn(log, "%llu blocks were given two types of one size (%s); the first was kept",
+			    (unsigned long long)t->conflicts,
+			    t->conflict_example ? t->conflict_example : "");
+out:
+	for (size_t i = 0; i < c.nvt; i++)
+		free(c.vt[i].class_name);
+	free(c.vt);
+	free(c.work);
+	free(c.from);
+	if (err) {
+		hs_types_destroy(t);
+		return err;
+	}
+	*ret = t;
+	return NULL;
+}
+
+void hs_types_destroy(struct hs_types *t)
+{
+	if (!t)
+		return;
+	hs_dtypes_destroy(t->reg);
+	free(t->type_of);
+	free(t->conflict_example);
+	free(t);
+}
+
+const char *hs_types_name(const struct hs_types *t, const struct hs_heap *heap,
+			  uint32_t id, char *buf, size_t len)
+{
+	struct hs_dtype *d = hs_types_of(t, id);
+	if (!d)
+		return NULL;
+	uint64_t k = d->size ? heap->allocs[id].size / d->size : 1;
+	if (k >= 2)
+		snprintf(buf, len, "%s[%llu]", d->name, (unsigned long long)k);
+	else
+		snprintf(buf, len, "%s", d->name);
+	return buf;
+}

@@ -1,0 +1,55 @@
+/* What each allocation is.
+ *
+ * 1. C++ dynamic types: a block whose first word points into a vtable
+ *    (a _ZTV symbol of any module, offset-to-top 0) is an instance of that
+ *    class.  Where no symbol covers the vtable, its RTTI names the class:
+ *    vptr[-1] is a type_info whose vptr is one of libstdc++'s
+ *    __cxxabiv1::__*class_type_info vtables and whose second word is the
+ *    mangled name.
+ * 2. DWARF propagation: typed roots (global, static and TLS variables)
+ *    type the blocks their pointer members point to, and so on through
+ *    the whole graph, with a worklist.  A pointer to a block's start gives
+ *    the block the pointee type; a pointer to element k of an array gives
+ *    it too.  A block that holds k >= 2 whole elements is an array T[k].
+ * 3. Conflicts: a vtable type beats a DWARF guess; a larger type beats a
+ *    smaller one; two different types of one size are a conflict, counted
+ *    and reported, and the first stays.
+ */
+#ifndef HS_TYPES_H
+#define HS_TYPES_H
+
+#include "analyzers/graph.h"
+#include "analyzers/heap.h"
+#include "formats/dwtypes.h"
+
+#define HS_NO_TYPE UINT32_MAX
+
+struct hs_types {
+	struct hs_dtypes *reg;
+	uint32_t *type_of;      /* per allocation: registry index */
+	uint64_t typed;         /* allocations with a type */
+	uint64_t from_vtable, from_rtti, from_dwarf;
+	uint64_t conflicts;
+	char *conflict_example;
+	size_t nvtables;
+	size_t nvariables;
+};
+
+struct hs_error *hs_types_compute(const struct hs_core *core,
+				  struct hs_dwarf *dw,
+				  const struct hs_heap *heap,
+				  const struct hs_graph *graph,
+				  struct hs_log *log, struct hs_types **ret);
+void hs_types_destroy(struct hs_types *t);
+
+/* The type of allocation id, NULL when unknown. */
+static inline struct hs_dtype *hs_types_of(const struct hs_types *t, uint32_t id)
+{
+	return t && t->type_of[id] != HS_NO_TYPE ? t->reg->v[t->type_of[id]] : NULL;
+}
+
+/* "struct buffer[4]", "shop::Cart", or NULL; buf of at least 600 bytes. */
+const char *hs_types_name(const struct hs_types *t, const struct hs_heap *heap,
+			  uint32_t id, char *buf, size_t len);
+
+#endif

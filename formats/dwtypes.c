@@ -1,0 +1,769 @@
+#include "formats/dwtypes.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	MAX_DEPTH = 32,          /* nesting of types we follow */
+	MAX_PTRS = 1 << 16,      /* pointer slots of one type */
+};
+
+/* ---- per-module index of type definitions by name ---- */
+
+struct name_entry {
+	char *name;
+	Dwarf_Off off;
+};
+
+struct name_index {
+	struct hs_module *mod;
+	Dwarf *dbg;
+	struct name_entry *v;
+	size_t n, cap;
+	bool sorted;
+};
+
+static uint64_t hash_str(const char *s, uint64_t seed)
+{
+	uint64_t h = 1469598103934665603ull ^ seed;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+struct hs_error *hs_dtypes_create(struct hs_dwarf *dw, struct hs_dtypes **ret)
+{
+	struct hs_dtypes *t = calloc(1, sizeof(*t));
+	if (!t)
+		return &hs_error_nomem;
+	t->dw = dw;
+	*ret = t;
+	return NULL;
+}
+
+void hs_dtypes_destroy(struct hs_dtypes *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->v[i]->name);
+		free(t->v[i]->ptrs);
+		free(t->v[i]);
+	}
+	free(t->v);
+	free(t->hash);
+	for (size_t i = 0; i < t->nnames; i++) {
+		for (size_t k = 0; k < t->names[i].n; k++)
+			free(t->names[i].v[k].name);
+		free(t->names[i].v);
+	}
+	free(t->names);
+	free(t);
+}
+
+static struct hs_dtype *lookup(struct hs_dtypes *t, const char *name,
+			       uint64_t size)
+{
+	if (!t->hcap)
+		return NULL;
+	size_t j = hash_str(name, size) & (t->hcap - 1);
+	while (t->hash[j]) {
+		struct hs_dtype *d = t->v[t->hash[j] - 1];
+		if (d->size == size && !strcmp(d->name, name))
+			return d;
+		j = (j + 1) & (t->hcap - 1);
+	}
+	return NULL;
+}
+
+static struct hs_error *intern(struct hs_dtypes *t, const char *name,
+			       uint64_t size, struct hs_dtype **ret)
+{
+	struct hs_dtype *d = lookup(t, name, size);
+	if (d) {
+		*ret = d;
+		return NULL;
+	}
+	if ((t->n + 1) * 2 > t->hcap) {
+		size_t cap = t->hcap ? 2 * t->hcap : 256;
+		size_t *h = calloc(cap, sizeof(*h));
+		if (!h)
+			return &hs_error_nomem;
+		for (size_t i = 0; i < t->n; i++) {
+			size_t j = hash_str(t->v[i]->name, t->v[i]->size) & (cap - 1);
+			while (h[j])
+				j = (j + 1) & (cap - 1);
+			h[j] = i + 1;
+		}
+		free(t->hash);
+		t->hash = h;
+		t->hcap = cap;
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		struct hs_dtype **v = realloc(t->v, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		t->v = v;
+		t->cap = cap;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->name = strdup(name))) {
+		free(d);
+		return &hs_error_nomem;
+	}
+	d->size = size;
+	d->index = (uint32_t)t->n;
+	t->v[t->n++] = d;
+	size_t j = hash_str(name, size) & (t->hcap - 1);
+	while (t->hash[j])
+		j = (j + 1) & (t->hcap - 1);
+	t->hash[j] = d->index + 1;
+	*ret = d;
+	return NULL;
+}
+
+/* ---- names ---- */
+
+static bool is_cxx(Dwarf_Die *die)
+{
+	Dwarf_Die cu;
+	if (!dwarf_diecu(die, &cu, NULL, NULL))
+		return false;
+	int lang = dwarf_srclang(&cu);
+	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+}
+
+static bool type_of(Dwarf_Die *die, Dwarf_Die *ret)
+{
+	Dwarf_Attribute a;
+	return dwarf_attr_integrate(die, DW_AT_type, &a) && dwarf_formref_die(&a, ret);
+}
+
+static bool is_decl(Dwarf_Die *die)
+{
+	bool flag = false;
+	Dwarf_Attribute a;
+	if (dwarf_attr(die, DW_AT_declaration, &a))
+		dwarf_formflag(&a, &flag);
+	return flag;
+}
+
+/* "ns::Outer::Name" from the scopes around a C++ DIE */
+static void qualified(Dwarf_Die *die, char *buf, size_t len)
+{
+	Dwarf_Die *scopes = NULL;
+	int n = dwarf_getscopes_die(die, &scopes);
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = n - 1; i >= 1; i--) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_namespace && tag != DW_TAG_structure_type &&
+		    tag != DW_TAG_class_type && tag != DW_TAG_union_type)
+			continue;
+		const char *s = dwarf_diename(&scopes[i]);
+		int w = snprintf(buf + at, len - at, "%s::",
+				 s ? s : "(anonymous namespace)");
+		if (w < 0 || (size_t)w >= len - at)
+			break;
+		at += (size_t)w;
+	}
+	free(scopes);
+	const char *s = dwarf_diename(die);
+	snprintf(buf + at, len - at, "%s", s ? s : "(anonymous)");
+}
+
+static void type_name(Dwarf_Die *die, char *buf, size_t len, int depth)
+{
+	if (depth > MAX_DEPTH) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	Dwarf_Die inner;
+	const char *name = dwarf_diename(die);
+	char tmp[400];  /* room for a suffix in the 512 of callers */
+	switch (dwarf_tag(die)) {
+	case DW_TAG_base_type:
+		snprintf(buf, len, "%s", name ? name : "?");
+		return;
+	case DW_TAG_typedef: {
+		Dwarf_Die target, peeled;
+		if (type_of(die, &target) && dwarf_peel_type(&target, &peeled) == 0) {
+			int tag = dwarf_tag(&peeled);
+			bool agg = tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+				tag == DW_TAG_class_type || tag == DW_TAG_enumeration_type;
+			if (agg && dwarf_diename(&peeled)) {
+				type_name(&peeled, buf, len, depth + 1);
+				return;
+			}
+		}
+		if (name && is_cxx(die))
+			qualified(die, buf, len);
+		else
+			snprintf(buf, len, "%s", name ? name : "?");
+		return;
+	}
+	case DW_TAG_const_type:
+	case DW_TAG_volatile_type:
+	case DW_TAG_restrict_type:
+	case DW_TAG_atomic_type:
+		if (type_of(die, &inner))
+			type_name(&inner, buf, len, depth + 1);
+		else
+			snprintf(buf, len, "void");
+		return;
+	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
+		if (type_of(die, &inner))
+			type_name(&inner, tmp, sizeof(tmp), depth + 1);
+		else
+			snprintf(tmp, sizeof(tmp), "void");
+		snprintf(buf, len, "%s *", tmp);
+		return;
+	case DW_TAG_array_type: {
+		if (type_of(die, &inner))
+			type_name(&inner, tmp, sizeof(tmp), depth + 1);
+		else
+			snprintf(tmp, sizeof(tmp), "?");
+		Dwarf_Word size = 0, esize = 0;
+		dwarf_aggregate_size(die, &size);
+		if (type_of(die, &inner))
+			dwarf_aggregate_size(&inner, &esize);
+		if (esize)
+			snprintf(buf, len, "%s[%llu]", tmp,
+				 (unsigned long long)(size / esize));
+		else
+			snprintf(buf, len, "%s[]", tmp);
+		return;
+	}
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type:
+	case DW_TAG_union_type:
+	case DW_TAG_enumeration_type: {
+		if (is_cxx(die)) {
+			qualified(die, buf, len);
+			return;
+		}
+		const char *kw = dwarf_tag(die) == DW_TAG_union_type ? "union" :
+			dwarf_tag(die) == DW_TAG_enumeration_type ? "enum" : "struct";
+		snprintf(buf, len, "%s %s", kw, name ? name : "(anonymous)");
+		return;
+	}
+	case DW_TAG_subroutine_type:
+		snprintf(buf, len, "function");
+		return;
+	default:
+		snprintf(buf, len, "%s", name ? name : "?");
+	}
+}
+
+/* ---- the name index, for incomplete types and vtable classes ---- */
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const struct name_entry *)a)->name,
+		      ((const struct name_entry *)b)->name);
+}
+
+static struct hs_error *index_add(struct name_index *ix, const char *name,
+				  Dwarf_Off off)
+{
+	if (ix->n == ix->cap) {
+		size_t cap = ix->cap ? 2 * ix->cap : 256;
+		struct name_entry *v = realloc(ix->v, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		ix->v = v;
+		ix->cap = cap;
+	}
+	ix->v[ix->n].name = strdup(name);
+	if (!ix->v[ix->n].name)
+		return &hs_error_nomem;
+	ix->v[ix->n++].off = off;
+	return NULL;
+}
+
+/* Definitions of structs, classes and unions: top level, in namespaces,
+ * nested in classes (an explicit stack, bounded depth). */
+static struct hs_error *index_cu(struct name_index *ix, Dwarf_Die *cu)
+{
+	Dwarf_Die stack[MAX_DEPTH];
+	int sp = 0;
+	Dwarf_Die child;
+	if (dwarf_child(cu, &child) != 0)
+		return NULL;
+	stack[sp++] = child;
+	while (sp) {
+		Dwarf_Die die = stack[--sp];
+		for (;;) {
+			int tag = dwarf_tag(&die);
+			bool agg = tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+				tag == DW_TAG_union_type;
+			if (agg && dwarf_diename(&die) && !is_decl(&die)) {
+				char name[512];
+				type_name(&die, name, sizeof(name), 0);
+				struct hs_error *err = index_add(ix, name, dwarf_dieoffset(&die));
+				if (err)
+					return err;
+			}
+			Dwarf_Die sub;
+			if ((agg || tag == DW_TAG_namespace) && sp < MAX_DEPTH - 1 &&
+			    dwarf_child(&die, &sub) == 0) {
+				Dwarf_Die next;
+				if (dwarf_siblingof(&die, &next) == 0)
+					stack[sp++] = next;
+				die = sub;
+				continue;
+			}
+			if (dwarf_siblingof(&die, &die) != 0)
+				break;
+		}
+	}
+	return NULL;
+}
+
+static struct hs_error *name_index(struct hs_dtypes *t, struct hs_module *m,
+				   struct name_index **ret)
+{
+	for (size_t i = 0; i < t->nnames; i++)
+		if (t->names[i].mod == m) {
+			*ret = &t->names[i];
+			return NULL;
+		}
+	struct name_index *v = realloc(t->names, (t->nnames + 1) * sizeof(*v));
+	if (!v)
+		return &hs_error_nomem;
+	t->names = v;
+	struct name_index *ix = &t->names[t->nnames++];
+	memset(ix, 0, sizeof(*ix));
+	ix->mod = m;
+	Dwarf_Addr bias;
+	ix->dbg = dwfl_module_getdwarf(m->mod, &bias);
+	Dwarf_Die *cu = NULL;
+	while (ix->dbg && (cu = dwfl_module_nextcu(m->mod, cu, &bias))) {
+		struct hs_error *err = index_cu(ix, cu);
+		if (err)
+			return err;
+	}
+	qsort(ix->v, ix->n, sizeof(*ix->v), cmp_entry);
+	*ret = ix;
+	return NULL;
+}
+
+static bool index_find(struct name_index *ix, const char *name, Dwarf_Die *ret)
+{
+	size_t lo = 0, hi = ix->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ix->v[mid].name, name);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ix->n && !strcmp(ix->v[lo].name, name) &&
+	       dwarf_offdie(ix->dbg, ix->v[lo].off, ret);
+}
+
+/* ---- types from DIEs ---- */
+
+/* The type a DIE describes; NULL for void and functions. */
+static struct hs_error *from_die(struct hs_dtypes *t, struct hs_module *m,
+				 Dwarf_Die *die, struct hs_dtype **ret)
+{
+	*ret = NULL;
+	Dwarf_Die peeled;
+	if (dwarf_peel_type(die, &peeled) != 0)
+		return NULL;
+	int tag = dwarf_tag(&peeled);
+	if (tag == DW_TAG_subroutine_type || tag == DW_TAG_unspecified_type)
+		return NULL;
+	char name[512];
+	type_name(die, name, sizeof(name), 0);
+	if ((tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+	     tag == DW_TAG_union_type) && is_decl(&peeled)) {
+		/* complete it from another compilation unit */
+		char full[512];
+		type_name(&peeled, full, sizeof(full), 0);
+		struct name_index *ix;
+		struct hs_error *err = name_index(t, m, &ix);
+		if (err)
+			return err;
+		Dwarf_Die def;
+		if (index_find(ix, full, &def))
+			peeled = def;
+	}
+	Dwarf_Word size = 0;
+	if (is_decl(&peeled) || dwarf_aggregate_size(&peeled, &size) != 0)
+		size = 0;
+	struct hs_dtype *d;
+	struct hs_error *err = intern(t, name, size, &d);
+	if (err)
+		return err;
+	if (!d->dbg && !is_decl(&peeled)) {
+		d->dbg = dwarf_cu_getdwarf(peeled.cu);
+		d->die = dwarf_dieoffset(&peeled);
+		d->mod = m;
+	}
+	*ret = d;
+	return NULL;
+}
+
+struct hs_error *hs_dtypes_named(struct hs_dtypes *t, const char *name,
+				 uint64_t size, struct hs_dtype **ret)
+{
+	/* a DWARF definition of that name in any module */
+	for (size_t i = 0; i < hs_dwarf_num_modules(t->dw); i++) {
+		struct hs_module *m = hs_dwarf_module(t->dw, i);
+		Dwarf_Addr bias;
+		if (!dwfl_module_getdwarf(m->mod, &bias))
+			continue;
+		struct name_index *ix;
+		struct hs_error *err = name_index(t, m, &ix);
+		if (err)
+			return err;
+		Dwarf_Die def;
+		if (index_find(ix, name, &def))
+			return from_die(t, m, &def, ret);
+	}
+	return intern(t, name, size, ret);
+}
+
+/* ---- pointer slots ---- */
+
+struct flat {
+	struct hs_dptr *v;
+	size_t n, cap;
+};
+
+static struct hs_error *flat_add(struct flat *f, struct hs_dptr p)
+{
+	if (f->n >= MAX_PTRS)
+		return NULL;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 16;
+		struct hs_dptr *v = realloc(f->v, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		f->v = v;
+		f->cap = cap;
+	}
+	f->v[f->n++] = p;
+	return NULL;
+}
+
+static uint64_t array_count(Dwarf_Die *arr, Dwarf_Die *elem)
+{
+	Dwarf_Word size = 0, esize = 0;
+	if (dwarf_aggregate_size(arr, &size) != 0 ||
+	    dwarf_aggregate_size(elem, &esize) != 0 || !esize)
+		return 0;
+	return size / esize;
+}
+
+/* Pointer slots of the type at die, at base; an array of them with
+ * (stride, count) when inside an array.  Recursion is bounded by
+ * MAX_DEPTH: it follows the nesting of types, not data. */
+static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
+				Dwarf_Die *die, uint64_t base, uint64_t stride,
+				uint32_t count, struct flat *f, int depth)
+{
+	if (depth > MAX_DEPTH)
+		return NULL;
+	Dwarf_Die peeled, inner;
+	if (dwarf_peel_type(die, &peeled) != 0)
+		return NULL;
+	struct hs_error *err;
+	switch (dwarf_tag(&peeled)) {
+	case DW_TAG_pointer_type: {
+		struct hs_dtype *pointee = NULL;
+		if (type_of(&peeled, &inner) && (err = from_die(t, m, &inner, &pointee)))
+			return err;
+		if (!pointee)
+			return NULL;  /* void * or a function pointer */
+		return flat_add(f, (struct hs_dptr){base, stride, count, pointee});
+	}
+	case DW_TAG_array_type: {
+		if (!type_of(&peeled, &inner))
+			return NULL;
+		uint64_t n = array_count(&peeled, &inner);
+		Dwarf_Word esize = 0;
+		dwarf_aggregate_size(&inner, &esize);
+		if (!n || !esize)
+			return NULL;
+		if (count == 1)
+			return flatten(t, m, &inner, base, esize, (uint32_t)n, f, depth + 1);
+		/* an array in an array: unroll the outer one */
+		for (uint32_t i = 0; i < count && f->n < MAX_PTRS; i++)
+			if ((err = flatten(t, m, &inner, base + i * stride, esize,
+					   (uint32_t)n, f, depth + 1)))
+				return err;
+		return NULL;
+	}
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type: {
+		if (is_decl(&peeled)) {
+			char full[512];
+			type_name(&peeled, full, sizeof(full), 0);
+			struct name_index *ix;
+			if ((err = name_index(t, m, &ix)))
+				return err;
+			Dwarf_Die def;
+			if (!index_find(ix, full, &def))
+				return NULL;
+			peeled = def;
+		}
+		Dwarf_Die member;
+		if (dwarf_child(&peeled, &member) != 0)
+			return NULL;
+		do {
+			int tag = dwarf_tag(&member);
+			if (tag != DW_TAG_member && tag != DW_TAG_inheritance)
+				continue;
+			Dwarf_Attribute a;
+			Dwarf_Word off = 0;
+			if (dwarf_attr(&member, DW_AT_data_member_location, &a)) {
+				if (dwarf_formudata(&a, &off) != 0)
+					continue;
+			} else if (dwarf_attr(&member, DW_AT_external, &a)) {
+				continue;  /* a static member */
+			}
+			if (dwarf_attr(&member, DW_AT_bit_size, &a) ||
+			    dwarf_attr(&member, DW_AT_data_bit_offset, &a))
+				continue;
+			if (!type_of(&member, &inner))
+				continue;
+			if ((err = flatten(t, m, &inner, base + off, stride, count, f,
+					   depth + 1)))
+				return err;
+		} while (dwarf_siblingof(&member, &member) == 0);
+		return NULL;
+	}
+	default:
+		/* unions are ambiguous; scalars hold no pointers */
+		return NULL;
+	}
+}
+
+struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
+				   const struct hs_dptr **ret, size_t *n)
+{
+	if (!type->layout_done) {
+		type->layout_done = true;
+		Dwarf_Die die;
+		if (type->dbg && dwarf_offdie(type->dbg, type->die, &die)) {
+			struct flat f = {0};
+			struct hs_error *err = flatten(t, type->mod, &die, 0, 0, 1, &f, 0);
+			if (err) {
+				free(f.v);
+				return err;
+			}
+			type->ptrs = f.v;
+			type->nptrs = f.n;
+		}
+	}
+	*ret = type->ptrs;
+	*n = type->nptrs;
+	return NULL;
+}
+
+/* ---- variables ---- */
+
+struct vars {
+	struct hs_dvar *v;
+	size_t n, cap;
+};
+
+static struct hs_error *var_add(struct hs_dtypes *t, struct hs_module *m,
+				Dwarf_Die *die, Dwarf_Addr bias, struct vars *out)
+{
+	Dwarf_Attribute a;
+	Dwarf_Op *ops;
+	size_t nops;
+	if (!dwarf_attr(die, DW_AT_location, &a) ||
+	    dwarf_getlocation(&a, &ops, &nops) != 0)
+		return NULL;
+	uint64_t addr;
+	bool tls = false;
+	if (nops == 1 && ops[0].atom == DW_OP_addr) {
+		addr = ops[0].number + bias;
+	} else if (nops == 2 &&
+		   (ops[1].atom == DW_OP_GNU_push_tls_address ||
+		    ops[1].atom == DW_OP_form_tls_address) &&
+		   (ops[0].atom == DW_OP_const8u || ops[0].atom == DW_OP_const4u ||
+		    ops[0].atom == DW_OP_constu || ops[0].atom == DW_OP_addr)) {
+		addr = ops[0].number;
+		tls = true;
+	} else {
+		return NULL;
+	}
+	Dwarf_Die type;
+	if (!type_of(die, &type))
+		return NULL;
+	/* only variables that can hold pointers matter */
+	struct hs_dtype *d;
+	struct hs_error *err = from_die(t, m, &type, &d);
+	if (err || !d)
+		return err;
+	const struct hs_dptr *p;
+	size_t np;
+	if ((err = hs_dtype_pointers(t, d, &p, &np)) || !np)
+		return err;
+	if (out->n == out->cap) {
+		size_t cap = out->cap ? 2 * out->cap : 64;
+		struct hs_dvar *v = realloc(out->v, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		out->v = v;
+		out->cap = cap;
+	}
+	Dwarf_Attribute na;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &na));
+	struct hs_dvar *v = &out->v[out->n];
+	v->name = strdup(name ? name : "?");
+	if (!v->name)
+		return &hs_error_nomem;
+	v->mod = m;
+	v->addr = addr;
+	v->tls = tls;
+	v->type = d;
+	out->n++;
+	return NULL;
+}
+
+struct hs_error *hs_dtypes_variables(struct hs_dtypes *t, struct hs_module *m,
+				     struct hs_dvar **vars, size_t *n)
+{
+	struct vars out = {*vars, *n, *n};
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = NULL;
+	struct hs_error *err = NULL;
+	while (!err && (cu = dwfl_module_nextcu(m->mod, cu, &bias))) {
+		Dwarf_Die stack[MAX_DEPTH];
+		int sp = 0;
+		Dwarf_Die child;
+		if (dwarf_child(cu, &child) != 0)
+			continue;
+		stack[sp++] = child;
+		while (sp && !err) {
+			Dwarf_Die die = stack[--sp];
+			for (;;) {
+				int tag = dwarf_tag(&die);
+				if (tag == DW_TAG_variable && (err = var_add(t, m, &die, bias, &out)))
+					break;
+				Dwarf_Die sub;
+				if ((tag == DW_TAG_namespace || tag == DW_TAG_subprogram ||
+				     tag == DW_TAG_lexical_block) && sp < MAX_DEPTH - 1 &&
+				    dwarf_child(&die, &sub) == 0) {
+					Dwarf_Die next;
+					if (dwarf_siblingof(&die, &next) == 0)
+						stack[sp++] = next;
+					die = sub;
+					continue;
+				}
+				if (dwarf_siblingof(&die, &die) != 0)
+					break;
+			}
+		}
+	}
+	*vars = out.v;
+	*n = out.n;
+	return err;
+}
+
+void hs_dvars_free(struct hs_dvar *vars, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(vars[i].name);
+	free(vars);
+}
+
+/* ---- member names ---- */
+
+char *hs_dtype_member_at(struct hs_dtypes *t, struct hs_dtype *type,
+			 uint64_t offset)
+{
+	(void)t;
+	Dwarf_Die die;
+	if (!type->dbg || !dwarf_offdie(type->dbg, type->die, &die))
+		return NULL;
+	char path[512];
+	size_t at = 0;
+	path[0] = 0;
+	for (int depth = 0; depth < MAX_DEPTH; depth++) {
+		Dwarf_Die peeled;
+		if (dwarf_peel_type(&die, &peeled) != 0)
+			break;
+		int tag = dwarf_tag(&peeled);
+		if (tag == DW_TAG_array_type) {
+			Dwarf_Die elem;
+			Dwarf_Word esize = 0;
+			if (!type_of(&peeled, &elem) || dwarf_aggregate_size(&elem, &esize) ||
+			    !esize)
+				break;
+			int w = snprintf(path + at, sizeof(path) - at, "[%llu]",
+					 (unsigned long long)(offset / esize));
+			if (w > 0 && (size_t)w < sizeof(path) - at)
+				at += (size_t)w;
+			offset %= esize;
+			die = elem;
+			continue;
+		}
+		if (tag != DW_TAG_structure_type && tag != DW_TAG_class_type &&
+		    tag != DW_TAG_union_type)
+			break;
+		Dwarf_Die member, found;
+		bool ok = false;
+		uint64_t found_off = 0;
+		if (dwarf_child(&peeled, &member) == 0) {
+			do {
+				if (dwarf_tag(&member) != DW_TAG_member &&
+				    dwarf_tag(&member) != DW_TAG_inheritance)
+					continue;
+				Dwarf_Attribute a;
+				Dwarf_Word off = 0, size = 0;
+				Dwarf_Die mt;
+				if (!dwarf_attr(&member, DW_AT_data_member_location, &a) ||
+				    dwarf_formudata(&a, &off) != 0 || !type_of(&member, &mt) ||
+				    dwarf_aggregate_size(&mt, &size) != 0)
+					continue;
+				if (offset >= off && offset < off + size) {
+					found = member;
+					found_off = off;
+					ok = true;
+					break;
+				}
+			} while (dwarf_siblingof(&member, &member) == 0);
+		}
+		if (!ok)
+			break;
+		const char *name = dwarf_diename(&found);
+		if (!name) {  /* an anonymous member or a base class */
+			char base[256];
+			Dwarf_Die mt;
+			if (dwarf_tag(&found) == DW_TAG_inheritance && type_of(&found, &mt))
+				type_name(&mt, base, sizeof(base), 0);
+			else
+				base[0] = 0;
+			name = dwarf_tag(&found) == DW_TAG_inheritance ? base : NULL;
+		}
+		if (name && *name) {
+			int w = snprintf(path + at, sizeof(path) - at, "%s%s",
+					 at ? "." : "", name);
+			if (w > 0 && (size_t)w < sizeof(path) - at)
+				at += (size_t)w;
+		}
+		offset -= found_off;
+		if (!type_of(&found, &die))
+			break;
+	}
+	return at ? strdup(path) : NULL;
+}

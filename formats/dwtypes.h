@@ -1,0 +1,84 @@
+/* C and C++ types from DWARF, as the type analysis needs them: a name, a
+ * size, and where the pointers are.
+ *
+ * Types are interned by (name, size): "struct session" has one entry
+ * however many compilation units describe it.  A type's pointer slots are
+ * flattened once, lazily: every pointer member, of nested structs too, and
+ * arrays of pointers as (offset, stride, count).  An incomplete type (a
+ * declaration: struct session; in a header) is completed by name from the
+ * module's other compilation units.
+ */
+#ifndef HS_DWTYPES_H
+#define HS_DWTYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/dwarf.h"
+
+struct hs_dtype;
+
+struct hs_dptr {
+	uint64_t offset;        /* of the first pointer */
+	uint64_t stride;        /* between pointers of an array (0: one) */
+	uint32_t count;         /* pointers in the array (1: one) */
+	struct hs_dtype *pointee;
+};
+
+struct hs_dtype {
+	char *name;             /* "struct session", "shop::Cart", "char" */
+	uint64_t size;          /* 0: unknown (incomplete) */
+	uint32_t index;         /* in the registry */
+	bool from_vtable;       /* named by a vtable (C++ dynamic type) */
+	/* a DIE for its layout, if any */
+	void *dbg;              /* Dwarf * */
+	uint64_t die;           /* Dwarf_Off of the peeled type */
+	struct hs_module *mod;
+	bool layout_done;
+	struct hs_dptr *ptrs;
+	size_t nptrs;
+};
+
+struct hs_dvar {
+	char *name;
+	struct hs_module *mod;
+	uint64_t addr;          /* run-time address, or offset in the TLS block */
+	bool tls;
+	struct hs_dtype *type;
+};
+
+struct hs_dtypes {
+	struct hs_dwarf *dw;
+	struct hs_dtype **v;    /* by index */
+	size_t n, cap;
+	size_t *hash;           /* open addressing: index + 1, 0 = empty */
+	size_t hcap;
+	struct name_index *names; /* per module: definitions by name */
+	size_t nnames;
+};
+
+struct hs_error *hs_dtypes_create(struct hs_dwarf *dw, struct hs_dtypes **ret);
+void hs_dtypes_destroy(struct hs_dtypes *t);
+
+/* Global and static variables (and TLS variables, with tls set) that m's
+ * DWARF places at a fixed address; appended to *vars (malloc'ed). */
+struct hs_error *hs_dtypes_variables(struct hs_dtypes *t, struct hs_module *m,
+				     struct hs_dvar **vars, size_t *n);
+void hs_dvars_free(struct hs_dvar *vars, size_t n);
+
+/* The type's pointer slots (computed once). */
+struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
+				   const struct hs_dptr **ret, size_t *n);
+
+/* A type known only by name (a C++ class named by its vtable); its layout
+ * is looked up in the DWARF of every module by its qualified name. */
+struct hs_error *hs_dtypes_named(struct hs_dtypes *t, const char *name,
+				 uint64_t size, struct hs_dtype **ret);
+
+/* The member at offset (dotted for nested structs: "in.buf"), or NULL.
+ * Caller frees. */
+char *hs_dtype_member_at(struct hs_dtypes *t, struct hs_dtype *type,
+			 uint64_t offset);
+
+#endif
