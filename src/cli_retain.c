@@ -10,6 +10,25 @@ const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id)
 	return snap->mark ? hs_reach_names[snap->mark->reach[id]] : "unknown";
 }
 
+char *hs_cli_field(struct hs_snapshot *snap, uint32_t id, uint64_t offset)
+{
+	struct hs_dtype *d = hs_types_of(snap->types, id);
+	if (!d || !d->size)
+		return NULL;
+	char *member = hs_dtype_member_at(snap->types->reg, d, offset % d->size);
+	char *out = NULL;
+	uint64_t k = offset / d->size;
+	int rc;
+	if (snap->heap->allocs[id].size / d->size >= 2)
+		rc = asprintf(&out, "%s[%llu]%s%s", d->name, (unsigned long long)k,
+			      member ? "." : "", member ? member : "");
+	else
+		rc = asprintf(&out, "%s%s%s", d->name, member ? "." : "",
+			      member ? member : "");
+	free(member);
+	return rc < 0 ? NULL : out;
+}
+
 void hs_cli_node_name(struct hs_snapshot *snap, uint32_t node, char *buf,
 		      size_t len)
 {
@@ -23,8 +42,12 @@ void hs_cli_node_name(struct hs_snapshot *snap, uint32_t node, char *buf,
 	else {
 		uint32_t id = node - r->base;
 		const struct hs_alloc *a = &snap->heap->allocs[id];
-		snprintf(buf, len, "%#" PRIx64 " (%" PRIu64 " bytes, %s)", a->addr,
-			 (uint64_t)a->size, hs_cli_reach(snap, id));
+		char tname[600];
+		const char *type = hs_types_name(snap->types, snap->heap, id, tname,
+						 sizeof(tname));
+		snprintf(buf, len, "%#" PRIx64 " (%" PRIu64 " bytes, %s%s%s)", a->addr,
+			 (uint64_t)a->size, type ? type : "", type ? ", " : "",
+			 hs_cli_reach(snap, id));
 	}
 }
 
@@ -48,8 +71,11 @@ void hs_cli_json_node(struct hs_jsonw *w, struct hs_snapshot *snap,
 	if (hs_retain_is_alloc(r, node)) {
 		uint32_t id = node - r->base;
 		const struct hs_alloc *a = &snap->heap->allocs[id];
+		char tname[600];
 		hs_jsonw_kaddr(w, "address", a->addr);
 		hs_jsonw_kuint(w, "size", a->size);
+		hs_jsonw_kstring(w, "type", hs_types_name(snap->types, snap->heap, id,
+							  tname, sizeof(tname)));
 		hs_jsonw_kstring(w, "reach", hs_cli_reach(snap, id));
 	} else if (node >= HS_NODE_FIRST_ROOT) {
 		hs_jsonw_kstring(w, "name", hs_retain_root(r, snap->roots, node)->name);

@@ -10,6 +10,9 @@
 #define HS_ACCUMULATION_KEEP 0.70
 
 const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id);
+/* "struct session.next", "struct buffer[2].data": the field of block id
+ * at offset, by its type; NULL when untyped.  Caller frees. */
+char *hs_cli_field(struct hs_snapshot *snap, uint32_t id, uint64_t offset);
 void hs_cli_node_name(struct hs_snapshot *snap, uint32_t node, char *buf,
 		      size_t len);
 const char *hs_cli_node_kind(struct hs_snapshot *snap, uint32_t node);

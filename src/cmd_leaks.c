@@ -5,7 +5,9 @@
 #include "src/cli_retain.h"
 
 struct group {
-	uint64_t size;
+	uint32_t type;          /* registry index, HS_NO_TYPE: grouped by size */
+	uint64_t size;          /* block size (for typed groups: of the first) */
+	bool mixed;             /* typed group with blocks of several sizes */
 	size_t first, count;    /* into the sorted leak-root index */
 	uint64_t bytes, held_count, held_bytes;
 };
@@ -13,15 +15,25 @@ struct group {
 struct sort_ctx {
 	const struct hs_heap *heap;
 	const struct hs_mark *mark;
+	const struct hs_types *types;
 };
 
+static uint32_t type_idx(const struct sort_ctx *c, uint32_t id)
+{
+	return c->types ? c->types->type_of[id] : HS_NO_TYPE;
+}
+
+/* typed blocks by type, the rest by size */
 static int cmp_by_size(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *c = arg;
 	const struct hs_leak_root *x = &c->mark->leak_roots[*(const size_t *)a];
 	const struct hs_leak_root *y = &c->mark->leak_roots[*(const size_t *)b];
+	uint32_t tx = type_idx(c, x->id), ty = type_idx(c, y->id);
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
 	uint64_t sx = c->heap->allocs[x->id].size, sy = c->heap->allocs[y->id].size;
-	if (sx != sy)
+	if (tx == HS_NO_TYPE && sx != sy)
 		return sx > sy ? -1 : 1;
 	if (x->held_bytes != y->held_bytes)
 		return x->held_bytes > y->held_bytes ? -1 : 1;
@@ -59,6 +71,9 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 	hs_snapshot_heap(snap, &heap);
 	hs_snapshot_roots(snap, &roots);
 	const struct hs_error *rerr = hs_snapshot_retain(snap, &retain);
+	const struct hs_types *types;
+	if (hs_snapshot_types(snap, &types))
+		types = NULL;  /* grouped by size only */
 
 	size_t n = mark->nleak_roots;
 	size_t *order = malloc((n ? n : 1) * sizeof(*order));
@@ -70,15 +85,21 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 	}
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
-	struct sort_ctx ctx = {heap, mark};
+	struct sort_ctx ctx = {heap, mark, types};
 	qsort_r(order, n, sizeof(*order), cmp_by_size, &ctx);
 	size_t ngroups = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct hs_leak_root *lr = &mark->leak_roots[order[i]];
 		uint64_t size = heap->allocs[lr->id].size;
-		if (!ngroups || groups[ngroups - 1].size != size)
-			groups[ngroups++] = (struct group){.size = size, .first = i};
+		uint32_t type = type_idx(&ctx, lr->id);
+		struct group *last = ngroups ? &groups[ngroups - 1] : NULL;
+		if (!last || last->type != type ||
+		    (type == HS_NO_TYPE && last->size != size))
+			groups[ngroups++] = (struct group){.type = type, .size = size,
+							   .first = i};
 		struct group *g = &groups[ngroups - 1];
+		if (g->size != size)
+			g->mixed = true;
 		g->count++;
 		g->bytes += size;
 		g->held_count += lr->held_count;
@@ -110,7 +131,10 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		for (size_t i = 0; i < ngroups; i++) {
 			const struct group *g = &groups[i];
 			hs_jsonw_object_begin(&w);
-			hs_jsonw_kuint(&w, "size", g->size);
+			hs_jsonw_kstring(&w, "type", g->type == HS_NO_TYPE ? NULL :
+					 types->reg->v[g->type]->name);
+			if (!g->mixed)
+				hs_jsonw_kuint(&w, "size", g->size);
 			hs_jsonw_kuint(&w, "count", g->count);
 			hs_jsonw_kuint(&w, "bytes", g->bytes);
 			hs_jsonw_kuint(&w, "held_count", g->held_count);
@@ -175,13 +199,19 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		printf("%-10s %10" PRIu64 " %12s\n", "leaked", leaked.count,
 		       hs_fmt_size(b1, leaked.bytes));
 		if (ngroups) {
-			printf("\nLeak roots by size, biggest total first:\n");
-			printf("%12s %8s %12s   %s\n", "SIZE", "ROOTS", "BYTES",
+			printf("\nLeak roots by type (by size when untyped), biggest total first:\n");
+			printf("%-32s %8s %12s   %s\n", "TYPE OR SIZE", "ROOTS", "BYTES",
 			       "HOLDING INDIRECTLY");
 			for (size_t i = 0; i < ngroups; i++) {
 				const struct group *g = &groups[i];
-				printf("%12" PRIu64 " %8zu %12s   %" PRIu64 " blocks, %s\n",
-				       g->size, g->count, hs_fmt_size(b1, g->bytes),
+				char label[600];
+				if (g->type != HS_NO_TYPE)
+					snprintf(label, sizeof(label), "%s",
+						 types->reg->v[g->type]->name);
+				else
+					snprintf(label, sizeof(label), "%" PRIu64 " bytes", g->size);
+				printf("%-32s %8zu %12s   %" PRIu64 " blocks, %s\n",
+				       label, g->count, hs_fmt_size(b1, g->bytes),
 				       g->held_count, hs_fmt_size(b2, g->held_bytes));
 				if (!cli->list)
 					continue;

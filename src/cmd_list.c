@@ -34,6 +34,11 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_log_warn(&snap->log, "no leak classes: %s", merr->message);
 	else if ((merr = hs_snapshot_retain(snap, &retain)))
 		hs_log_warn(&snap->log, "no retained sizes: %s", merr->message);
+	const struct hs_types *types = NULL;
+	const struct hs_error *terr = hs_snapshot_types(snap, &types);
+	if (terr)
+		hs_log_warn(&snap->log, "no types: %s", terr->message);
+	char tname[600];
 	uint64_t n = 0, bytes = 0;
 	if (cli->format == HS_FORMAT_JSON) {
 		struct hs_jsonw w;
@@ -64,6 +69,10 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (retain && hs_alloc_state(a) == HS_STATE_USED)
 				hs_jsonw_kuint(&w, "retained", retain->tree->retained[
 						       hs_retain_node(retain, (uint32_t)i)]);
+			if (hs_alloc_state(a) == HS_STATE_USED) {
+				hs_jsonw_kstring(&w, "type", hs_types_name(types, heap, (uint32_t)i,
+									   tname, sizeof(tname)));
+			}
 			hs_jsonw_object_end(&w);
 			n++;
 			bytes += a->size;
@@ -80,8 +89,8 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_finish(&w);
 		return HS_EXIT_OK;
 	}
-	printf("%-18s %12s %-5s %-9s %-5s %s\n", "ADDRESS", "SIZE", "STATE",
-	       "WHERE", "ARENA", "CLASS");
+	printf("%-18s %12s %-5s %-9s %-5s %-10s %s\n", "ADDRESS", "SIZE", "STATE",
+	       "WHERE", "ARENA", "CLASS", "TYPE");
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
 		if (!selected(cli, a))
@@ -90,10 +99,13 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		if (a->arena != HS_ARENA_NONE)
 			snprintf(arena, sizeof(arena), "%u", (unsigned)a->arena);
 		const char *reach = reach_of(mark, heap, a);
-		printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %-5s %s\n", a->addr,
+		const char *type = hs_alloc_state(a) == HS_STATE_USED ?
+			hs_types_name(types, heap, (uint32_t)i, tname, sizeof(tname)) : NULL;
+		printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %-5s %-10s %s\n", a->addr,
 		       (uint64_t)a->size,
 		       hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
-		       hs_where_names[a->where], arena, reach ? reach : "-");
+		       hs_where_names[a->where], arena, reach ? reach : "-",
+		       type ? type : "-");
 		n++;
 		bytes += a->size;
 	}

@@ -85,7 +85,6 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 		       struct hs_jsonw *w)
 {
 	const struct hs_retain *r = snap->retain;
-	char name[512];
 	if (w)
 		hs_jsonw_object_begin(w);
 	size_t i = 0;
@@ -126,27 +125,40 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 		bool found = i > 0 && find_word(snap, nodes[i - 1], nodes[i], &where, &value);
 		uint64_t from_off = prev_alloc && found ?
 			where - snap->heap->allocs[nodes[i - 1] - r->base].addr : 0;
+		char *field = prev_alloc && found ?
+			hs_cli_field(snap, nodes[i - 1] - r->base, from_off) : NULL;
 		if (w) {
 			hs_jsonw_object_begin(w);
 			if (prev_alloc && found)
 				hs_jsonw_kuint(w, "from_offset", from_off);
+			if (field)
+				hs_jsonw_kstring(w, "field", field);
 			hs_jsonw_kaddr(w, "address", a->addr);
 			hs_jsonw_kuint(w, "target_offset", found ? value - a->addr : 0);
 			hs_jsonw_kuint(w, "size", a->size);
+			char tname[600];
+			hs_jsonw_kstring(w, "type", hs_types_name(snap->types, snap->heap, id,
+								  tname, sizeof(tname)));
 			hs_jsonw_kstring(w, "reach", hs_cli_reach(snap, id));
 			hs_jsonw_object_end(w);
 		} else {
-			char via[48] = "";
-			if (prev_alloc && found)
+			char via[700] = "";
+			if (prev_alloc && found && field)
+				snprintf(via, sizeof(via), "+%#" PRIx64 " %s ", from_off, field);
+			else if (prev_alloc && found)
 				snprintf(via, sizeof(via), "+%#" PRIx64 " ", from_off);
 			char into[48] = "";
 			if (found && value != a->addr)
 				snprintf(into, sizeof(into), " +%#" PRIx64, value - a->addr);
-			hs_cli_node_name(snap, nodes[i], name, sizeof(name));
-			printf("  %*s%s-> %#" PRIx64 "%s (%" PRIu64 " bytes, %s)\n",
+			char tname[600];
+			const char *type = hs_types_name(snap->types, snap->heap, id,
+							 tname, sizeof(tname));
+			printf("  %*s%s-> %#" PRIx64 "%s (%" PRIu64 " bytes, %s%s%s)\n",
 			       (int)(2 * (i > 8 ? 8 : i)), "", via, a->addr, into,
-			       (uint64_t)a->size, hs_cli_reach(snap, id));
+			       (uint64_t)a->size, type ? type : "", type ? ", " : "",
+			       hs_cli_reach(snap, id));
 		}
+		free(field);
 	}
 	if (w) {
 		hs_jsonw_array_end(w);
@@ -160,6 +172,9 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_error *err = hs_snapshot_retain(snap, &r);
 	if (err)
 		return hs_cli_fail(cli, err);
+	const struct hs_types *types;
+	if (hs_snapshot_types(snap, &types))
+		types = NULL;  /* names without types */
 	uint32_t target;
 	int rc = target_node(cli, snap, &target);
 	if (rc)
@@ -266,6 +281,9 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_error *err = hs_snapshot_retain(snap, &r);
 	if (err)
 		return hs_cli_fail(cli, err);
+	const struct hs_types *types;
+	if (hs_snapshot_types(snap, &types))
+		types = NULL;  /* names without types */
 	uint32_t target;
 	int rc = target_node(cli, snap, &target);
 	if (rc)

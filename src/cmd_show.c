@@ -3,8 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/jsonw.h"
-#include "src/cli.h"
+#include "src/cli_retain.h"
 
 enum { MAX_REFS = 1000 };
 
@@ -64,6 +63,12 @@ static const char *reach_of(const struct hs_mark *m, uint32_t id)
 	return m ? hs_reach_names[m->reach[id]] : "unknown";
 }
 
+static const char *type_of(struct hs_snapshot *snap, uint32_t id, char *buf,
+			   size_t len)
+{
+	return hs_types_name(snap->types, snap->heap, id, buf, len);
+}
+
 static void hexdump(const struct hs_core *core, const struct hs_alloc *a)
 {
 	uint64_t n = a->size < 4096 ? a->size : 4096;
@@ -108,9 +113,13 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_roots *roots = NULL;
 	const struct hs_error *merr = hs_snapshot_mark(snap, &mark);
 	if (!merr) {
+		const struct hs_types *types;
 		hs_snapshot_graph(snap, &g);
 		hs_snapshot_roots(snap, &roots);
+		if (hs_snapshot_types(snap, &types))
+			types = NULL;  /* shown without types */
 	}
+	char tname[600];
 	struct refs *in = calloc(1, sizeof(*in)), *out = calloc(1, sizeof(*out));
 	if (!in || !out) {
 		free(in);
@@ -142,8 +151,10 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(a));
 		if (a->arena != HS_ARENA_NONE)
 			hs_jsonw_kuint(&w, "arena", a->arena);
-		if (hs_alloc_state(a) == HS_STATE_USED)
+		if (hs_alloc_state(a) == HS_STATE_USED) {
 			hs_jsonw_kstring(&w, "reach", reach_of(mark, id));
+			hs_jsonw_kstring(&w, "type", type_of(snap, id, tname, sizeof(tname)));
+		}
 		if (lr) {
 			hs_jsonw_kuint(&w, "held_count", lr->held_count);
 			hs_jsonw_kuint(&w, "held_bytes", lr->held_bytes);
@@ -160,9 +171,12 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 					hs_jsonw_kaddr(&w, "at", r->where);
 			} else {
 				const struct hs_alloc *s = &heap->allocs[r->id];
+				char *field = hs_cli_field(snap, r->id, r->where - s->addr);
 				hs_jsonw_kaddr(&w, "allocation", s->addr);
 				hs_jsonw_kuint(&w, "offset", r->where - s->addr);
+				hs_jsonw_kstring(&w, "field", field);
 				hs_jsonw_kstring(&w, "reach", reach_of(mark, r->id));
+				free(field);
 			}
 			hs_jsonw_kuint(&w, "target_offset", r->value - a->addr);
 			hs_jsonw_object_end(&w);
@@ -173,11 +187,15 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		for (size_t i = 0; i < out->n; i++) {
 			const struct ref *r = &out->v[i];
 			const struct hs_alloc *t = &heap->allocs[r->id];
+			char *field = hs_cli_field(snap, id, r->where - a->addr);
 			hs_jsonw_object_begin(&w);
 			hs_jsonw_kuint(&w, "offset", r->where - a->addr);
+			hs_jsonw_kstring(&w, "field", field);
+			free(field);
 			hs_jsonw_kaddr(&w, "allocation", t->addr);
 			hs_jsonw_kuint(&w, "target_offset", r->value - t->addr);
 			hs_jsonw_kuint(&w, "size", t->size);
+			hs_jsonw_kstring(&w, "type", type_of(snap, r->id, tname, sizeof(tname)));
 			hs_jsonw_kstring(&w, "reach", reach_of(mark, r->id));
 			hs_jsonw_object_end(&w);
 		}
@@ -200,8 +218,11 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		if (cli->addr != a->addr)
 			printf("(%#" PRIx64 " is %" PRIu64 " bytes into it)\n", cli->addr,
 			       cli->addr - a->addr);
-		if (hs_alloc_state(a) == HS_STATE_USED)
-			printf("class: %s\n", reach_of(mark, id));
+		if (hs_alloc_state(a) == HS_STATE_USED) {
+			const char *type = type_of(snap, id, tname, sizeof(tname));
+			printf("class: %s\ntype: %s\n", reach_of(mark, id),
+			       type ? type : "unknown");
+		}
 		if (lr)
 			printf("holds indirectly: %u blocks, %s\n", lr->held_count,
 			       hs_fmt_size(b, lr->held_bytes));
@@ -221,18 +242,25 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 					       r->value - a->addr);
 				else {
 					const struct hs_alloc *s = &heap->allocs[r->id];
-					printf("  %#" PRIx64 " +%#" PRIx64 " (%" PRIu64 " bytes, %s)  -> %s +%#" PRIx64 "\n",
-					       s->addr, r->where - s->addr, (uint64_t)s->size,
+					char *field = hs_cli_field(snap, r->id, r->where - s->addr);
+					printf("  %#" PRIx64 " +%#" PRIx64 "%s%s (%" PRIu64 " bytes, %s)  -> %s +%#" PRIx64 "\n",
+					       s->addr, r->where - s->addr, field ? " " : "",
+					       field ? field : "", (uint64_t)s->size,
 					       reach_of(mark, r->id), how, r->value - a->addr);
+					free(field);
 				}
 			}
 			printf("points to:%s\n", out->n ? "" : " nothing");
 			for (size_t i = 0; i < out->n; i++) {
 				const struct ref *r = &out->v[i];
 				const struct hs_alloc *t = &heap->allocs[r->id];
-				printf("  +%#" PRIx64 "  -> %#" PRIx64 " +%#" PRIx64 " (%" PRIu64 " bytes, %s)\n",
-				       r->where - a->addr, t->addr, r->value - t->addr,
-				       (uint64_t)t->size, reach_of(mark, r->id));
+				char *field = hs_cli_field(snap, id, r->where - a->addr);
+				const char *type = type_of(snap, r->id, tname, sizeof(tname));
+				printf("  +%#" PRIx64 "%s%s  -> %#" PRIx64 " +%#" PRIx64 " (%" PRIu64 " bytes, %s%s%s)\n",
+				       r->where - a->addr, field ? " " : "", field ? field : "",
+				       t->addr, r->value - t->addr, (uint64_t)t->size,
+				       type ? type : "", type ? ", " : "", reach_of(mark, r->id));
+				free(field);
 			}
 			if (in->more || out->more)
 				printf("  (%" PRIu64 " more references not shown)\n",

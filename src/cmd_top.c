@@ -134,6 +134,9 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_error *err = hs_snapshot_retain(snap, &r);
 	if (err)
 		return hs_cli_fail(cli, err);
+	const struct hs_types *types;
+	if (hs_snapshot_types(snap, &types))
+		types = NULL;  /* names without types */
 	size_t nrows = 0;
 	struct root_row *rows = root_rows(snap, &nrows);
 	size_t limit = cli->top_n;
@@ -208,18 +211,21 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 				       (double)r->used_bytes : 0.0,
 			       rows[i].count, rows[i].kind, rows[i].name);
 		printf("\nBLOCKS BY RETAINED SIZE (%zu)\n", ntops);
-		printf("%11s %6s %9s  %-18s %10s  %-10s %s\n", "RETAINED", "SHARE",
-		       "BLOCKS", "ADDRESS", "SIZE", "CLASS", "HELD BY");
+		printf("%11s %6s %9s  %-18s %10s  %-10s %-24s %s\n", "RETAINED", "SHARE",
+		       "BLOCKS", "ADDRESS", "SIZE", "CLASS", "TYPE", "HELD BY");
 		for (size_t i = 0; i < ntops; i++) {
 			uint32_t v = tops[i], id = v - r->base;
 			const struct hs_alloc *a = &snap->heap->allocs[id];
 			hs_cli_node_name(snap, t->idom[v], name, sizeof(name));
-			printf("%11s %5.1f%% %9u  %#-18" PRIx64 " %10s  %-10s %s\n",
+			char tname[600];
+			const char *type = hs_types_name(types, snap->heap, id, tname,
+							 sizeof(tname));
+			printf("%11s %5.1f%% %9u  %#-18" PRIx64 " %10s  %-10s %-24s %s\n",
 			       hs_fmt_size(b1, t->retained[v]),
 			       r->used_bytes ? 100.0 * (double)t->retained[v] /
 				       (double)r->used_bytes : 0.0,
 			       t->retained_count[v], a->addr, hs_fmt_size(b2, a->size),
-			       hs_cli_reach(snap, id), name);
+			       hs_cli_reach(snap, id), type ? type : "-", name);
 		}
 	}
 	free(rows);
