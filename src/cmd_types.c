@@ -10,6 +10,7 @@ struct row {
 	uint64_t size;          /* for untyped rows: the block size */
 	uint64_t count, bytes, retained, leaked_count, leaked_bytes;
 	uint32_t active;        /* during the walk of the dominator tree */
+	bool arrays;            /* some block holds several elements */
 };
 
 struct rows {
@@ -102,6 +103,11 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 			goto nomem;
 		row_of[id] = (uint32_t)k;
 		struct row *x = &rows.v[k];
+		if (x->type != HS_NO_TYPE) {
+			uint64_t tsize = types->reg->v[x->type]->size;
+			if (tsize && a->size / tsize >= 2)
+				x->arrays = true;
+		}
 		x->count++;
 		x->bytes += a->size;
 		uint8_t reach = snap->mark->reach[id];
@@ -183,6 +189,7 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (x->type != HS_NO_TYPE) {
 				hs_jsonw_kstring(&w, "type", types->reg->v[x->type]->name);
 				hs_jsonw_kuint(&w, "type_size", types->reg->v[x->type]->size);
+				hs_jsonw_kbool(&w, "arrays", x->arrays);
 			} else {
 				hs_jsonw_key(&w, "type");
 				hs_jsonw_null(&w);
@@ -209,7 +216,8 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 		for (size_t i = 0; i < m && i < limit; i++) {
 			const struct row *x = &rows.v[i];
 			if (x->type != HS_NO_TYPE)
-				snprintf(name, sizeof(name), "%s", types->reg->v[x->type]->name);
+				snprintf(name, sizeof(name), "%s%s", types->reg->v[x->type]->name,
+					 x->arrays ? "[]" : "");
 			else
 				snprintf(name, sizeof(name), "(untyped, %" PRIu64 " bytes)", x->size);
 			printf("%11s %9" PRIu64 " %11s %9" PRIu64 " %11s  %s\n",
