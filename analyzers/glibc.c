@@ -434,8 +434,10 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			break;
 		}
 		uint64_t size, nsize;
-		if (p + 16 <= base_hi && p >= base_lo)
+		if (p + 16 <= base_hi && p >= base_lo) {
 			memcpy(&size, base + (p + g->mc_size - base_lo), 8);
+			hs_core_touch(g->core, p + g->mc_size, 8);
+		}
 		else if (!rd64(g, p + g->mc_size, &size)) {
 			hs_log_warn(g->log, "arena %zu: chunk at %#llx is not in the core (truncated?); rest of this heap skipped",
 				    idx, (unsigned long long)p);
@@ -477,8 +479,10 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		uint64_t next = p + csz;
 		bool inuse = true;
 		if (next < end) {
-			if (next + 16 <= base_hi && next >= base_lo)
+			if (next + 16 <= base_hi && next >= base_lo) {
 				memcpy(&nsize, base + (next + g->mc_size - base_lo), 8);
+				hs_core_touch(g->core, next + g->mc_size, 8);
+			}
 			else if (!rd64(g, next + g->mc_size, &nsize))
 				nsize = PREV_INUSE;
 			inuse = nsize & PREV_INUSE;
@@ -909,6 +913,7 @@ static struct hs_error *scan_mmapped(struct gl *g)
 			    (err = hs_heap_add_region(g->heap, q - prev, q + csz,
 						      HS_REGION_MMAPPED)))
 				return err;
+			hs_core_touch(g->core, q, 16);  /* the header */
 			g->heap->mmap_count++;
 			g->heap->mmap_bytes += prev + csz;
 			q += csz;

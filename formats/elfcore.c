@@ -445,6 +445,33 @@ const struct hs_core_file *hs_core_find_file(const struct hs_core *core,
 	return NULL;
 }
 
+static void trace_file(const struct hs_core *core, uint64_t off, uint64_t len)
+{
+	for (uint64_t w = off / 8; w <= (off + len - 1) / 8; w++)
+		__atomic_fetch_or(&core->trace[w / 64], 1ull << (w % 64),
+				  __ATOMIC_RELAXED);
+}
+
+void hs_core_touch(const struct hs_core *core, uint64_t addr, size_t len)
+{
+	if (!core->trace || !len)
+		return;
+	uint64_t done = 0;
+	while (done < len) {
+		const struct hs_core_segment *s = hs_core_find_segment(core, addr + done);
+		if (!s)
+			return;
+		uint64_t off = addr + done - s->vaddr;
+		if (off >= s->avail)
+			return;
+		uint64_t n = s->avail - off;
+		if (n > len - done)
+			n = len - done;
+		trace_file(core, s->offset + off, n);
+		done += n;
+	}
+}
+
 /* Reads as much as possible; returns the number of bytes read. */
 static size_t read_partial(const struct hs_core *core, uint64_t addr,
 			   uint8_t *buf, size_t len)
@@ -463,6 +490,8 @@ static size_t read_partial(const struct hs_core *core, uint64_t addr,
 			if (m > n)
 				m = n;
 			memcpy(buf + done, core->data + s->offset + off, m);
+			if (core->trace)
+				trace_file(core, s->offset + off, m);
 			done += m;
 			continue;
 		}
@@ -482,6 +511,8 @@ bool hs_core_read_quiet(const struct hs_core *core, uint64_t addr, void *buf,
 		uint64_t off = addr - s->vaddr;
 		if (off < s->avail && len <= s->avail - off) {
 			memcpy(buf, core->data + s->offset + off, len);
+			if (core->trace && len)
+				trace_file(core, s->offset + off, len);
 			return true;
 		}
 	}

@@ -97,6 +97,11 @@ struct hs_core {
 	struct hs_core_siginfo siginfo;
 	uint64_t page_size;
 	bool truncated;                 /* some segment or note cut short */
+	/* While set, reads through hs_core_read* and hs_core_touch mark the
+	 * file's 8-byte words they cover (one bit each): redaction keeps
+	 * what the allocator walk and the roots read.  Owned by whoever set
+	 * it; bulk scans (hs_core_ptr) are not traced. */
+	uint64_t *trace;
 };
 
 /* Opens and validates path; warnings (truncation ...) go to log. */
@@ -127,6 +132,9 @@ static inline bool hs_core_read_u64(const struct hs_core *core, uint64_t addr,
 /* A pointer to len bytes at addr that lie entirely in one segment's file data
  * (zero copy), or NULL. */
 const void *hs_core_ptr(const struct hs_core *core, uint64_t addr, size_t len);
+
+/* Marks [addr, addr+len) as read, when tracing (see hs_core.trace). */
+void hs_core_touch(const struct hs_core *core, uint64_t addr, size_t len);
 
 /* Value of auxv entry type, or false. */
 bool hs_core_auxv(const struct hs_core *core, uint64_t type, uint64_t *ret);

@@ -37,6 +37,9 @@ struct hs_cli {
 	size_t top_n;
 	bool top_n_set;
 	bool all;
+	/* redact */
+	const char *out;
+	bool keep_strings;
 };
 
 int hs_cmd_info(struct hs_cli *cli, struct hs_snapshot *snap);
@@ -47,6 +50,10 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap);
+
+/* Prints "heapsift: MESSAGE (see heapsift --help)", returns the usage code. */
+int hs_cli_usage(const struct hs_cli *cli, const char *message);
 
 /* Prints "heapsift: MESSAGE" and returns the exit code for err. */
 int hs_cli_fail(const struct hs_cli *cli, const struct hs_error *err);

@@ -27,6 +27,8 @@ static const char usage_text[] =
 	"          blocks it dominates (-n N)\n"
 	"  types   per type (C++ vtables, DWARF types): count, bytes, retained,\n"
 	"          leaked (-n N rows)\n"
+	"  redact  heapsift redact CORE -o OUT [--keep-strings]: a copy of the core\n"
+	"          without the program's data, that analyzes the same\n"
 	"\n"
 	"options:\n"
 	"  --exe BINARY       the executable, when the core's path to it is gone\n"
@@ -50,6 +52,13 @@ static int usage_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, " (see heapsift --help)\n");
 	va_end(ap);
+	return HS_EXIT_USAGE;
+}
+
+int hs_cli_usage(const struct hs_cli *cli, const char *message)
+{
+	(void)cli;
+	fprintf(stderr, "heapsift: %s (see heapsift --help)\n", message);
 	return HS_EXIT_USAGE;
 }
 
@@ -99,7 +108,7 @@ static bool parse_size(const char *s, uint64_t *ret)
 enum {
 	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
-	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL,
+	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
 };
 
 /* Which command takes which command-specific option. */
@@ -110,6 +119,7 @@ enum {
 	TAKES_ADDR = 1 << 3,
 	TAKES_N = 1 << 4,
 	TAKES_ALL = 1 << 5,
+	TAKES_OUT = 1 << 6,
 };
 
 static const struct option long_opts[] = {
@@ -127,6 +137,7 @@ static const struct option long_opts[] = {
 	{"threads", required_argument, NULL, OPT_THREADS},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"all", no_argument, NULL, OPT_ALL},
+	{"keep-strings", no_argument, NULL, OPT_KEEP_STRINGS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -145,6 +156,7 @@ static const struct command commands[] = {
 	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N},
 	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N},
 	{"types", hs_cmd_types, TAKES_N},
+	{"redact", hs_cmd_redact, TAKES_OUT},
 };
 
 static int not_an_option_of(const struct command *cmd, const char *opt)
@@ -210,7 +222,7 @@ int main(int argc, char **argv)
 	int c;
 	bool stats = false;
 	const char *addr = NULL;
-	while ((c = getopt_long(argc, argv, "+:n:", long_opts, NULL)) != -1 ||
+	while ((c = getopt_long(argc, argv, "+:n:o:", long_opts, NULL)) != -1 ||
 	       optind < argc) {
 		if (c == -1) {
 			/* a positional argument: the core, then an address */
@@ -261,6 +273,16 @@ int main(int argc, char **argv)
 			cli.top_n_set = true;
 			break;
 		}
+		case 'o':
+			if (!(cmd->takes & TAKES_OUT))
+				return not_an_option_of(cmd, "-o");
+			cli.out = optarg;
+			break;
+		case OPT_KEEP_STRINGS:
+			if (!(cmd->takes & TAKES_OUT))
+				return not_an_option_of(cmd, "--keep-strings");
+			cli.keep_strings = true;
+			break;
 		case OPT_ALL:
 			if (!(cmd->takes & TAKES_ALL))
 				return not_an_option_of(cmd, "--all");

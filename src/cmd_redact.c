@@ -1,0 +1,65 @@
+/* heapsift redact: a core to share, without the program's data. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analyzers/redact.h"
+#include "formats/jsonw.h"
+#include "src/cli.h"
+
+int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	if (!cli->out)
+		return hs_cli_usage(cli, "redact needs -o OUT");
+	struct stat a, b;
+	if (stat(cli->out, &b) == 0 && stat(cli->core, &a) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return hs_cli_usage(cli, "-o OUT must not be the input core");
+	struct hs_core *core = snap->core;
+	uint64_t *trace = calloc(core->size / 512 + 2, sizeof(uint64_t));
+	if (!trace)
+		return hs_cli_fail(cli, &hs_error_nomem);
+	/* what the analysis reads, traced: modules, the heap walk, roots */
+	core->trace = trace;
+	struct hs_dwarf *dw;
+	const struct hs_heap *heap;
+	const struct hs_roots *roots;
+	const struct hs_error *err;
+	if ((err = hs_snapshot_dwarf(snap, &dw)) ||
+	    (err = hs_snapshot_heap(snap, &heap)) ||
+	    (err = hs_snapshot_roots(snap, &roots))) {
+		core->trace = NULL;
+		free(trace);
+		return hs_cli_fail(cli, err);
+	}
+	hs_redact_touch_modules(core, dw);
+	core->trace = NULL;
+	struct hs_redact_options o = {.keep_strings = cli->keep_strings};
+	struct hs_redact_stats st = {0};
+	struct hs_error *werr = hs_redact_write(core, trace, &o, cli->out, &st);
+	free(trace);
+	if (werr) {
+		int rc = hs_cli_fail(cli, werr);
+		hs_error_destroy(werr);
+		return rc;
+	}
+	if (cli->format == HS_FORMAT_JSON) {
+		struct hs_jsonw w;
+		hs_jsonw_init(&w, stdout, true);
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kstring(&w, "output", cli->out);
+		hs_jsonw_kuint(&w, "writable_words", st.writable_words);
+		hs_jsonw_kuint(&w, "zeroed_words", st.zeroed_words);
+		hs_jsonw_kbool(&w, "strings_kept", cli->keep_strings);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_finish(&w);
+	} else {
+		printf("wrote %s: %" PRIu64 " of %" PRIu64 " words of writable memory zeroed (%.1f%%)%s\n",
+		       cli->out, st.zeroed_words, st.writable_words,
+		       st.writable_words ? 100.0 * (double)st.zeroed_words /
+			       (double)st.writable_words : 0.0,
+		       cli->keep_strings ? "; strings kept" : "");
+	}
+	return HS_EXIT_OK;
+}
