@@ -1,0 +1,3 @@
+# Redaction: secrets gone, analysis unchanged.
+hs_fixture(secrets fixtures/secrets.c)
+hs_pytest(redact test_redact.py)
