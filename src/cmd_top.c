@@ -3,80 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/summary.h"
 #include "src/cli_retain.h"
-
-struct root_row {
-	const char *name;
-	const char *kind;
-	uint64_t retained;
-	uint64_t count;
-};
-
-static int cmp_row(const void *a, const void *b)
-{
-	const struct root_row *x = a, *y = b;
-	if (x->retained != y->retained)
-		return x->retained > y->retained ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	const struct root_row *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-	return c ? c : strcmp(x->kind, y->kind);
-}
-
-/* Roots of one name (a root range split around heap regions, say) are
- * one row; "shared" (blocks held by several roots) and "leaked" are rows
- * too, so that the rows add up to the heap. */
-static struct root_row *root_rows(struct hs_snapshot *snap, size_t *count)
-{
-	const struct hs_retain *r = snap->retain;
-	const struct hs_domtree *t = r->tree;
-	size_t n = r->nroots + 2;
-	struct root_row *rows = calloc(n, sizeof(*rows));
-	if (!rows)
-		return NULL;
-	size_t k = 0;
-	for (uint32_t i = 0; i < r->nroots; i++) {
-		uint32_t node = HS_NODE_FIRST_ROOT + i;
-		if (!t->retained[node])
-			continue;  /* holds nothing alone */
-		rows[k++] = (struct root_row){
-			.name = snap->roots->roots[i].name,
-			.kind = hs_root_kind_names[snap->roots->roots[i].kind],
-			.retained = t->retained[node],
-			.count = hs_cli_blocks(r, node),
-		};
-	}
-	qsort(rows, k, sizeof(*rows), cmp_name);
-	size_t m = 0;
-	for (size_t i = 0; i < k; i++) {
-		if (m && !strcmp(rows[m - 1].name, rows[i].name)) {
-			rows[m - 1].retained += rows[i].retained;
-			rows[m - 1].count += rows[i].count;
-		} else {
-			rows[m++] = rows[i];
-		}
-	}
-	uint64_t shared = 0, shared_count = 0;
-	for (uint32_t v = r->base; v < t->n; v++)
-		if (t->idom[v] == HS_NODE_SUPER) {
-			shared += t->retained[v];
-			shared_count += t->retained_count[v];
-		}
-	if (shared)
-		rows[m++] = (struct root_row){"(held by several roots, none alone)",
-					      "shared", shared, shared_count};
-	if (t->retained[HS_NODE_LEAKED])
-		rows[m++] = (struct root_row){"(leaked: no root holds these)", "leaked",
-					      t->retained[HS_NODE_LEAKED],
-					      hs_cli_blocks(r, HS_NODE_LEAKED)};
-	qsort(rows, m, sizeof(*rows), cmp_row);
-	*count = m;
-	return rows;
-}
 
 /* The n allocation nodes of largest retained size, biggest first (a
  * bounded min-heap: no sort of millions). */
@@ -138,12 +66,14 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 	if (hs_snapshot_types(snap, &types))
 		types = NULL;  /* names without types */
 	size_t nrows = 0;
-	struct root_row *rows = root_rows(snap, &nrows);
+	struct hs_root_row *rows = NULL;
+	struct hs_error *e = hs_root_rows(r, snap->roots, &rows, &nrows);
+	if (e)
+		return hs_cli_fail(cli, e);
 	size_t limit = cli->top_n;
 	uint32_t *tops = malloc((limit ? limit : 1) * sizeof(*tops));
-	if (!rows || !tops) {
+	if (!tops) {
 		free(rows);
-		free(tops);
 		return hs_cli_fail(cli, &hs_error_nomem);
 	}
 	size_t ntops = top_allocs(r, limit, tops);

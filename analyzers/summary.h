@@ -1,0 +1,52 @@
+/* Per-type and per-root summaries of a heap, shared by `types`, `top` and
+ * the comparison of snapshots. */
+#ifndef HS_SUMMARY_H
+#define HS_SUMMARY_H
+
+#include "analyzers/mark.h"
+#include "analyzers/retain.h"
+#include "analyzers/types.h"
+
+struct hs_type_row {
+	char *label;            /* "struct session", "char[]", "(untyped, 40 bytes)" */
+	uint32_t type;          /* registry index, HS_NO_TYPE for untyped rows */
+	uint64_t size;          /* untyped rows: the block size */
+	bool arrays;            /* some block holds several elements */
+	uint64_t count, bytes, retained, leaked_count, leaked_bytes;
+};
+
+/* One row per type and one per size of untyped blocks, biggest retained
+ * first.  Retained counts each block once: only where no dominator above
+ * it has its row (a walk of the dominator tree).  types may be NULL (all
+ * untyped). */
+struct hs_error *hs_type_rows(const struct hs_heap *heap,
+			      const struct hs_mark *mark,
+			      const struct hs_retain *retain,
+			      const struct hs_types *types,
+			      struct hs_type_row **ret, size_t *count);
+void hs_type_rows_free(struct hs_type_row *rows, size_t count);
+
+/* The row label of allocation id (as in hs_type_rows); buf of 600 bytes. */
+const char *hs_type_label(const struct hs_heap *heap,
+			  const struct hs_types *types, uint32_t id, char *buf,
+			  size_t len);
+
+struct hs_root_row {
+	const char *name;       /* borrowed from the roots, or a constant */
+	const char *kind;
+	uint64_t retained, count;
+};
+
+/* One row per root name that retains something alone, plus "shared"
+ * (blocks held by several roots, none alone) and "leaked", biggest first:
+ * the rows add up to the heap. */
+struct hs_error *hs_root_rows(const struct hs_retain *retain,
+			      const struct hs_roots *roots,
+			      struct hs_root_row **ret, size_t *count);
+
+/* For every node, the root node that dominates it (HS_NODE_SUPER when
+ * several do, HS_NODE_LEAKED for leaked blocks); malloc'ed. */
+struct hs_error *hs_retain_root_of(const struct hs_retain *retain,
+				   uint32_t **ret);
+
+#endif
