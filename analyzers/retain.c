@@ -140,6 +140,22 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 			r->used_count++;
 		}
 	}
+	const struct hs_domtree *t = r->tree;
+	r->largest_child = malloc((size_t)t->n * sizeof(uint32_t));
+	if (!r->largest_child) {
+		err = &hs_error_nomem;
+		goto fail;
+	}
+	memset(r->largest_child, 0xff, (size_t)t->n * sizeof(uint32_t));
+	for (uint32_t v = 1; v < t->n; v++) {
+		uint32_t p = t->idom[v];
+		if (p == HS_DOM_NONE || p == v)
+			continue;
+		uint32_t b = r->largest_child[p];
+		if (b == HS_DOM_NONE || t->retained[v] > t->retained[b] ||
+		    (t->retained[v] == t->retained[b] && v < b))
+			r->largest_child[p] = v;
+	}
 	*ret = r;
 	return NULL;
 fail:
@@ -154,6 +170,7 @@ void hs_retain_destroy(struct hs_retain *r)
 	if (!r)
 		return;
 	hs_domtree_destroy(r->tree);
+	free(r->largest_child);
 	free(r->head_off);
 	free(r->head_adj);
 	free(r);
@@ -219,21 +236,36 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 }
 
 uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
-				double keep, uint32_t *depth)
+				double keep,
+				bool (*same_kind)(void *arg, uint32_t a, uint32_t b),
+				void *arg, uint32_t *depth, uint32_t *chain)
 {
-	/* largest child per node, found in one pass over the idoms */
 	const struct hs_domtree *t = r->tree;
 	uint32_t d = 0;
+	*chain = 0;
 	for (;;) {
-		uint32_t best = HS_DOM_NONE;
-		for (uint32_t v = 0; v < t->n; v++)
-			if (v != node && t->idom[v] == node &&
-			    (best == HS_DOM_NONE || t->retained[v] > t->retained[best]))
-				best = v;
+		uint32_t best = r->largest_child[node];
 		if (best == HS_DOM_NONE ||
 		    (double)t->retained[best] < keep * (double)t->retained[node] ||
-		    d >= 1000)
+		    d >= (1u << 24))
 			break;
+		/* the head of a chain of one kind: count the chain, stop */
+		if (same_kind && hs_retain_is_alloc(r, best) &&
+		    r->largest_child[best] != HS_DOM_NONE &&
+		    same_kind(arg, best, r->largest_child[best])) {
+			uint32_t n = 1, x = best;
+			while (r->largest_child[x] != HS_DOM_NONE &&
+			       same_kind(arg, x, r->largest_child[x]) && n < (1u << 30)) {
+				x = r->largest_child[x];
+				n++;
+			}
+			if (n >= 3) {
+				*chain = n;
+				node = best;
+				d++;
+				break;
+			}
+		}
 		node = best;
 		d++;
 	}

@@ -26,6 +26,8 @@ struct hs_retain {
 	uint32_t *head_off, *head_adj;
 	uint64_t used_bytes;        /* bytes of the program's used blocks */
 	uint64_t used_count;
+	uint32_t *largest_child;    /* per node: its dominated child of largest
+				     * retained size, HS_DOM_NONE if none */
 };
 
 struct hs_error *hs_retain_compute(const struct hs_core *core,
@@ -68,9 +70,14 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 
 /* Walks down from node to its largest dominated child while the child keeps
  * at least `keep` (0.7) of its parent's retained size; returns the node
- * where the drop comes (MAT's accumulation point) and the depth. */
+ * where the drop comes (MAT's accumulation point) and the depth.  A chain
+ * (a linked list: each block dominating the next, all of one kind, as
+ * same_kind says) keeps that ratio to its end; the walk stops at the
+ * chain's head instead, and *chain counts its blocks (0 when none). */
 uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
-				double keep, uint32_t *depth);
+				double keep,
+				bool (*same_kind)(void *arg, uint32_t a, uint32_t b),
+				void *arg, uint32_t *depth, uint32_t *chain);
 
 /* Shortest retainer paths to allocation `target`: a BFS from the super-root
  * gives each node its parent; *parent (n entries, HS_DOM_NONE when

@@ -40,6 +40,10 @@ struct hs_cli {
 	/* redact */
 	const char *out;
 	bool keep_strings;
+	/* diff: every core named, in order */
+	const char **cores;
+	size_t ncores;
+	bool force;
 };
 
 int hs_cmd_info(struct hs_cli *cli, struct hs_snapshot *snap);
@@ -51,6 +55,8 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap);
+/* Opens its own snapshots (snap is NULL). */
+int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);
 
 /* Prints "heapsift: MESSAGE (see heapsift --help)", returns the usage code. */
 int hs_cli_usage(const struct hs_cli *cli, const char *message);

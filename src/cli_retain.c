@@ -95,6 +95,27 @@ uint32_t hs_cli_blocks(const struct hs_retain *r, uint32_t node)
 	return r->tree->retained_count[node] - (hs_retain_is_alloc(r, node) ? 0 : 1);
 }
 
+/* Blocks of one kind: the same type, or the same size when untyped. */
+static bool same_kind(void *arg, uint32_t a, uint32_t b)
+{
+	struct hs_snapshot *snap = arg;
+	const struct hs_retain *r = snap->retain;
+	if (!hs_retain_is_alloc(r, a) || !hs_retain_is_alloc(r, b))
+		return false;
+	uint32_t x = a - r->base, y = b - r->base;
+	struct hs_dtype *tx = hs_types_of(snap->types, x), *ty = hs_types_of(snap->types, y);
+	if (tx || ty)
+		return tx == ty;
+	return snap->heap->allocs[x].size == snap->heap->allocs[y].size;
+}
+
+static uint32_t accumulation(struct hs_snapshot *snap, uint32_t node,
+			     uint32_t *depth, uint32_t *chain)
+{
+	return hs_retain_accumulation(snap->retain, node, HS_ACCUMULATION_KEEP,
+				      same_kind, snap, depth, chain);
+}
+
 void hs_cli_suspects_text(struct hs_snapshot *snap)
 {
 	const struct hs_retain *r = snap->retain;
@@ -124,14 +145,17 @@ void hs_cli_suspects_text(struct hs_snapshot *snap)
 		printf("%3zu. %s holds %s (%.1f%%) in %u blocks\n", i + 1, name,
 		       hs_fmt_size(b1, r->tree->retained[x]),
 		       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
-		uint32_t depth;
-		uint32_t acc = hs_retain_accumulation(r, x, HS_ACCUMULATION_KEEP, &depth);
+		uint32_t depth, chain;
+		uint32_t acc = accumulation(snap, x, &depth, &chain);
 		if (acc != x) {
 			hs_cli_node_name(snap, acc, name, sizeof(name));
-			printf("     accumulation point, %u level%s down: %s holds %s (%.1f%%) in %u blocks\n",
+			printf("     accumulation point, %u level%s down: %s holds %s (%.1f%%) in %u blocks",
 			       depth, depth == 1 ? "" : "s", name,
 			       hs_fmt_size(b1, r->tree->retained[acc]),
 			       share(r, r->tree->retained[acc]), hs_cli_blocks(r, acc));
+			if (chain)
+				printf(": the head of a chain of %u such blocks", chain);
+			printf("\n");
 		}
 	}
 	free(s);
@@ -148,13 +172,13 @@ void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap)
 		for (size_t i = 0; i < n; i++) {
 			hs_jsonw_object_begin(w);
 			hs_cli_json_node(w, snap, s[i]);
-			uint32_t depth;
-			uint32_t acc = hs_retain_accumulation(r, s[i], HS_ACCUMULATION_KEEP,
-							      &depth);
+			uint32_t depth, chain;
+			uint32_t acc = accumulation(snap, s[i], &depth, &chain);
 			hs_jsonw_key(w, "accumulation_point");
 			hs_jsonw_object_begin(w);
 			hs_cli_json_node(w, snap, acc);
 			hs_jsonw_kuint(w, "depth", depth);
+			hs_jsonw_kuint(w, "chain", chain);
 			hs_jsonw_object_end(w);
 			hs_jsonw_object_end(w);
 		}

@@ -29,6 +29,9 @@ static const char usage_text[] =
 	"          leaked (-n N rows)\n"
 	"  redact  heapsift redact CORE -o OUT [--keep-strings]: a copy of the core\n"
 	"          without the program's data, that analyzes the same\n"
+	"  diff    heapsift diff CORE1 CORE2 [CORE3 ...] (or heapdiff ...): what\n"
+	"          grew per type and per root, and the trend over 3 or more\n"
+	"          (--force: cores of different builds)\n"
 	"\n"
 	"options:\n"
 	"  --exe BINARY       the executable, when the core's path to it is gone\n"
@@ -109,6 +112,7 @@ enum {
 	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
+	OPT_FORCE,
 };
 
 /* Which command takes which command-specific option. */
@@ -120,6 +124,7 @@ enum {
 	TAKES_N = 1 << 4,
 	TAKES_ALL = 1 << 5,
 	TAKES_OUT = 1 << 6,
+	TAKES_CORES = 1 << 7,   /* several cores; the command opens them */
 };
 
 static const struct option long_opts[] = {
@@ -138,6 +143,7 @@ static const struct option long_opts[] = {
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"all", no_argument, NULL, OPT_ALL},
 	{"keep-strings", no_argument, NULL, OPT_KEEP_STRINGS},
+	{"force", no_argument, NULL, OPT_FORCE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -157,6 +163,7 @@ static const struct command commands[] = {
 	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N},
 	{"types", hs_cmd_types, TAKES_N},
 	{"redact", hs_cmd_redact, TAKES_OUT},
+	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N},
 };
 
 static int not_an_option_of(const struct command *cmd, const char *opt)
@@ -202,6 +209,21 @@ static void print_stats(const struct hs_snapshot *s, double total)
 int main(int argc, char **argv)
 {
 	struct hs_cli cli = {.prog = "heapsift", .state = HS_STATE_USED, .top_n = 20};
+	/* heapdiff is heapsift diff */
+	const char *base = strrchr(argv[0], '/');
+	base = base ? base + 1 : argv[0];
+	char **args = argv;
+	char *diff_argv[argc + 2];
+	if (!strcmp(base, "heapdiff")) {
+		diff_argv[0] = argv[0];
+		diff_argv[1] = (char *)"diff";
+		for (int i = 1; i < argc; i++)
+			diff_argv[i + 1] = argv[i];
+		diff_argv[argc + 1] = NULL;
+		argc++;
+		args = diff_argv;
+	}
+	argv = args;
 	if (argc < 2)
 		return usage_error("%s", "missing COMMAND");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
@@ -226,7 +248,15 @@ int main(int argc, char **argv)
 	       optind < argc) {
 		if (c == -1) {
 			/* a positional argument: the core, then an address */
-			if (!cli.core)
+			if (cmd->takes & TAKES_CORES) {
+				if (!cli.cores)
+					cli.cores = calloc((size_t)argc, sizeof(*cli.cores));
+				if (!cli.cores)
+					return usage_error("%s", "out of memory");
+				cli.cores[cli.ncores++] = argv[optind++];
+				if (!cli.core)
+					cli.core = cli.cores[0];
+			} else if (!cli.core)
 				cli.core = argv[optind++];
 			else if ((cmd->takes & TAKES_ADDR) && !addr)
 				addr = argv[optind++];
@@ -282,6 +312,11 @@ int main(int argc, char **argv)
 			if (!(cmd->takes & TAKES_OUT))
 				return not_an_option_of(cmd, "--keep-strings");
 			cli.keep_strings = true;
+			break;
+		case OPT_FORCE:
+			if (!(cmd->takes & TAKES_CORES))
+				return not_an_option_of(cmd, "--force");
+			cli.force = true;
 			break;
 		case OPT_ALL:
 			if (!(cmd->takes & TAKES_ALL))
@@ -344,6 +379,13 @@ int main(int argc, char **argv)
 
 	cli.opts.warnings = cli.quiet ? NULL : stderr;
 	cli.opts.progress = !cli.quiet && isatty(STDERR_FILENO);
+	if (cmd->takes & TAKES_CORES) {
+		int rc = cmd->run(&cli, NULL);
+		free(cli.cores);
+		if (fflush(stdout) != 0)
+			return rc ? rc : HS_EXIT_ANALYSIS;
+		return rc;
+	}
 	struct hs_snapshot *snap;
 	double t_start = hs_now();
 	struct hs_error *err = hs_snapshot_open(cli.core, &cli.opts, &snap);
