@@ -421,6 +421,83 @@ static struct hs_error *unexplained(struct builder *b)
 	return end_phase(b);
 }
 
+static bool live_tid(const struct hs_core *core, int32_t tid)
+{
+	for (size_t t = 0; t < core->nthreads; t++)
+		if (core->threads[t].tid == tid)
+			return true;
+	return false;
+}
+
+/* The stacks glibc keeps for threads that have exited (ld.so's
+ * _dl_stack_cache, and _dl_stack_used entries of threads not in the core):
+ * their frames and TLS are dead, so they are explained and no root.  The
+ * cached thread's dtv stays held by glibc (header.dtv): a value root. */
+static struct hs_error *dead_thread_stacks(struct builder *b)
+{
+	struct hs_module *ld = hs_dwarf_find_module(b->dw, "ld-linux");
+	struct hs_module *libc = hs_dwarf_find_module(b->dw, "libc.so");
+	const struct hs_layout *rg, *pt, *tcb;
+	uint64_t rtld, off_used, off_cache, off_list, off_tid, off_sb, off_sbsize,
+		off_dtv;
+	struct hs_error *err;
+	if (!ld || !libc)
+		return NULL;
+	if ((err = hs_dwarf_symbol(b->dw, ld, "_rtld_global", &rtld, NULL, NULL)) ||
+	    (err = hs_dwarf_layout(b->dw, ld, "struct rtld_global", &rg)) ||
+	    (err = hs_layout_member(rg, "_dl_stack_used", &off_used, NULL)) ||
+	    (err = hs_layout_member(rg, "_dl_stack_cache", &off_cache, NULL)) ||
+	    (err = hs_dwarf_layout(b->dw, libc, "struct pthread", &pt)) ||
+	    (err = hs_layout_member(pt, "list", &off_list, NULL)) ||
+	    (err = hs_layout_member(pt, "tid", &off_tid, NULL)) ||
+	    (err = hs_layout_member(pt, "stackblock", &off_sb, NULL)) ||
+	    (err = hs_layout_member(pt, "stackblock_size", &off_sbsize, NULL)) ||
+	    (err = hs_dwarf_layout(b->dw, libc, "tcbhead_t", &tcb)) ||
+	    (err = hs_layout_member(tcb, "dtv", &off_dtv, NULL))) {
+		/* without ld.so's and libc's DWARF, cached stacks are
+		 * unexplained memory: roots, as before */
+		bool nomem = err == &hs_error_nomem;
+		hs_error_destroy(err);
+		return nomem ? &hs_error_nomem : NULL;
+	}
+	uint64_t heads[2] = {rtld + off_used, rtld + off_cache};
+	for (int h = 0; h < 2; h++) {
+		uint64_t p;
+		if (!hs_core_read_u64(b->core, heads[h], &p))
+			continue;
+		for (int n = 0; p && p != heads[h] && n < 65536; n++) {
+			uint64_t pd = p - off_list, sb, size, dtv, next;
+			int32_t tid;
+			if (!hs_core_read_quiet(b->core, pd + off_tid, &tid, sizeof(tid)) ||
+			    !hs_core_read_u64(b->core, pd + off_sb, &sb) ||
+			    !hs_core_read_u64(b->core, pd + off_sbsize, &size) ||
+			    !hs_core_read_u64(b->core, p, &next))
+				break;
+			if (!live_tid(b->core, tid) && sb && size < (1ull << 40)) {
+				if ((err = iv_add(&b->pending, sb, sb + size)))
+					return err;
+				const struct hs_alloc *a;
+				if (hs_core_read_u64(b->core, pd + off_dtv, &dtv) && dtv &&
+				    (a = hs_heap_find(b->heap, dtv)) && a->addr == dtv - 16) {
+					char *name;
+					if (asprintf(&name, "dtv of an exited thread's cached stack at %#llx",
+						     (unsigned long long)sb) < 0)
+						return &hs_error_nomem;
+					struct hs_root root = {.value = a->addr,
+							       .kind = HS_ROOT_TLS,
+							       .thread = -1, .name = name};
+					if ((err = push_root(b->r, &root))) {
+						free(name);
+						return err;
+					}
+				}
+			}
+			p = next;
+		}
+	}
+	return end_phase(b);
+}
+
 static int cmp_root(const void *a, const void *b)
 {
 	const struct hs_root *x = a, *y = b;
@@ -510,6 +587,8 @@ static struct hs_error *build(struct builder *b,
 			return err;
 	}
 	if ((err = end_phase(b)))
+		return err;
+	if ((err = dead_thread_stacks(b)))
 		return err;
 	if (opts->unexplained && (err = unexplained(b)))
 		return err;
