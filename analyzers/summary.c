@@ -59,7 +59,7 @@ const char *hs_type_label(const struct hs_heap *heap,
 	struct hs_dtype *d = hs_types_of(types, id);
 	if (d)
 		snprintf(buf, len, "%s%s", d->name,
-			 d->size && heap->allocs[id].size / d->size >= 2 ? "[]" : "");
+			 hs_types_count(types, heap, id) >= 2 ? "[]" : "");
 	else
 		snprintf(buf, len, "(untyped, %llu bytes)",
 			 (unsigned long long)heap->allocs[id].size);
@@ -106,11 +106,8 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			goto out;
 		row_of[id] = (uint32_t)k;
 		struct hs_type_row *x = &rows.v[k];
-		if (ty != HS_NO_TYPE) {
-			uint64_t tsize = types->reg->v[ty]->size;
-			if (tsize && a->size / tsize >= 2)
-				x->arrays = true;
-		}
+		if (ty != HS_NO_TYPE && hs_types_count(types, heap, id) >= 2)
+			x->arrays = true;
 		x->count++;
 		x->bytes += a->size;
 		uint8_t reach = mark->reach[id];

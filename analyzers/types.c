@@ -270,6 +270,25 @@ static struct hs_error *seed_vtables(struct ctx *c)
 		uint32_t before = t->type_of[id];
 		if (!assign(c, id, d, FROM_VTABLE))
 			return &hs_error_nomem;
+		/* an array of such objects: each element starts with the vptr */
+		uint32_t k = 1;
+		while (d->size && (k + 1) * d->size <= a->size) {
+			uint64_t w;
+			if (!hs_core_read_u64(c->core, a->addr + k * d->size, &w) || w != w0)
+				break;
+			k++;
+		}
+		if (k > 1 && t->type_of[id] == d->index) {
+			if (t->nvarrays == t->capvarrays) {
+				size_t cap = t->capvarrays ? 2 * t->capvarrays : 64;
+				struct hs_types_count *v = realloc(t->varrays, cap * sizeof(*v));
+				if (!v)
+					return &hs_error_nomem;
+				t->varrays = v;
+				t->capvarrays = cap;
+			}
+			t->varrays[t->nvarrays++] = (struct hs_types_count){id, k};
+		}
 		if (t->type_of[id] != before) {
 			if (vt)
 				t->from_vtable++;
@@ -331,7 +350,7 @@ static struct hs_error *propagate(struct ctx *c)
 		const struct hs_alloc *a = &c->heap->allocs[id];
 		if (!d->size)
 			continue;
-		uint64_t k = a->size / d->size;
+		uint64_t k = hs_types_count(t, c->heap, id);
 		for (uint64_t e = 0; e < k; e++) {
 			struct hs_error *err = scan_object(c, d, a->addr + e * d->size,
 							   d->size);
@@ -392,7 +411,30 @@ void hs_types_destroy(struct hs_types *t)
 	hs_dtypes_destroy(t->reg);
 	free(t->type_of);
 	free(t->conflict_example);
+	free(t->varrays);
 	free(t);
+}
+
+uint64_t hs_types_count(const struct hs_types *t, const struct hs_heap *heap,
+			uint32_t id)
+{
+	struct hs_dtype *d = hs_types_of(t, id);
+	if (!d || !d->size)
+		return 1;
+	if (d->from_vtable) {
+		/* ids were added in increasing order */
+		size_t lo = 0, hi = t->nvarrays;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (t->varrays[mid].id < id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return lo < t->nvarrays && t->varrays[lo].id == id ? t->varrays[lo].count : 1;
+	}
+	uint64_t k = heap->allocs[id].size / d->size;
+	return k ? k : 1;
 }
 
 const char *hs_types_name(const struct hs_types *t, const struct hs_heap *heap,
@@ -401,7 +443,7 @@ const char *hs_types_name(const struct hs_types *t, const struct hs_heap *heap,
 	struct hs_dtype *d = hs_types_of(t, id);
 	if (!d)
 		return NULL;
-	uint64_t k = d->size ? heap->allocs[id].size / d->size : 1;
+	uint64_t k = hs_types_count(t, heap, id);
 	if (k >= 2)
 		snprintf(buf, len, "%s[%llu]", d->name, (unsigned long long)k);
 	else

@@ -33,6 +33,13 @@ struct hs_types {
 	char *conflict_example;
 	size_t nvtables;
 	size_t nvariables;
+	/* blocks holding several objects of a vtable type, by id: for those
+	 * the count is how many elements start with the vptr, not size /
+	 * sizeof (a class with only a vptr is 8 bytes in a 24-byte block) */
+	struct hs_types_count {
+		uint32_t id, count;
+	} *varrays;
+	size_t nvarrays, capvarrays;
 };
 
 struct hs_error *hs_types_compute(const struct hs_core *core,
@@ -47,6 +54,10 @@ static inline struct hs_dtype *hs_types_of(const struct hs_types *t, uint32_t id
 {
 	return t && t->type_of[id] != HS_NO_TYPE ? t->reg->v[t->type_of[id]] : NULL;
 }
+
+/* How many elements of its type allocation id holds (1 when untyped). */
+uint64_t hs_types_count(const struct hs_types *t, const struct hs_heap *heap,
+			uint32_t id);
 
 /* "struct buffer[4]", "shop::Cart", or NULL; buf of at least 600 bytes. */
 const char *hs_types_name(const struct hs_types *t, const struct hs_heap *heap,

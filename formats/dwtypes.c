@@ -156,6 +156,40 @@ static bool is_decl(Dwarf_Die *die)
 	return flag;
 }
 
+/* GCC's DWARF spells builtin types "long unsigned int"; the demangler, and
+ * so the names that vtables and RTTI give, "unsigned long".  C++ names are
+ * normalized to the demangler's spelling so that one class has one name. */
+static void cxx_normalize(char *s)
+{
+	static const char *const from[] = {
+		"long long unsigned int", "long long int", "long unsigned int",
+		"short unsigned int", "long int", "short int",
+	};
+	static const char *const to[] = {
+		"unsigned long long", "long long", "unsigned long",
+		"unsigned short", "long", "short",
+	};
+	for (size_t k = 0; k < sizeof(from) / sizeof(from[0]); k++) {
+		size_t fl = strlen(from[k]), tl = strlen(to[k]);
+		char *p = s;
+		while ((p = strstr(p, from[k]))) {
+			bool start = p == s || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
+						 (p[-1] >= 'A' && p[-1] <= 'Z') ||
+						 (p[-1] >= '0' && p[-1] <= '9'));
+			char e = p[fl];
+			bool end = !(e == '_' || (e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') ||
+				     (e >= '0' && e <= '9'));
+			if (!start || !end) {
+				p += fl;
+				continue;
+			}
+			memcpy(p, to[k], tl);
+			memmove(p + tl, p + fl, strlen(p + fl) + 1);
+			p += tl;
+		}
+	}
+}
+
 /* "ns::Outer::Name" from the scopes around a C++ DIE */
 static void qualified(Dwarf_Die *die, char *buf, size_t len)
 {
@@ -178,6 +212,7 @@ static void qualified(Dwarf_Die *die, char *buf, size_t len)
 	free(scopes);
 	const char *s = dwarf_diename(die);
 	snprintf(buf + at, len - at, "%s", s ? s : "(anonymous)");
+	cxx_normalize(buf);
 }
 
 static void type_name(Dwarf_Die *die, char *buf, size_t len, int depth)
@@ -192,6 +227,8 @@ static void type_name(Dwarf_Die *die, char *buf, size_t len, int depth)
 	switch (dwarf_tag(die)) {
 	case DW_TAG_base_type:
 		snprintf(buf, len, "%s", name ? name : "?");
+		if (is_cxx(die))
+			cxx_normalize(buf);
 		return;
 	case DW_TAG_typedef: {
 		Dwarf_Die target, peeled;

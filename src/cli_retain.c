@@ -19,7 +19,7 @@ char *hs_cli_field(struct hs_snapshot *snap, uint32_t id, uint64_t offset)
 	char *out = NULL;
 	uint64_t k = offset / d->size;
 	int rc;
-	if (snap->heap->allocs[id].size / d->size >= 2)
+	if (hs_types_count(snap->types, snap->heap, id) >= 2)
 		rc = asprintf(&out, "%s[%llu]%s%s", d->name, (unsigned long long)k,
 			      member ? "." : "", member ? member : "");
 	else
