@@ -40,6 +40,8 @@ struct hs_cli {
 	/* redact */
 	const char *out;
 	bool keep_strings;
+	/* export */
+	const char *pprof, *folded;
 	/* diff: every core named, in order */
 	const char **cores;
 	size_t ncores;
@@ -55,6 +57,7 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap);
 /* Opens its own snapshots (snap is NULL). */
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);
 

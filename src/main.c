@@ -29,6 +29,8 @@ static const char usage_text[] =
 	"          leaked (-n N rows)\n"
 	"  redact  heapsift redact CORE -o OUT [--keep-strings]: a copy of the core\n"
 	"          without the program's data, that analyzes the same\n"
+	"  export  heapsift export CORE --pprof OUT.pb.gz | --folded OUT: the heap\n"
+	"          as dominator stacks for pprof and flame graphs\n"
 	"  diff    heapsift diff CORE1 CORE2 [CORE3 ...] (or heapdiff ...): what\n"
 	"          grew per type and per root, and the trend over 3 or more\n"
 	"          (--force: cores of different builds)\n"
@@ -112,7 +114,7 @@ enum {
 	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
-	OPT_FORCE,
+	OPT_FORCE, OPT_PPROF, OPT_FOLDED,
 };
 
 /* Which command takes which command-specific option. */
@@ -125,6 +127,7 @@ enum {
 	TAKES_ALL = 1 << 5,
 	TAKES_OUT = 1 << 6,
 	TAKES_CORES = 1 << 7,   /* several cores; the command opens them */
+	TAKES_EXPORT = 1 << 8,
 };
 
 static const struct option long_opts[] = {
@@ -144,6 +147,8 @@ static const struct option long_opts[] = {
 	{"all", no_argument, NULL, OPT_ALL},
 	{"keep-strings", no_argument, NULL, OPT_KEEP_STRINGS},
 	{"force", no_argument, NULL, OPT_FORCE},
+	{"pprof", required_argument, NULL, OPT_PPROF},
+	{"folded", required_argument, NULL, OPT_FOLDED},
 	{NULL, 0, NULL, 0},
 };
 
@@ -164,6 +169,7 @@ static const struct command commands[] = {
 	{"types", hs_cmd_types, TAKES_N},
 	{"redact", hs_cmd_redact, TAKES_OUT},
 	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N},
+	{"export", hs_cmd_export, TAKES_EXPORT},
 };
 
 static int not_an_option_of(const struct command *cmd, const char *opt)
@@ -312,6 +318,15 @@ int main(int argc, char **argv)
 			if (!(cmd->takes & TAKES_OUT))
 				return not_an_option_of(cmd, "--keep-strings");
 			cli.keep_strings = true;
+			break;
+		case OPT_PPROF:
+		case OPT_FOLDED:
+			if (!(cmd->takes & TAKES_EXPORT))
+				return not_an_option_of(cmd, c == OPT_PPROF ? "--pprof" : "--folded");
+			if (c == OPT_PPROF)
+				cli.pprof = optarg;
+			else
+				cli.folded = optarg;
 			break;
 		case OPT_FORCE:
 			if (!(cmd->takes & TAKES_CORES))

@@ -1,0 +1,32 @@
+/* heapsift export: dominator stacks for pprof and flame graphs. */
+#include <stdlib.h>
+
+#include "formats/pprof.h"
+#include "src/cli.h"
+
+int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	if (!cli->pprof && !cli->folded)
+		return hs_cli_usage(cli, "export needs --pprof OUT.pb.gz or --folded OUT");
+	const struct hs_retain *r;
+	const struct hs_types *types;
+	const struct hs_error *err = hs_snapshot_retain(snap, &r);
+	if (err)
+		return hs_cli_fail(cli, err);
+	if (hs_snapshot_types(snap, &types))
+		types = NULL;
+	struct hs_stacks *s;
+	struct hs_error *e = hs_stacks_build(snap->heap, snap->mark, snap->roots, r,
+					     types, &s);
+	if (!e && cli->pprof)
+		e = hs_pprof_write(s, cli->pprof);
+	if (!e && cli->folded)
+		e = hs_folded_write(s, cli->folded, false);
+	hs_stacks_destroy(s);
+	if (e) {
+		int rc = hs_cli_fail(cli, e);
+		hs_error_destroy(e);
+		return rc;
+	}
+	return HS_EXIT_OK;
+}
