@@ -255,7 +255,10 @@ uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
 		    same_kind(arg, best, r->largest_child[best])) {
 			uint32_t n = 1, x = best;
 			while (r->largest_child[x] != HS_DOM_NONE &&
-			       same_kind(arg, x, r->largest_child[x]) && n < (1u << 30)) {
+			       same_kind(arg, x, r->largest_child[x]) &&
+			       (double)t->retained[r->largest_child[x]] >=
+				       keep * (double)t->retained[x] &&
+			       n < (1u << 30)) {
 				x = r->largest_child[x];
 				n++;
 			}

@@ -71,9 +71,10 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 /* Walks down from node to its largest dominated child while the child keeps
  * at least `keep` (0.7) of its parent's retained size; returns the node
  * where the drop comes (MAT's accumulation point) and the depth.  A chain
- * (a linked list: each block dominating the next, all of one kind, as
- * same_kind says) keeps that ratio to its end; the walk stops at the
- * chain's head instead, and *chain counts its blocks (0 when none). */
+ * (a linked list: each block dominating the next, of one kind as same_kind
+ * says, each step keeping the ratio) would be walked to its very end; the
+ * walk stops at the head of a chain of 3 or more instead, and *chain counts
+ * its blocks (0 when none). */
 uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
 				double keep,
 				bool (*same_kind)(void *arg, uint32_t a, uint32_t b),
