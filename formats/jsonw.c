@@ -9,6 +9,7 @@ void hs_jsonw_init(struct hs_jsonw *w, FILE *out, bool pretty)
 	w->depth = 0;
 	w->after_key = false;
 	w->pretty = pretty;
+	w->html = false;
 	memset(w->first, 0, sizeof(w->first));
 	w->first[0] = true;
 }
@@ -109,7 +110,8 @@ static void put_string(struct hs_jsonw *w, const char *s)
 		case '\t': puts_(w, "\\t", 2); break;
 		case '\r': puts_(w, "\\r", 2); break;
 		default:
-			if (*p < 0x20 || *p == 0x7f) {
+			if (*p < 0x20 || *p == 0x7f ||
+			    (w->html && (*p == '<' || *p == '>' || *p == '&'))) {
 				char *b = room(w, 8);
 				w->len += (size_t)snprintf(b, 8, "\\u%04x", *p);
 			} else {

@@ -23,6 +23,7 @@ struct hs_jsonw {
 	bool first[HS_JSONW_MAX_DEPTH];
 	bool after_key;
 	bool pretty;
+	bool html;              /* escape < > & (JSON inside an HTML page) */
 };
 
 void hs_jsonw_init(struct hs_jsonw *w, FILE *out, bool pretty);

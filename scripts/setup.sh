@@ -18,7 +18,7 @@ say() { printf '==> %s\n' "$*"; }
 PACKAGES=(
 	build-essential cmake pkg-config
 	libelf-dev libdw-dev libjansson-dev libcapstone-dev zlib1g-dev
-	elfutils libdebuginfod1 debuginfod gdb python3 valgrind time golang-go
+	elfutils libdebuginfod1 debuginfod gdb python3 valgrind time golang-go chromium
 )
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -29,6 +29,7 @@ static const char usage_text[] =
 	"          leaked (-n N rows)\n"
 	"  redact  heapsift redact CORE -o OUT [--keep-strings]: a copy of the core\n"
 	"          without the program's data, that analyzes the same\n"
+	"  report  heapsift report CORE -o OUT.html: one self-contained HTML page\n"
 	"  export  heapsift export CORE --pprof OUT.pb.gz | --folded OUT: the heap\n"
 	"          as dominator stacks for pprof and flame graphs\n"
 	"  diff    heapsift diff CORE1 CORE2 [CORE3 ...] (or heapdiff ...): what\n"
@@ -128,6 +129,7 @@ enum {
 	TAKES_OUT = 1 << 6,
 	TAKES_CORES = 1 << 7,   /* several cores; the command opens them */
 	TAKES_EXPORT = 1 << 8,
+	TAKES_OUT_ONLY = 1 << 9,    /* -o without --keep-strings */
 };
 
 static const struct option long_opts[] = {
@@ -170,6 +172,7 @@ static const struct command commands[] = {
 	{"redact", hs_cmd_redact, TAKES_OUT},
 	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N},
 	{"export", hs_cmd_export, TAKES_EXPORT},
+	{"report", hs_cmd_report, TAKES_OUT_ONLY},
 };
 
 static int not_an_option_of(const struct command *cmd, const char *opt)
@@ -310,7 +313,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'o':
-			if (!(cmd->takes & TAKES_OUT))
+			if (!(cmd->takes & (TAKES_OUT | TAKES_OUT_ONLY)))
 				return not_an_option_of(cmd, "-o");
 			cli.out = optarg;
 			break;

@@ -1,0 +1,2 @@
+# The HTML report, rendered by headless Chromium.
+hs_pytest(report test_report.py)
