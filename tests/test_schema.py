@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Every command's JSON against docs/schema.json.
+
+A small validator of the schema keywords docs/schema.json uses (type, enum,
+required, properties, items, allOf, $ref, minimum, pattern): objects may hold
+more fields than the schema lists (fields are added, never renamed).  The
+outputs are real: info, list, leaks, show, top, path, dom, types, redact and
+heapdiff on fixture cores.  Prints "N passed, M failed" last.
+"""
+
+import json
+import os
+import re
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import badinput_util as u  # noqa: E402
+
+P = u.paths()
+HS = P["heapsift"]
+WORK = os.path.join(P["workdir"], "schema")
+SCHEMA = json.load(open(os.path.join(P["srcdir"], "docs", "schema.json")))
+R = u.Results()
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def resolve(ref):
+    node = SCHEMA
+    for part in ref.lstrip("#/").split("/"):
+        node = node[part]
+    return node
+
+
+def validate(value, schema, path, errors):
+    if len(errors) > 20:
+        return
+    if "$ref" in schema:
+        return validate(value, resolve(schema["$ref"]), path, errors)
+    for sub in schema.get("allOf", []):
+        validate(value, sub, path, errors)
+    if "type" in schema:
+        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        ok = False
+        for k in kinds:
+            if k == "integer":
+                ok |= isinstance(value, int) and not isinstance(value, bool)
+            elif k == "number":
+                ok |= isinstance(value, (int, float)) and not isinstance(value, bool)
+            else:
+                ok |= isinstance(value, TYPES[k]) and not (k != "boolean" and isinstance(value, bool) and TYPES[k] is not bool)
+        if not ok:
+            errors.append("%s: %r is not %s" % (path, value if len(repr(value)) < 80 else type(value).__name__, kinds))
+            return
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append("%s: %r not in %s" % (path, value, schema["enum"]))
+    if "minimum" in schema and isinstance(value, (int, float)) and value < schema["minimum"]:
+        errors.append("%s: %r < %s" % (path, value, schema["minimum"]))
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        errors.append("%s: %r does not match %s" % (path, value, schema["pattern"]))
+    if isinstance(value, dict):
+        for k in schema.get("required", []):
+            if k not in value:
+                errors.append("%s: no %r" % (path, k))
+        for k, sub in schema.get("properties", {}).items():
+            if k in value:
+                validate(value[k], sub, path + "." + k, errors)
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value[:2000]):
+            validate(item, schema["items"], "%s[%d]" % (path, i), errors)
+
+
+def check(what, command, argv):
+    r = u.run(argv + ["--format", "json"], timeout=300)
+    if r.rc != 0:
+        R.case(what, ["exit %d: %s" % (r.rc, r.err.strip()[:300])])
+        return None
+    try:
+        doc = json.loads(r.out)
+    except ValueError as e:
+        R.case(what, ["not JSON: %s" % e])
+        return None
+    errors = []
+    validate(doc, SCHEMA["commands"][command], command, errors)
+    R.case(what, errors)
+    return doc
+
+
+def main():
+    if os.path.isdir(WORK):
+        shutil.rmtree(WORK)
+    os.makedirs(WORK)
+    for name in ("demo", "rc_leaks", "ty_c"):
+        binary = os.path.join(P["fixtures"], name)
+        if not os.path.exists(binary):
+            R.skip(name, "fixture not built")
+            continue
+        core, _ = u.take_core(binary, WORK, name, record=False)
+        for cmd in (["info"], ["list", "--state", "all"], ["leaks", "--list"], ["top"], ["types"]):
+            doc = check("%s: %s" % (name, " ".join(cmd)), cmd[0], [HS] + cmd + [core])
+            if cmd[0] == "top" and doc and doc["allocations"]:
+                addr = doc["allocations"][0]["address"]
+                for sub in ("show", "path", "dom"):
+                    check("%s: %s %s" % (name, sub, addr), sub, [HS, sub, core, addr])
+        check("%s: redact" % name, "redact", [HS, "redact", core, "-o", core + ".red"])
+        check("%s: diff of the core and its redacted copy" % name, "diff",
+              [os.path.join(os.path.dirname(HS), "heapdiff"), core, core + ".red"])
+    return R.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
