@@ -59,6 +59,7 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap);
 /* Opens its own snapshots (snap is NULL). */
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);
 

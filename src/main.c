@@ -29,6 +29,8 @@ static const char usage_text[] =
 	"          leaked (-n N rows)\n"
 	"  redact  heapsift redact CORE -o OUT [--keep-strings]: a copy of the core\n"
 	"          without the program's data, that analyzes the same\n"
+	"  frag    fragmentation and footprint: free memory by where it sits, what\n"
+	"          it can serve, memory by mapping kind\n"
 	"  report  heapsift report CORE -o OUT.html: one self-contained HTML page\n"
 	"  export  heapsift export CORE --pprof OUT.pb.gz | --folded OUT: the heap\n"
 	"          as dominator stacks for pprof and flame graphs\n"
@@ -173,6 +175,7 @@ static const struct command commands[] = {
 	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N},
 	{"export", hs_cmd_export, TAKES_EXPORT},
 	{"report", hs_cmd_report, TAKES_OUT_ONLY},
+	{"frag", hs_cmd_frag, 0},
 };
 
 static int not_an_option_of(const struct command *cmd, const char *opt)

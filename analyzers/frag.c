@@ -1,0 +1,262 @@
+#include "analyzers/frag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const hs_free_kind_names[HS_FREE_KINDS] = {
+	[HS_FREE_FASTBIN] = "fastbins",
+	[HS_FREE_TCACHE] = "tcache",
+	[HS_FREE_SMALL] = "small_bins",
+	[HS_FREE_LARGE] = "large_bins",
+	[HS_FREE_TOP] = "top",
+};
+
+const char *const hs_map_kind_names[HS_MAP_KINDS] = {
+	[HS_MAP_ARENA] = "malloc_arenas",
+	[HS_MAP_MMAPPED] = "malloc_mmapped",
+	[HS_MAP_STACK] = "thread_stacks",
+	[HS_MAP_TEXT] = "module_text",
+	[HS_MAP_RODATA] = "module_rodata",
+	[HS_MAP_DATA] = "module_data",
+	[HS_MAP_BSS] = "module_bss",
+	[HS_MAP_ANON] = "other_anonymous",
+	[HS_MAP_FILE] = "file_mappings",
+	[HS_MAP_SPECIAL] = "special",
+};
+
+enum { SMALL_LIMIT = 1024 };   /* glibc: MIN_LARGE_SIZE on 64-bit */
+
+static unsigned bucket(uint64_t size)
+{
+	unsigned b = 0;
+	while (b + 1 < HS_FRAG_BUCKETS && (1ull << b) < size)
+		b++;
+	return b;
+}
+
+static void add_free(struct hs_frag_arena *a, enum hs_free_kind k, uint64_t chunk)
+{
+	a->free_count[k]++;
+	a->free_bytes[k] += chunk;
+	if (k == HS_FREE_TOP) {
+		a->top += chunk;
+		return;
+	}
+	if (chunk > a->largest_free)
+		a->largest_free = chunk;
+	unsigned b = bucket(chunk);
+	a->hist_count[b]++;
+	a->hist_bytes[b] += chunk;
+}
+
+/* Which kind of mapping [lo, hi) of segment s is. */
+static enum hs_map_kind kind_of(const struct hs_core *core, struct hs_dwarf *dw,
+				const struct hs_core_segment *s, uint64_t lo,
+				bool *stack)
+{
+	*stack = false;
+	for (size_t t = 0; t < core->nthreads; t++) {
+		uint64_t sp = core->threads[t].regs[HS_REG_RSP];
+		if (sp >= s->vaddr && sp < s->vaddr + s->memsz) {
+			*stack = true;
+			return HS_MAP_STACK;
+		}
+	}
+	struct hs_module *m = dw ? hs_dwarf_module_at(dw, lo) : NULL;
+	if (lo >= 0xffffffffff600000ull ||
+	    (m && !strncmp(m->name, "linux-vdso", 10)) ||
+	    (m && !strncmp(m->name, "linux-gate", 10)))
+		return HS_MAP_SPECIAL;
+	if (m) {
+		if (s->flags & HS_SEG_X)
+			return HS_MAP_TEXT;
+		if (!(s->flags & HS_SEG_W))
+			return HS_MAP_RODATA;
+		return s->file >= 0 ? HS_MAP_DATA : HS_MAP_BSS;
+	}
+	return s->file >= 0 ? HS_MAP_FILE : HS_MAP_ANON;
+}
+
+static bool zero_page(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		if (w)
+			return false;
+	}
+	return true;
+}
+
+/* Touched pages of a writable segment, by kind: heap regions first, the
+ * segment's own kind otherwise. */
+static void count_touched(struct hs_frag *f, const struct hs_core *core,
+			  const struct hs_heap *heap,
+			  const struct hs_core_segment *s, enum hs_map_kind k)
+{
+	const uint64_t page = core->page_size;
+	size_t r = 0;
+	for (uint64_t off = 0; off < s->avail; off += page) {
+		uint64_t n = s->avail - off < page ? s->avail - off : page;
+		if (zero_page(core->data + s->offset + off, n))
+			continue;
+		uint64_t addr = s->vaddr + off;
+		while (r < heap->nregions && heap->regions[r].end <= addr)
+			r++;
+		enum hs_map_kind kind = k;
+		for (size_t q = r; q < heap->nregions && heap->regions[q].start <= addr; q++)
+			if (addr < heap->regions[q].end && heap->regions[q].kind != HS_REGION_META)
+				kind = heap->regions[q].kind == HS_REGION_MMAPPED ?
+					HS_MAP_MMAPPED : HS_MAP_ARENA;
+		f->touched[kind] += n;
+	}
+}
+
+struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,
+				 const struct hs_heap *heap, struct hs_frag **ret)
+{
+	struct hs_frag *f = calloc(1, sizeof(*f));
+	if (!f)
+		return &hs_error_nomem;
+	f->narenas = heap->narenas;
+	f->arenas = calloc(heap->narenas ? heap->narenas : 1, sizeof(*f->arenas));
+	if (!f->arenas) {
+		free(f);
+		return &hs_error_nomem;
+	}
+	for (size_t i = 0; i < heap->narenas; i++) {
+		f->arenas[i].index = (uint32_t)i;
+		f->arenas[i].main = heap->arenas[i].main;
+		f->arenas[i].system = heap->arenas[i].system_mem;
+	}
+	f->all.main = false;
+	f->all.index = UINT32_MAX;
+	for (size_t i = 0; i < heap->nallocs; i++) {
+		const struct hs_alloc *a = &heap->allocs[i];
+		if (a->arena == HS_ARENA_NONE || a->arena >= heap->narenas)
+			continue;  /* mmapped chunks belong to no arena */
+		struct hs_frag_arena *ar = &f->arenas[a->arena];
+		uint64_t chunk = hs_alloc_chunk_size(a);
+		int k = -1;
+		switch (a->where) {
+		case HS_WHERE_HEAP:
+		case HS_WHERE_INTERNAL:
+			if (a->where == HS_WHERE_HEAP) {
+				ar->used_count++;
+				ar->used_bytes += a->size;
+			}
+			continue;
+		case HS_WHERE_FASTBIN: k = HS_FREE_FASTBIN; break;
+		case HS_WHERE_TCACHE: k = HS_FREE_TCACHE; break;
+		case HS_WHERE_TOP: k = HS_FREE_TOP; break;
+		case HS_WHERE_BIN:
+			k = chunk < SMALL_LIMIT ? HS_FREE_SMALL : HS_FREE_LARGE;
+			break;
+		default:
+			continue;
+		}
+		add_free(ar, (enum hs_free_kind)k, chunk);
+	}
+	for (size_t i = 0; i < f->narenas; i++) {
+		struct hs_frag_arena *ar = &f->arenas[i];
+		uint64_t freeb = 0;
+		for (int k = 0; k < HS_FREE_KINDS; k++)
+			freeb += ar->free_bytes[k];
+		ar->overhead = ar->system > ar->used_bytes + freeb ?
+			ar->system - ar->used_bytes - freeb : 0;
+		struct hs_frag_arena *all = &f->all;
+		all->system += ar->system;
+		all->used_count += ar->used_count;
+		all->used_bytes += ar->used_bytes;
+		all->overhead += ar->overhead;
+		all->top += ar->top;
+		if (ar->largest_free > all->largest_free)
+			all->largest_free = ar->largest_free;
+		for (int k = 0; k < HS_FREE_KINDS; k++) {
+			all->free_count[k] += ar->free_count[k];
+			all->free_bytes[k] += ar->free_bytes[k];
+		}
+		for (int b = 0; b < HS_FRAG_BUCKETS; b++) {
+			all->hist_count[b] += ar->hist_count[b];
+			all->hist_bytes[b] += ar->hist_bytes[b];
+		}
+		/* a free chunk or the top serves a request that fits it */
+		uint64_t servable = ar->largest_free > ar->top ? ar->largest_free : ar->top;
+		if (servable > f->largest_servable)
+			f->largest_servable = servable;
+	}
+	/* the mmap threshold: requests at least this big bypass the heap */
+	f->mmap_threshold = 128 * 1024;
+	struct hs_module *libc = dw ? hs_dwarf_find_module(dw, "libc.so") : NULL;
+	const struct hs_layout *mp;
+	uint64_t mp_addr, off, v;
+	struct hs_error *err = NULL;
+	if (libc && !(err = hs_dwarf_symbol(dw, libc, "mp_", &mp_addr, NULL, NULL)) &&
+	    !(err = hs_dwarf_layout(dw, libc, "struct malloc_par", &mp)) &&
+	    !(err = hs_layout_member(mp, "mmap_threshold", &off, NULL)) &&
+	    hs_core_read_u64(core, mp_addr + off, &v))
+		f->mmap_threshold = v;
+	else
+		hs_error_destroy(err);
+
+	/* footprint, segment by segment; heap regions first */
+	for (size_t i = 0; i < core->nsegs; i++) {
+		const struct hs_core_segment *s = &core->segs[i];
+		uint64_t lo = s->vaddr, hi = s->vaddr + s->memsz;
+		uint64_t in_heap[2] = {0, 0};
+		for (size_t r = 0; r < heap->nregions; r++) {
+			const struct hs_region *g = &heap->regions[r];
+			if (g->kind == HS_REGION_META)
+				continue;
+			uint64_t a = g->start > lo ? g->start : lo;
+			uint64_t b = g->end < hi ? g->end : hi;
+			if (a < b)
+				in_heap[g->kind == HS_REGION_MMAPPED] += b - a;
+		}
+		uint64_t heap_bytes = in_heap[0] + in_heap[1];
+		if (heap_bytes > s->memsz)
+			heap_bytes = s->memsz;
+		uint64_t present = s->avail;
+		/* present bytes are shared out in proportion */
+		double pshare = s->memsz ? (double)present / (double)s->memsz : 0;
+		f->reserved[HS_MAP_ARENA] += in_heap[0];
+		f->reserved[HS_MAP_MMAPPED] += in_heap[1];
+		f->present[HS_MAP_ARENA] += (uint64_t)((double)in_heap[0] * pshare);
+		f->present[HS_MAP_MMAPPED] += (uint64_t)((double)in_heap[1] * pshare);
+		if (s->flags & HS_SEG_W) {
+			f->writable_reserved[HS_MAP_ARENA] += in_heap[0];
+			f->writable_reserved[HS_MAP_MMAPPED] += in_heap[1];
+		}
+		uint64_t rest = s->memsz - heap_bytes;
+		if (!rest) {
+			if (s->flags & HS_SEG_W)
+				count_touched(f, core, heap, s, HS_MAP_ANON);
+			continue;
+		}
+		bool stack;
+		enum hs_map_kind k = kind_of(core, dw, s, lo, &stack);
+		f->reserved[k] += rest;
+		f->present[k] += (uint64_t)((double)rest * pshare);
+		if (s->flags & HS_SEG_W)
+			f->writable_reserved[k] += rest;
+		if (s->flags & HS_SEG_W)
+			count_touched(f, core, heap, s, k);
+		if (stack) {
+			for (size_t t = 0; t < core->nthreads; t++) {
+				uint64_t sp = core->threads[t].regs[HS_REG_RSP];
+				if (sp >= lo && sp < hi)
+					f->stack_used += hi - sp;
+			}
+		}
+	}
+	*ret = f;
+	return NULL;
+}
+
+void hs_frag_destroy(struct hs_frag *f)
+{
+	if (!f)
+		return;
+	free(f->arenas);
+	free(f);
+}

@@ -1,0 +1,91 @@
+/* Fragmentation and footprint: where the memory goes, and why free memory
+ * cannot be used.
+ *
+ * Per arena: system bytes, used bytes, free bytes by where they sit
+ * (fastbins, thread caches, small and large bins by chunk size, top), the
+ * largest free chunk, external fragmentation (1 - largest free / free,
+ * without the top chunk, which grows), the allocator's overhead (what the
+ * process pays beyond usable bytes: headers, rounding, the allocator's own
+ * structures) and a histogram of free chunk sizes by powers of two.  Which
+ * request sizes no free chunk can serve any more (the heap would grow).
+ *
+ * Footprint: every mapping of the core by kind, reserved (mapped) and
+ * present (in the core), and the share of the writable footprint that the
+ * malloc heap explains, counted in touched pages (writable pages with a
+ * byte that is not zero: reserved stacks and arenas that were never used
+ * count for nothing, as they cost no memory).
+ */
+#ifndef HS_FRAG_H
+#define HS_FRAG_H
+
+#include "analyzers/heap.h"
+#include "analyzers/roots.h"
+#include "formats/dwarf.h"
+#include "formats/elfcore.h"
+
+enum hs_free_kind {
+	HS_FREE_FASTBIN,
+	HS_FREE_TCACHE,
+	HS_FREE_SMALL,          /* regular bins, chunks under 1 KiB */
+	HS_FREE_LARGE,          /* regular bins, 1 KiB and more */
+	HS_FREE_TOP,
+	HS_FREE_KINDS
+};
+extern const char *const hs_free_kind_names[HS_FREE_KINDS];
+
+enum { HS_FRAG_BUCKETS = 48 };  /* histogram: chunk sizes up to 2^k */
+
+struct hs_frag_arena {
+	uint32_t index;
+	bool main;
+	uint64_t system;
+	uint64_t used_count, used_bytes;        /* usable bytes */
+	uint64_t free_count[HS_FREE_KINDS], free_bytes[HS_FREE_KINDS]; /* chunk bytes */
+	uint64_t largest_free;                  /* largest free chunk, top excluded */
+	uint64_t top;
+	uint64_t overhead;                      /* system - used - free */
+	uint64_t hist_count[HS_FRAG_BUCKETS], hist_bytes[HS_FRAG_BUCKETS];
+};
+
+enum hs_map_kind {
+	HS_MAP_ARENA,           /* malloc heaps */
+	HS_MAP_MMAPPED,         /* malloc's mmapped chunks */
+	HS_MAP_STACK,
+	HS_MAP_TEXT,            /* module code */
+	HS_MAP_RODATA,          /* module read-only data */
+	HS_MAP_DATA,            /* module writable data (file-backed) */
+	HS_MAP_BSS,             /* module writable anonymous data */
+	HS_MAP_ANON,            /* other anonymous memory */
+	HS_MAP_FILE,            /* other file mappings */
+	HS_MAP_SPECIAL,         /* vdso, vsyscall */
+	HS_MAP_KINDS
+};
+extern const char *const hs_map_kind_names[HS_MAP_KINDS];
+
+struct hs_frag {
+	struct hs_frag_arena *arenas;
+	size_t narenas;
+	struct hs_frag_arena all;               /* every arena together */
+	uint64_t reserved[HS_MAP_KINDS], present[HS_MAP_KINDS];
+	uint64_t writable_reserved[HS_MAP_KINDS];
+	/* writable pages of the core with a byte that is not zero: what the
+	 * process touched (a stand-in for its resident memory) */
+	uint64_t touched[HS_MAP_KINDS];
+	uint64_t stack_used;                    /* from each sp to the top */
+	uint64_t mmap_threshold;                /* requests at least this big are mmapped */
+	uint64_t largest_servable;              /* the largest request a free chunk serves */
+};
+
+struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,
+				 const struct hs_heap *heap,
+				 struct hs_frag **ret);
+void hs_frag_destroy(struct hs_frag *f);
+
+/* The chunk size glibc needs for a request of n bytes. */
+static inline uint64_t hs_glibc_request2size(uint64_t n)
+{
+	uint64_t s = (n + 8 + 15) & ~15ull;
+	return s < 32 ? 32 : s;
+}
+
+#endif

@@ -1,0 +1,209 @@
+/* heapsift frag: where the memory goes, and why free memory cannot be used. */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "analyzers/frag.h"
+#include "formats/jsonw.h"
+#include "src/cli.h"
+
+static uint64_t free_nontop(const struct hs_frag_arena *a)
+{
+	return a->free_bytes[HS_FREE_FASTBIN] + a->free_bytes[HS_FREE_TCACHE] +
+	       a->free_bytes[HS_FREE_SMALL] + a->free_bytes[HS_FREE_LARGE];
+}
+
+static double ext_frag(const struct hs_frag_arena *a)
+{
+	uint64_t f = free_nontop(a);
+	return f ? 1.0 - (double)a->largest_free / (double)f : 0.0;
+}
+
+static uint64_t writable(const struct hs_frag *f)
+{
+	uint64_t w = 0;
+	for (int k = 0; k < HS_MAP_KINDS; k++)
+		w += f->touched[k];
+	return w;
+}
+
+static double malloc_share(const struct hs_frag *f)
+{
+	uint64_t w = writable(f);
+	return w ? (double)(f->touched[HS_MAP_ARENA] + f->touched[HS_MAP_MMAPPED]) /
+		(double)w : 0.0;
+}
+
+/* One line that answers first. */
+static void verdict(const struct hs_frag *f, char *buf, size_t len)
+{
+	const struct hs_frag_arena *a = &f->all;
+	uint64_t fr = free_nontop(a);
+	char b1[32], b2[32];
+	/* the smallest size under which half the free bytes sit */
+	uint64_t acc = 0, limit = 0;
+	for (int b = 0; b < HS_FRAG_BUCKETS && fr; b++) {
+		acc += a->hist_bytes[b];
+		if (2 * acc >= fr) {
+			limit = 1ull << b;
+			break;
+		}
+	}
+	uint64_t under = 0;
+	for (int b = 0; b < HS_FRAG_BUCKETS && (1ull << b) <= limit; b++)
+		under += a->hist_bytes[b];
+	double share = malloc_share(f);
+	if (a->system && fr * 4 >= a->system && limit && limit <= 512)
+		snprintf(buf, len, "%.0f%% of free heap bytes sit in blocks of %s or less, %.0f%% of the heap: fragmentation, not a leak",
+			 100.0 * (double)under / (double)fr, hs_fmt_size(b1, limit),
+			 100.0 * (double)fr / (double)a->system);
+	else if (share < 0.5 && writable(f))
+		snprintf(buf, len, "malloc explains %.0f%% of the writable memory: the rest is outside malloc (other anonymous memory: %s)",
+			 100.0 * share, hs_fmt_size(b1, f->touched[HS_MAP_ANON]));
+	else if (a->system && fr * 10 < a->system)
+		snprintf(buf, len, "the heap is %.0f%% in use and %s free outside the top chunk: growth is live data (see leaks, top)",
+			 100.0 * (double)a->used_bytes / (double)a->system, hs_fmt_size(b1, fr));
+	else
+		snprintf(buf, len, "%s of the heap's %s is free outside the top chunk, the largest free chunk %s (external fragmentation %.0f%%)",
+			 hs_fmt_size(b1, fr), hs_fmt_size(b2, a->system),
+			 hs_fmt_size(b2 + 16, a->largest_free), 100.0 * ext_frag(a));
+}
+
+static void json_arena(struct hs_jsonw *w, const struct hs_frag_arena *a)
+{
+	hs_jsonw_object_begin(w);
+	if (a->index != UINT32_MAX) {
+		hs_jsonw_kuint(w, "index", a->index);
+		hs_jsonw_kbool(w, "main", a->main);
+	}
+	hs_jsonw_kuint(w, "system", a->system);
+	hs_jsonw_kuint(w, "used_count", a->used_count);
+	hs_jsonw_kuint(w, "used_bytes", a->used_bytes);
+	hs_jsonw_key(w, "free");
+	hs_jsonw_object_begin(w);
+	for (int k = 0; k < HS_FREE_KINDS; k++) {
+		hs_jsonw_key(w, hs_free_kind_names[k]);
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kuint(w, "count", a->free_count[k]);
+		hs_jsonw_kuint(w, "bytes", a->free_bytes[k]);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_object_end(w);
+	hs_jsonw_kuint(w, "largest_free", a->largest_free);
+	hs_jsonw_kuint(w, "top", a->top);
+	hs_jsonw_kint(w, "external_fragmentation_permille", (int64_t)(ext_frag(a) * 1000 + 0.5));
+	hs_jsonw_kuint(w, "overhead", a->overhead);
+	hs_jsonw_key(w, "histogram");
+	hs_jsonw_array_begin(w);
+	for (int b = 0; b < HS_FRAG_BUCKETS; b++) {
+		if (!a->hist_count[b])
+			continue;
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kuint(w, "max_size", 1ull << b);
+		hs_jsonw_kuint(w, "count", a->hist_count[b]);
+		hs_jsonw_kuint(w, "bytes", a->hist_bytes[b]);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_object_end(w);
+}
+
+int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
+{
+	const struct hs_heap *heap;
+	struct hs_dwarf *dw;
+	const struct hs_error *err = hs_snapshot_heap(snap, &heap);
+	if (err)
+		return hs_cli_fail(cli, err);
+	hs_snapshot_dwarf(snap, &dw);
+	struct hs_frag *f;
+	struct hs_error *e = hs_frag_compute(snap->core, dw, heap, &f);
+	if (e)
+		return hs_cli_fail(cli, e);
+	char v[512], b1[32], b2[32], b3[32], b4[32], b5[32];
+	verdict(f, v, sizeof(v));
+	const struct hs_frag_arena *all = &f->all;
+	/* the largest request free memory serves (chunk size less the header) */
+	uint64_t max_request = f->largest_servable > 8 ? f->largest_servable - 8 : 0;
+	if (cli->format == HS_FORMAT_JSON) {
+		struct hs_jsonw w;
+		hs_jsonw_init(&w, stdout, true);
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kstring(&w, "verdict", v);
+		hs_jsonw_key(&w, "heap");
+		json_arena(&w, all);
+		hs_jsonw_key(&w, "arenas");
+		hs_jsonw_array_begin(&w);
+		for (size_t i = 0; i < f->narenas; i++)
+			json_arena(&w, &f->arenas[i]);
+		hs_jsonw_array_end(&w);
+		hs_jsonw_key(&w, "requests");
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kuint(&w, "largest_served_from_free", max_request);
+		hs_jsonw_kuint(&w, "mmap_threshold", f->mmap_threshold);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_key(&w, "footprint");
+		hs_jsonw_array_begin(&w);
+		for (int k = 0; k < HS_MAP_KINDS; k++) {
+			hs_jsonw_object_begin(&w);
+			hs_jsonw_kstring(&w, "kind", hs_map_kind_names[k]);
+			hs_jsonw_kuint(&w, "reserved", f->reserved[k]);
+			hs_jsonw_kuint(&w, "present", f->present[k]);
+			hs_jsonw_kuint(&w, "writable", f->writable_reserved[k]);
+			hs_jsonw_kuint(&w, "touched", f->touched[k]);
+			hs_jsonw_object_end(&w);
+		}
+		hs_jsonw_array_end(&w);
+		hs_jsonw_kuint(&w, "stack_used", f->stack_used);
+		hs_jsonw_kint(&w, "malloc_share_permille", (int64_t)(malloc_share(f) * 1000 + 0.5));
+		hs_jsonw_kbool(&w, "partial", heap->partial);
+		hs_jsonw_object_end(&w);
+		hs_jsonw_finish(&w);
+		hs_frag_destroy(f);
+		return HS_EXIT_OK;
+	}
+	printf("%s\n\n", v);
+	printf("HEAP: system %s, used %s in %" PRIu64 " blocks, overhead %s (%.1f%% of used)\n",
+	       hs_fmt_size(b1, all->system), hs_fmt_size(b2, all->used_bytes),
+	       all->used_count, hs_fmt_size(b3, all->overhead),
+	       all->used_bytes ? 100.0 * (double)all->overhead / (double)all->used_bytes : 0.0);
+	printf("FREE:");
+	for (int k = 0; k < HS_FREE_KINDS; k++)
+		printf(" %s %s (%" PRIu64 ")%s", hs_free_kind_names[k],
+		       hs_fmt_size(b1, all->free_bytes[k]), all->free_count[k],
+		       k + 1 < HS_FREE_KINDS ? "," : "\n");
+	printf("\n%6s %11s %11s %11s %11s %13s %9s %11s\n", "ARENA", "SYSTEM", "USED",
+	       "FREE", "TOP", "LARGEST FREE", "EXT FRAG", "OVERHEAD");
+	for (size_t i = 0; i < f->narenas; i++) {
+		const struct hs_frag_arena *a = &f->arenas[i];
+		printf("%5zu%s %11s %11s %11s %11s %13s %8.0f%% %11s\n", i, a->main ? "*" : " ",
+		       hs_fmt_size(b1, a->system), hs_fmt_size(b2, a->used_bytes),
+		       hs_fmt_size(b3, free_nontop(a)), hs_fmt_size(b4, a->top),
+		       hs_fmt_size(b5, a->largest_free), 100.0 * ext_frag(a),
+		       hs_fmt_size(b1 + 16, a->overhead));
+	}
+	printf("(* the main arena; FREE is outside the top chunk, in chunk bytes)\n");
+	printf("\nFREE CHUNKS BY SIZE\n%12s %9s %11s\n", "UP TO", "COUNT", "BYTES");
+	for (int b = 0; b < HS_FRAG_BUCKETS; b++)
+		if (all->hist_count[b])
+			printf("%12s %9" PRIu64 " %11s\n", hs_fmt_size(b1, 1ull << b),
+			       all->hist_count[b], hs_fmt_size(b2, all->hist_bytes[b]));
+	printf("\nREQUESTS: free memory serves requests up to %s; larger ones grow the heap",
+	       hs_fmt_size(b1, max_request));
+	printf(" (from %s on, malloc maps them on their own)\n",
+	       hs_fmt_size(b2, f->mmap_threshold));
+	printf("\nFOOTPRINT\n%-16s %11s %11s %11s %11s\n", "KIND", "RESERVED", "IN CORE",
+	       "WRITABLE", "TOUCHED");
+	for (int k = 0; k < HS_MAP_KINDS; k++)
+		if (f->reserved[k])
+			printf("%-16s %11s %11s %11s %11s\n", hs_map_kind_names[k],
+			       hs_fmt_size(b1, f->reserved[k]), hs_fmt_size(b2, f->present[k]),
+			       hs_fmt_size(b3, f->writable_reserved[k]),
+			       hs_fmt_size(b4, f->touched[k]));
+	printf("(TOUCHED: writable pages with a byte that is not zero)\n");
+	printf("thread stacks in use: %s of %s reserved\n", hs_fmt_size(b1, f->stack_used),
+	       hs_fmt_size(b2, f->reserved[HS_MAP_STACK]));
+	printf("malloc explains %.1f%% of the touched writable memory (%s)\n",
+	       100.0 * malloc_share(f), hs_fmt_size(b1, writable(f)));
+	hs_frag_destroy(f);
+	return HS_EXIT_OK;
+}
