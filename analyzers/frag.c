@@ -77,41 +77,6 @@ static enum hs_map_kind kind_of(const struct hs_core *core, struct hs_dwarf *dw,
 	return s->file >= 0 ? HS_MAP_FILE : HS_MAP_ANON;
 }
 
-static bool zero_page(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		if (w)
-			return false;
-	}
-	return true;
-}
-
-/* Touched pages of a writable segment, by kind: heap regions first, the
- * segment's own kind otherwise. */
-static void count_touched(struct hs_frag *f, const struct hs_core *core,
-			  const struct hs_heap *heap,
-			  const struct hs_core_segment *s, enum hs_map_kind k)
-{
-	const uint64_t page = core->page_size;
-	size_t r = 0;
-	for (uint64_t off = 0; off < s->avail; off += page) {
-		uint64_t n = s->avail - off < page ? s->avail - off : page;
-		if (zero_page(core->data + s->offset + off, n))
-			continue;
-		uint64_t addr = s->vaddr + off;
-		while (r < heap->nregions && heap->regions[r].end <= addr)
-			r++;
-		enum hs_map_kind kind = k;
-		for (size_t q = r; q < heap->nregions && heap->regions[q].start <= addr; q++)
-			if (addr < heap->regions[q].end && heap->regions[q].kind != HS_REGION_META)
-				kind = heap->regions[q].kind == HS_REGION_MMAPPED ?
-					HS_MAP_MMAPPED : HS_MAP_ARENA;
-		f->touched[kind] += n;
-	}
-}
-
 struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,
 				 const struct hs_heap *heap, struct hs_frag **ret)
 {
@@ -185,19 +150,9 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 		if (servable > f->largest_servable)
 			f->largest_servable = servable;
 	}
-	/* the mmap threshold: requests at least this big bypass the heap */
-	f->mmap_threshold = 128 * 1024;
-	struct hs_module *libc = dw ? hs_dwarf_find_module(dw, "libc.so") : NULL;
-	const struct hs_layout *mp;
-	uint64_t mp_addr, off, v;
-	struct hs_error *err = NULL;
-	if (libc && !(err = hs_dwarf_symbol(dw, libc, "mp_", &mp_addr, NULL, NULL)) &&
-	    !(err = hs_dwarf_layout(dw, libc, "struct malloc_par", &mp)) &&
-	    !(err = hs_layout_member(mp, "mmap_threshold", &off, NULL)) &&
-	    hs_core_read_u64(core, mp_addr + off, &v))
-		f->mmap_threshold = v;
-	else
-		hs_error_destroy(err);
+	/* requests at least this big bypass the heap (glibc's default when
+	 * the walk could not read it) */
+	f->mmap_threshold = heap->mmap_threshold ? heap->mmap_threshold : 128 * 1024;
 
 	/* footprint, segment by segment; heap regions first */
 	for (size_t i = 0; i < core->nsegs; i++) {
@@ -228,19 +183,14 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 			f->writable_reserved[HS_MAP_MMAPPED] += in_heap[1];
 		}
 		uint64_t rest = s->memsz - heap_bytes;
-		if (!rest) {
-			if (s->flags & HS_SEG_W)
-				count_touched(f, core, heap, s, HS_MAP_ANON);
+		if (!rest)
 			continue;
-		}
 		bool stack;
 		enum hs_map_kind k = kind_of(core, dw, s, lo, &stack);
 		f->reserved[k] += rest;
 		f->present[k] += (uint64_t)((double)rest * pshare);
 		if (s->flags & HS_SEG_W)
 			f->writable_reserved[k] += rest;
-		if (s->flags & HS_SEG_W)
-			count_touched(f, core, heap, s, k);
 		if (stack) {
 			for (size_t t = 0; t < core->nthreads; t++) {
 				uint64_t sp = core->threads[t].regs[HS_REG_RSP];
@@ -249,6 +199,10 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 			}
 		}
 	}
+	for (int k = 0; k < HS_MAP_KINDS; k++)
+		f->in_use[k] = f->writable_reserved[k];
+	f->in_use[HS_MAP_ARENA] = f->all.system;
+	f->in_use[HS_MAP_STACK] = f->stack_used;
 	*ret = f;
 	return NULL;
 }

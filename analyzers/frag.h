@@ -11,9 +11,8 @@
  *
  * Footprint: every mapping of the core by kind, reserved (mapped) and
  * present (in the core), and the share of the writable footprint that the
- * malloc heap explains, counted in touched pages (writable pages with a
- * byte that is not zero: reserved stacks and arenas that were never used
- * count for nothing, as they cost no memory).
+ * malloc heap explains, counted in memory in use (arenas by their system
+ * bytes, stacks from the stack pointer up: reservations cost nothing).
  */
 #ifndef HS_FRAG_H
 #define HS_FRAG_H
@@ -68,9 +67,11 @@ struct hs_frag {
 	struct hs_frag_arena all;               /* every arena together */
 	uint64_t reserved[HS_MAP_KINDS], present[HS_MAP_KINDS];
 	uint64_t writable_reserved[HS_MAP_KINDS];
-	/* writable pages of the core with a byte that is not zero: what the
-	 * process touched (a stand-in for its resident memory) */
-	uint64_t touched[HS_MAP_KINDS];
+	/* writable memory in use: arenas by their system bytes, mmapped
+	 * chunks by their mappings, stacks from each sp to the top, the rest
+	 * as reserved (it depends on the mappings and the allocator's state
+	 * only, not on the data: a redacted core gives the same) */
+	uint64_t in_use[HS_MAP_KINDS];
 	uint64_t stack_used;                    /* from each sp to the top */
 	uint64_t mmap_threshold;                /* requests at least this big are mmapped */
 	uint64_t largest_servable;              /* the largest request a free chunk serves */

@@ -184,7 +184,8 @@ struct gl {
 	/* heap_info */
 	uint64_t hi_sizeof, hi_ar_ptr, hi_prev, hi_size;
 	/* struct malloc_par */
-	uint64_t mp_sbrk_base, mp_n_mmaps, mp_mmapped_mem, mp_hp_pagesize;
+	uint64_t mp_sbrk_base, mp_n_mmaps, mp_mmapped_mem, mp_hp_pagesize,
+		mp_mmap_threshold;
 	bool has_hp_pagesize;
 	/* tcache_perthread_struct */
 	uint64_t tc_counts, tc_count_size, tc_entries, tc_nbins;
@@ -247,7 +248,8 @@ static struct hs_error *load_layouts(struct gl *g)
 	    (err = layout_member(g, hi, "size", &g->hi_size, NULL)) ||
 	    (err = layout_member(g, mp, "sbrk_base", &g->mp_sbrk_base, NULL)) ||
 	    (err = layout_member(g, mp, "n_mmaps", &g->mp_n_mmaps, NULL)) ||
-	    (err = layout_member(g, mp, "mmapped_mem", &g->mp_mmapped_mem, NULL)))
+	    (err = layout_member(g, mp, "mmapped_mem", &g->mp_mmapped_mem, NULL)) ||
+	    (err = layout_member(g, mp, "mmap_threshold", &g->mp_mmap_threshold, NULL)))
 		return err;
 	if (g->mc_fd != 16 || g->mc_size != 8)
 		return hs_error_create(HS_ERR_UNSUPPORTED,
@@ -1078,6 +1080,8 @@ static struct hs_error *walk(struct gl *g)
 		g->heap->mmap_expected = (uint32_t)v;  /* int n_mmaps */
 	if (rd64(g, g->mp + g->mp_mmapped_mem, &v))
 		g->heap->mmap_expected_bytes = v;
+	if (rd64(g, g->mp + g->mp_mmap_threshold, &v))
+		g->heap->mmap_threshold = v;
 
 	/* Thread caches first: their chunks look in use in the heap. */
 	if ((err = read_tcaches(g)))

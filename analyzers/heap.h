@@ -113,6 +113,7 @@ struct hs_heap {
 	uint64_t mmap_count, mmap_bytes;           /* found by the scan */
 	uint64_t mmap_expected, mmap_expected_bytes; /* what mp_ says */
 	uint32_t ntcaches;          /* thread caches read */
+	uint64_t mmap_threshold;    /* requests this big are mmapped (0: unknown) */
 	struct hs_region *regions;  /* sorted by start after hs_heap_finish */
 	size_t nregions;
 	bool partial;               /* some part could not be walked */

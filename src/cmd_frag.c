@@ -22,14 +22,14 @@ static uint64_t writable(const struct hs_frag *f)
 {
 	uint64_t w = 0;
 	for (int k = 0; k < HS_MAP_KINDS; k++)
-		w += f->touched[k];
+		w += f->in_use[k];
 	return w;
 }
 
 static double malloc_share(const struct hs_frag *f)
 {
 	uint64_t w = writable(f);
-	return w ? (double)(f->touched[HS_MAP_ARENA] + f->touched[HS_MAP_MMAPPED]) /
+	return w ? (double)(f->in_use[HS_MAP_ARENA] + f->in_use[HS_MAP_MMAPPED]) /
 		(double)w : 0.0;
 }
 
@@ -58,7 +58,7 @@ static void verdict(const struct hs_frag *f, char *buf, size_t len)
 			 100.0 * (double)fr / (double)a->system);
 	else if (share < 0.5 && writable(f))
 		snprintf(buf, len, "malloc explains %.0f%% of the writable memory: the rest is outside malloc (other anonymous memory: %s)",
-			 100.0 * share, hs_fmt_size(b1, f->touched[HS_MAP_ANON]));
+			 100.0 * share, hs_fmt_size(b1, f->in_use[HS_MAP_ANON]));
 	else if (a->system && fr * 10 < a->system)
 		snprintf(buf, len, "the heap is %.0f%% in use and %s free outside the top chunk: growth is live data (see leaks, top)",
 			 100.0 * (double)a->used_bytes / (double)a->system, hs_fmt_size(b1, fr));
@@ -149,7 +149,7 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kuint(&w, "reserved", f->reserved[k]);
 			hs_jsonw_kuint(&w, "present", f->present[k]);
 			hs_jsonw_kuint(&w, "writable", f->writable_reserved[k]);
-			hs_jsonw_kuint(&w, "touched", f->touched[k]);
+			hs_jsonw_kuint(&w, "in_use", f->in_use[k]);
 			hs_jsonw_object_end(&w);
 		}
 		hs_jsonw_array_end(&w);
@@ -192,17 +192,17 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 	printf(" (from %s on, malloc maps them on their own)\n",
 	       hs_fmt_size(b2, f->mmap_threshold));
 	printf("\nFOOTPRINT\n%-16s %11s %11s %11s %11s\n", "KIND", "RESERVED", "IN CORE",
-	       "WRITABLE", "TOUCHED");
+	       "WRITABLE", "IN USE");
 	for (int k = 0; k < HS_MAP_KINDS; k++)
 		if (f->reserved[k])
 			printf("%-16s %11s %11s %11s %11s\n", hs_map_kind_names[k],
 			       hs_fmt_size(b1, f->reserved[k]), hs_fmt_size(b2, f->present[k]),
 			       hs_fmt_size(b3, f->writable_reserved[k]),
-			       hs_fmt_size(b4, f->touched[k]));
-	printf("(TOUCHED: writable pages with a byte that is not zero)\n");
+			       hs_fmt_size(b4, f->in_use[k]));
+	printf("(IN USE: arenas' system bytes, stacks from the stack pointer up, other writable memory as mapped)\n");
 	printf("thread stacks in use: %s of %s reserved\n", hs_fmt_size(b1, f->stack_used),
 	       hs_fmt_size(b2, f->reserved[HS_MAP_STACK]));
-	printf("malloc explains %.1f%% of the touched writable memory (%s)\n",
+	printf("malloc explains %.1f%% of the writable memory in use (%s)\n",
 	       100.0 * malloc_share(f), hs_fmt_size(b1, writable(f)));
 	hs_frag_destroy(f);
 	return HS_EXIT_OK;

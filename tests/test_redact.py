@@ -30,7 +30,7 @@ HS = P["heapsift"]
 WORK = os.path.join(P["workdir"], "redact")
 R = u.Results()
 SEED = 7319
-COMMANDS = (["info"], ["list", "--state", "all"], ["leaks"], ["top"], ["types"])
+COMMANDS = (["info"], ["list", "--state", "all"], ["leaks"], ["top"], ["types"], ["frag"])
 
 
 def token(seed, which):
@@ -87,7 +87,7 @@ def same_analysis(name, core, red):
             i = next((i for i in range(min(len(ka), len(kb))) if ka[i] != kb[i]), 0)
             problems.append("%s differs: ...%s... vs ...%s..." %
                             (" ".join(cmd), ka[max(0, i - 80):i + 80], kb[max(0, i - 80):i + 80]))
-    R.case("%s: info, list, leaks, top, types identical on the redacted copy" % name, problems)
+    R.case("%s: info, list, leaks, top, types, frag identical on the redacted copy" % name, problems)
 
 
 def redact(core, out, *extra):
