@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "analyzers/diff.h"
 
 #include <stdlib.h>
@@ -436,8 +437,8 @@ struct hs_error *hs_diff_compute(const struct hs_diff_snapshot *s, size_t n,
 	}
 	map_free(&b.tmap);
 	map_free(&b.rmap);
-	qsort(d->types, d->ntypes, sizeof(*d->types), cmp_type);
-	qsort(d->roots, d->nroots, sizeof(*d->roots), cmp_root);
+	hs_sort(d->types, d->ntypes, sizeof(*d->types), cmp_type);
+	hs_sort(d->roots, d->nroots, sizeof(*d->roots), cmp_root);
 	*ret = d;
 	return NULL;
 fail:

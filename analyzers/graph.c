@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "analyzers/graph.h"
 
 #include <pthread.h>
@@ -157,7 +158,7 @@ static size_t unique_edges(uint32_t *e, size_t n)
 	/* sort by (id, interior): start (0) before interior */
 	for (size_t i = 0; i < n; i++)
 		e[i] = (HS_EDGE_ID(e[i]) << 1 | (e[i] >> 31)) ;
-	qsort(e, n, sizeof(*e), cmp_u32);
+	hs_sort(e, n, sizeof(*e), cmp_u32);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k && (e[k - 1] >> 1) == (e[i] >> 1))

@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "analyzers/heap.h"
 
 #include <stdlib.h>
@@ -141,7 +142,7 @@ static bool sorted(const struct hs_alloc *a, size_t n)
 struct hs_error *hs_heap_finish(struct hs_heap *heap)
 {
 	size_t n = heap->nallocs;
-	qsort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
+	hs_sort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
 	if (sorted(heap->allocs, n))
 		goto check;
 	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));
@@ -158,7 +159,7 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 		if (e > s)
 			runs[nr++] = (struct run){s, e - s, heap->allocs[s].addr};
 	}
-	qsort(runs, nr, sizeof(*runs), cmp_run);
+	hs_sort(runs, nr, sizeof(*runs), cmp_run);
 	size_t k = 0;
 	for (size_t i = 0; i < nr; i++) {
 		memcpy(out + k, heap->allocs + runs[i].start,
@@ -170,7 +171,7 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 	heap->allocs = out;
 	heap->cap = n ? n : 1;
 	if (!sorted(out, n))  /* runs interleave: only a corrupt heap does that */
-		qsort(out, n, sizeof(*out), cmp_alloc);
+		hs_sort(out, n, sizeof(*out), cmp_alloc);
 check:
 	for (size_t i = 1; i < n; i++) {
 		const struct hs_alloc *p = &heap->allocs[i - 1], *q = &heap->allocs[i];

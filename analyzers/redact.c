@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "analyzers/redact.h"
 
 #include <elf.h>
@@ -158,7 +159,7 @@ struct hs_error *hs_redact_write(const struct hs_core *core,
 	for (size_t i = 0; i < core->nfiles; i++)
 		p.mapped[p.nmapped++] = (struct range){core->files[i].start,
 						       core->files[i].end};
-	qsort(p.mapped, p.nmapped, sizeof(*p.mapped), cmp_range);
+	hs_sort(p.mapped, p.nmapped, sizeof(*p.mapped), cmp_range);
 	size_t k = 0;
 	for (size_t i = 0; i < p.nmapped; i++) {
 		if (k && p.mapped[i].lo <= p.mapped[k - 1].hi) {

@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "analyzers/retain.h"
 
 #include <stdlib.h>
@@ -28,7 +29,7 @@ static void close_rows(struct root_edges *re, size_t upto)
 		size_t start = re->off[node];
 		size_t cnt = re->n - start;
 		if (cnt > 1) {
-			qsort(re->adj + start, cnt, sizeof(uint32_t), cmp_u32);
+			hs_sort(re->adj + start, cnt, sizeof(uint32_t), cmp_u32);
 			size_t k = 1;
 			for (size_t i = 1; i < cnt; i++)
 				if (re->adj[start + i] != re->adj[start + k - 1])
@@ -229,7 +230,7 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 		}
 		v[n++] = x;
 	}
-	qsort_r(v, n, sizeof(*v), cmp_suspect, (void *)t);
+	hs_sort_r(v, n, sizeof(*v), cmp_suspect, (void *)t);
 	*ret = v;
 	*count = n;
 	return NULL;

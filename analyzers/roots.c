@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "analyzers/roots.h"
 
 #include <stdarg.h>
@@ -62,7 +63,7 @@ static void iv_normalize(struct ivset *s)
 {
 	if (!s->n)
 		return;
-	qsort(s->v, s->n, sizeof(*s->v), cmp_iv);
+	hs_sort(s->v, s->n, sizeof(*s->v), cmp_iv);
 	size_t k = 0;
 	for (size_t i = 1; i < s->n; i++) {
 		if (s->v[i].lo <= s->v[k].hi) {
@@ -592,7 +593,7 @@ static struct hs_error *build(struct builder *b,
 		return err;
 	if (opts->unexplained && (err = unexplained(b)))
 		return err;
-	qsort(b->r->roots, b->r->n, sizeof(*b->r->roots), cmp_root);
+	hs_sort(b->r->roots, b->r->n, sizeof(*b->r->roots), cmp_root);
 	return NULL;
 }
 

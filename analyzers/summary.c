@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "analyzers/summary.h"
 
 #include <stdio.h>
@@ -168,7 +169,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		rows.v[m++] = *x;
 	}
 	rows.n = m;
-	qsort(rows.v, m, sizeof(*rows.v), cmp_row);
+	hs_sort(rows.v, m, sizeof(*rows.v), cmp_row);
 	err = NULL;
 out:
 	free(row_of);
@@ -229,7 +230,7 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 			.count = t->retained_count[node] - 1,
 		};
 	}
-	qsort(rows, k, sizeof(*rows), cmp_root_name);
+	hs_sort(rows, k, sizeof(*rows), cmp_root_name);
 	size_t m = 0;
 	for (size_t i = 0; i < k; i++) {
 		if (m && !strcmp(rows[m - 1].name, rows[i].name)) {
@@ -252,7 +253,7 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 		rows[m++] = (struct hs_root_row){"(leaked: no root holds these)", "leaked",
 						 t->retained[HS_NODE_LEAKED],
 						 t->retained_count[HS_NODE_LEAKED] - 1};
-	qsort(rows, m, sizeof(*rows), cmp_root_row);
+	hs_sort(rows, m, sizeof(*rows), cmp_root_row);
 	*ret = rows;
 	*count = m;
 	return NULL;

@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "analyzers/types.h"
 
 #include <stdio.h>
@@ -85,7 +86,7 @@ static struct hs_error *collect_vtables(struct ctx *c)
 			c->nvt++;
 		}
 	}
-	qsort(c->vt, c->nvt, sizeof(*c->vt), cmp_vt);
+	hs_sort(c->vt, c->nvt, sizeof(*c->vt), cmp_vt);
 	c->t->nvtables = c->nvt;
 	return NULL;
 }

@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "formats/dwarf.h"
 
 #include <dwarf.h>
@@ -237,7 +238,7 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 		err = arg.err;
 		goto fail;
 	}
-	qsort(dw->mods, dw->nmods, sizeof(*dw->mods), cmp_mod);
+	hs_sort(dw->mods, dw->nmods, sizeof(*dw->mods), cmp_mod);
 	/* The executable: the module that contains AT_ENTRY. */
 	uint64_t entry;
 	if (hs_core_auxv(core, 9 /* AT_ENTRY */, &entry)) {
@@ -763,9 +764,9 @@ static struct hs_error *load_symtab(struct hs_dwarf *dw, struct hs_module *m,
 			c->data[c->ndata++] = hs;
 		}
 	}
-	qsort(c->data, c->ndata, sizeof(*c->data), cmp_sym);
+	hs_sort(c->data, c->ndata, sizeof(*c->data), cmp_sym);
 	dedupe(c->data, &c->ndata);
-	qsort(c->tls, c->ntls, sizeof(*c->tls), cmp_sym);
+	hs_sort(c->tls, c->ntls, sizeof(*c->tls), cmp_sym);
 	dedupe(c->tls, &c->ntls);
 	*ret = c;
 	return NULL;

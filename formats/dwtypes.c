@@ -1,3 +1,4 @@
+#include "src/sort.h"
 #include "formats/dwtypes.h"
 
 #include <dwarf.h>
@@ -390,7 +391,7 @@ static struct hs_error *name_index(struct hs_dtypes *t, struct hs_module *m,
 		if (err)
 			return err;
 	}
-	qsort(ix->v, ix->n, sizeof(*ix->v), cmp_entry);
+	hs_sort(ix->v, ix->n, sizeof(*ix->v), cmp_entry);
 	*ret = ix;
 	return NULL;
 }

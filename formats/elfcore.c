@@ -15,6 +15,7 @@
  * NT_SIGINFO: siginfo_t: si_signo, si_errno, si_code (int each), pad,
  *          then the union (si_addr at 16 for fault signals).
  */
+#include "src/sort.h"
 #include "formats/elfcore.h"
 
 #include <elf.h>
@@ -155,7 +156,7 @@ static struct hs_error *parse_file_note(struct hs_core *core,
 		names = nul + 1;
 	}
 	core->nfiles = count;
-	qsort(core->files, core->nfiles, sizeof(*core->files), cmp_file);
+	hs_sort(core->files, core->nfiles, sizeof(*core->files), cmp_file);
 	return NULL;
 }
 
@@ -368,7 +369,7 @@ struct hs_error *hs_core_open(const char *path, struct hs_log *log,
 			    path, (unsigned long long)truncated_segs, core->nsegs,
 			    (unsigned long long)first_truncated);
 	}
-	qsort(core->segs, core->nsegs, sizeof(*core->segs), cmp_seg);
+	hs_sort(core->segs, core->nsegs, sizeof(*core->segs), cmp_seg);
 	for (size_t i = 0; i + 1 < core->nsegs; i++) {
 		if (core->segs[i].vaddr + core->segs[i].memsz > core->segs[i + 1].vaddr) {
 			err = hs_error_create(HS_ERR_FORMAT,

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "src/sort.h"
 #include "src/cli_retain.h"
 
 struct group {
@@ -86,7 +87,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
 	struct sort_ctx ctx = {heap, mark, types};
-	qsort_r(order, n, sizeof(*order), cmp_by_size, &ctx);
+	hs_sort_r(order, n, sizeof(*order), cmp_by_size, &ctx);
 	size_t ngroups = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct hs_leak_root *lr = &mark->leak_roots[order[i]];
@@ -105,7 +106,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		g->held_count += lr->held_count;
 		g->held_bytes += lr->held_bytes;
 	}
-	qsort(groups, ngroups, sizeof(*groups), cmp_group);
+	hs_sort(groups, ngroups, sizeof(*groups), cmp_group);
 
 	const struct hs_class_total *t = mark->total;
 	struct hs_class_total leaked = {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/sort.h"
 #include "src/cli_retain.h"
 
 enum { MAX_HOPS = 100000 };
@@ -322,7 +323,7 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 		}
 		kids[nkids++] = v;
 	}
-	qsort_r(kids, nkids, sizeof(*kids), cmp_retained_desc, (void *)t);
+	hs_sort_r(kids, nkids, sizeof(*kids), cmp_retained_desc, (void *)t);
 	size_t show = nkids < cli->top_n ? nkids : cli->top_n;
 	char name[512], b1[32];
 	if (cli->format == HS_FORMAT_JSON) {

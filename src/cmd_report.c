@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/sort.h"
 #include "analyzers/stacks.h"
 #include "analyzers/summary.h"
 #include "src/cli_retain.h"
@@ -58,7 +59,7 @@ static void leak_groups(struct hs_jsonw *w, struct hs_snapshot *snap)
 		v[i].held_count = lr->held_count;
 		v[i].held_bytes = lr->held_bytes;
 	}
-	qsort(v, n, sizeof(*v), cmp_lr);
+	hs_sort(v, n, sizeof(*v), cmp_lr);
 	for (size_t i = 0; i < n; i++) {
 		if (!ng || strcmp(g[ng - 1].label, v[i].label))
 			g[ng++] = (struct group){.label = v[i].label};
@@ -67,7 +68,7 @@ static void leak_groups(struct hs_jsonw *w, struct hs_snapshot *snap)
 		g[ng - 1].held_count += v[i].held_count;
 		g[ng - 1].held_bytes += v[i].held_bytes;
 	}
-	qsort(g, ng, sizeof(*g), cmp_group);
+	hs_sort(g, ng, sizeof(*g), cmp_group);
 	for (size_t i = 0; i < ng && i < ROWS; i++) {
 		hs_jsonw_object_begin(w);
 		hs_jsonw_kstring(w, "type", g[i].label);
