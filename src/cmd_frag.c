@@ -107,6 +107,44 @@ static void json_arena(struct hs_jsonw *w, const struct hs_frag_arena *a)
 	hs_jsonw_object_end(w);
 }
 
+void hs_cli_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
+		      const struct hs_heap *heap)
+{
+	char v[512];
+	verdict(f, v, sizeof(v));
+	uint64_t max_request = f->largest_servable > 8 ? f->largest_servable - 8 : 0;
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kstring(w, "verdict", v);
+	hs_jsonw_key(w, "heap");
+	json_arena(w, &f->all);
+	hs_jsonw_key(w, "arenas");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < f->narenas; i++)
+		json_arena(w, &f->arenas[i]);
+	hs_jsonw_array_end(w);
+	hs_jsonw_key(w, "requests");
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kuint(w, "largest_served_from_free", max_request);
+	hs_jsonw_kuint(w, "mmap_threshold", f->mmap_threshold);
+	hs_jsonw_object_end(w);
+	hs_jsonw_key(w, "footprint");
+	hs_jsonw_array_begin(w);
+	for (int k = 0; k < HS_MAP_KINDS; k++) {
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kstring(w, "kind", hs_map_kind_names[k]);
+		hs_jsonw_kuint(w, "reserved", f->reserved[k]);
+		hs_jsonw_kuint(w, "present", f->present[k]);
+		hs_jsonw_kuint(w, "writable", f->writable_reserved[k]);
+		hs_jsonw_kuint(w, "in_use", f->in_use[k]);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_kuint(w, "stack_used", f->stack_used);
+	hs_jsonw_kint(w, "malloc_share_permille", (int64_t)(malloc_share(f) * 1000 + 0.5));
+	hs_jsonw_kbool(w, "partial", heap->partial);
+	hs_jsonw_object_end(w);
+}
+
 int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_heap *heap;
@@ -127,36 +165,7 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 	if (cli->format == HS_FORMAT_JSON) {
 		struct hs_jsonw w;
 		hs_jsonw_init(&w, stdout, true);
-		hs_jsonw_object_begin(&w);
-		hs_jsonw_kstring(&w, "verdict", v);
-		hs_jsonw_key(&w, "heap");
-		json_arena(&w, all);
-		hs_jsonw_key(&w, "arenas");
-		hs_jsonw_array_begin(&w);
-		for (size_t i = 0; i < f->narenas; i++)
-			json_arena(&w, &f->arenas[i]);
-		hs_jsonw_array_end(&w);
-		hs_jsonw_key(&w, "requests");
-		hs_jsonw_object_begin(&w);
-		hs_jsonw_kuint(&w, "largest_served_from_free", max_request);
-		hs_jsonw_kuint(&w, "mmap_threshold", f->mmap_threshold);
-		hs_jsonw_object_end(&w);
-		hs_jsonw_key(&w, "footprint");
-		hs_jsonw_array_begin(&w);
-		for (int k = 0; k < HS_MAP_KINDS; k++) {
-			hs_jsonw_object_begin(&w);
-			hs_jsonw_kstring(&w, "kind", hs_map_kind_names[k]);
-			hs_jsonw_kuint(&w, "reserved", f->reserved[k]);
-			hs_jsonw_kuint(&w, "present", f->present[k]);
-			hs_jsonw_kuint(&w, "writable", f->writable_reserved[k]);
-			hs_jsonw_kuint(&w, "in_use", f->in_use[k]);
-			hs_jsonw_object_end(&w);
-		}
-		hs_jsonw_array_end(&w);
-		hs_jsonw_kuint(&w, "stack_used", f->stack_used);
-		hs_jsonw_kint(&w, "malloc_share_permille", (int64_t)(malloc_share(f) * 1000 + 0.5));
-		hs_jsonw_kbool(&w, "partial", heap->partial);
-		hs_jsonw_object_end(&w);
+		hs_cli_frag_json(&w, f, heap);
 		hs_jsonw_finish(&w);
 		hs_frag_destroy(f);
 		return HS_EXIT_OK;

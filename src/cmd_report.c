@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "src/sort.h"
+#include "analyzers/frag.h"
 #include "analyzers/stacks.h"
 #include "analyzers/summary.h"
 #include "src/cli_retain.h"
@@ -195,6 +196,14 @@ static void data(struct hs_jsonw *w, struct hs_snapshot *snap,
 		}
 	}
 	hs_jsonw_array_end(w);
+	struct hs_dwarf *dw;
+	struct hs_frag *frag;
+	hs_snapshot_dwarf(snap, &dw);
+	if (!hs_frag_compute(snap->core, dw, heap, &frag)) {
+		hs_jsonw_key(w, "frag");
+		hs_cli_frag_json(w, frag, heap);
+		hs_frag_destroy(frag);
+	}
 	hs_jsonw_key(w, "tree");
 	hs_jsonw_object_begin(w);
 	hs_jsonw_key(w, "labels");
