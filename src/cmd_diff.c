@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <unistd.h>
+
 #include "analyzers/diff.h"
 #include "src/cli_retain.h"
 
@@ -54,6 +57,80 @@ static const char *trend(enum hs_trend t)
 	return t == HS_TREND_NONE ? "-" : hs_trend_names[t];
 }
 
+static void json_diff(struct hs_jsonw *w, struct hs_snapshot **snaps, size_t n,
+		      const struct hs_diff *d)
+{
+	hs_jsonw_object_begin(w);
+	hs_jsonw_key(w, "snapshots");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kstring(w, "path", snaps[i]->core->path);
+		hs_jsonw_kuint(w, "used_count", snaps[i]->retain->used_count);
+		hs_jsonw_kuint(w, "used_bytes", snaps[i]->retain->used_bytes);
+		hs_jsonw_kbool(w, "partial", snaps[i]->heap->partial);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_kint(w, "used_delta_count", d->used_delta_count);
+	hs_jsonw_kint(w, "used_delta_bytes", d->used_delta_bytes);
+	hs_jsonw_key(w, "types");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < d->ntypes; i++) {
+		const struct hs_diff_type *t = &d->types[i];
+		if (!t->new_count && !t->deleted_count && !t->retained_delta)
+			continue;  /* unchanged */
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kstring(w, "type", t->label);
+		hs_jsonw_kuint(w, "new_count", t->new_count);
+		hs_jsonw_kuint(w, "new_bytes", t->new_bytes);
+		hs_jsonw_kuint(w, "deleted_count", t->deleted_count);
+		hs_jsonw_kuint(w, "deleted_bytes", t->deleted_bytes);
+		hs_jsonw_kint(w, "delta_count", t->delta_count);
+		hs_jsonw_kint(w, "delta_bytes", t->delta_bytes);
+		hs_jsonw_kint(w, "retained_delta", t->retained_delta);
+		json_series(w, "bytes", t->bytes, n);
+		json_trend(w, t->trend, t->slope);
+		if (t->held_by) {
+			hs_jsonw_key(w, "new_bytes_held_by");
+			hs_jsonw_object_begin(w);
+			hs_jsonw_kstring(w, "root", t->held_by);
+			hs_jsonw_kuint(w, "bytes", t->held_bytes);
+			hs_jsonw_object_end(w);
+		}
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_key(w, "roots");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < d->nroots; i++) {
+		const struct hs_diff_root *r = &d->roots[i];
+		bool changed = false;
+		for (size_t k = 1; k < n; k++)
+			changed |= r->retained[k] != r->retained[0];
+		if (!changed)
+			continue;
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kstring(w, "name", r->name);
+		hs_jsonw_kstring(w, "kind", r->kind);
+		hs_jsonw_kint(w, "retained_delta", r->retained_delta);
+		json_series(w, "retained", r->retained, n);
+		json_trend(w, r->trend, r->slope);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_key(w, "leaks");
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kuint(w, "new_leak_roots", d->new_leak_roots);
+	hs_jsonw_kuint(w, "new_leak_root_bytes", d->new_leak_root_bytes);
+	hs_jsonw_kint(w, "leaked_delta_count", d->leaked_delta_count);
+	hs_jsonw_kint(w, "leaked_delta_bytes", d->leaked_delta_bytes);
+	json_series(w, "leaked_bytes", d->leaked, n);
+	json_trend(w, d->leaked_trend, d->leaked_slope);
+	hs_jsonw_object_end(w);
+	hs_jsonw_object_end(w);
+}
+
 static void output(struct hs_cli *cli, struct hs_snapshot **snaps, size_t n,
 		   const struct hs_diff *d)
 {
@@ -62,75 +139,7 @@ static void output(struct hs_cli *cli, struct hs_snapshot **snaps, size_t n,
 	if (cli->format == HS_FORMAT_JSON) {
 		struct hs_jsonw w;
 		hs_jsonw_init(&w, stdout, true);
-		hs_jsonw_object_begin(&w);
-		hs_jsonw_key(&w, "snapshots");
-		hs_jsonw_array_begin(&w);
-		for (size_t i = 0; i < n; i++) {
-			hs_jsonw_object_begin(&w);
-			hs_jsonw_kstring(&w, "path", snaps[i]->core->path);
-			hs_jsonw_kuint(&w, "used_count", snaps[i]->retain->used_count);
-			hs_jsonw_kuint(&w, "used_bytes", snaps[i]->retain->used_bytes);
-			hs_jsonw_kbool(&w, "partial", snaps[i]->heap->partial);
-			hs_jsonw_object_end(&w);
-		}
-		hs_jsonw_array_end(&w);
-		hs_jsonw_kint(&w, "used_delta_count", d->used_delta_count);
-		hs_jsonw_kint(&w, "used_delta_bytes", d->used_delta_bytes);
-		hs_jsonw_key(&w, "types");
-		hs_jsonw_array_begin(&w);
-		for (size_t i = 0; i < d->ntypes; i++) {
-			const struct hs_diff_type *t = &d->types[i];
-			if (!t->new_count && !t->deleted_count && !t->retained_delta)
-				continue;  /* unchanged */
-			hs_jsonw_object_begin(&w);
-			hs_jsonw_kstring(&w, "type", t->label);
-			hs_jsonw_kuint(&w, "new_count", t->new_count);
-			hs_jsonw_kuint(&w, "new_bytes", t->new_bytes);
-			hs_jsonw_kuint(&w, "deleted_count", t->deleted_count);
-			hs_jsonw_kuint(&w, "deleted_bytes", t->deleted_bytes);
-			hs_jsonw_kint(&w, "delta_count", t->delta_count);
-			hs_jsonw_kint(&w, "delta_bytes", t->delta_bytes);
-			hs_jsonw_kint(&w, "retained_delta", t->retained_delta);
-			json_series(&w, "bytes", t->bytes, n);
-			json_trend(&w, t->trend, t->slope);
-			if (t->held_by) {
-				hs_jsonw_key(&w, "new_bytes_held_by");
-				hs_jsonw_object_begin(&w);
-				hs_jsonw_kstring(&w, "root", t->held_by);
-				hs_jsonw_kuint(&w, "bytes", t->held_bytes);
-				hs_jsonw_object_end(&w);
-			}
-			hs_jsonw_object_end(&w);
-		}
-		hs_jsonw_array_end(&w);
-		hs_jsonw_key(&w, "roots");
-		hs_jsonw_array_begin(&w);
-		for (size_t i = 0; i < d->nroots; i++) {
-			const struct hs_diff_root *r = &d->roots[i];
-			bool changed = false;
-			for (size_t k = 1; k < n; k++)
-				changed |= r->retained[k] != r->retained[0];
-			if (!changed)
-				continue;
-			hs_jsonw_object_begin(&w);
-			hs_jsonw_kstring(&w, "name", r->name);
-			hs_jsonw_kstring(&w, "kind", r->kind);
-			hs_jsonw_kint(&w, "retained_delta", r->retained_delta);
-			json_series(&w, "retained", r->retained, n);
-			json_trend(&w, r->trend, r->slope);
-			hs_jsonw_object_end(&w);
-		}
-		hs_jsonw_array_end(&w);
-		hs_jsonw_key(&w, "leaks");
-		hs_jsonw_object_begin(&w);
-		hs_jsonw_kuint(&w, "new_leak_roots", d->new_leak_roots);
-		hs_jsonw_kuint(&w, "new_leak_root_bytes", d->new_leak_root_bytes);
-		hs_jsonw_kint(&w, "leaked_delta_count", d->leaked_delta_count);
-		hs_jsonw_kint(&w, "leaked_delta_bytes", d->leaked_delta_bytes);
-		json_series(&w, "leaked_bytes", d->leaked, n);
-		json_trend(&w, d->leaked_trend, d->leaked_slope);
-		hs_jsonw_object_end(&w);
-		hs_jsonw_object_end(&w);
+		json_diff(&w, snaps, n, d);
 		hs_jsonw_finish(&w);
 		return;
 	}
@@ -186,6 +195,50 @@ static void output(struct hs_cli *cli, struct hs_snapshot **snaps, size_t n,
 	}
 }
 
+extern const char hs_diff_html[];
+
+/* The comparison as one self-contained HTML page. */
+static struct hs_error *write_html(const char *out, struct hs_snapshot **snaps,
+				   size_t n, const struct hs_diff *d)
+{
+	char *tmp;
+	if (asprintf(&tmp, "%s.tmp-XXXXXX", out) < 0)
+		return &hs_error_nomem;
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		struct hs_error *err = hs_error_errno(errno, "%s", out);
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		free(tmp);
+		return err;
+	}
+	const char *mark = strstr(hs_diff_html, "@DATA@");
+	fwrite(hs_diff_html, 1, (size_t)(mark - hs_diff_html), f);
+	struct hs_jsonw *w = malloc(sizeof(*w));
+	struct hs_error *err = NULL;
+	if (w) {
+		hs_jsonw_init(w, f, false);
+		w->html = true;
+		json_diff(w, snaps, n, d);
+		hs_jsonw_finish(w);
+		free(w);
+	} else {
+		err = &hs_error_nomem;
+	}
+	fputs(mark + strlen("@DATA@"), f);
+	if (fclose(f) != 0 && !err)
+		err = hs_error_errno(errno, "%s", tmp);
+	if (!err && rename(tmp, out) != 0)
+		err = hs_error_errno(errno, "%s", out);
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	return err;
+}
+
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *unused)
 {
 	(void)unused;
@@ -237,6 +290,14 @@ int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *unused)
 		if (err) {
 			rc = hs_cli_fail(cli, err);
 			hs_error_destroy(err);
+		} else if (cli->out) {
+			err = write_html(cli->out, snaps, n, d);
+			if (err) {
+				rc = hs_cli_fail(cli, err);
+				hs_error_destroy(err);
+			} else if (cli->format == HS_FORMAT_TEXT) {
+				printf("wrote %s\n", cli->out);
+			}
 		} else {
 			output(cli, snaps, n, d);
 		}

@@ -36,7 +36,7 @@ static const char usage_text[] =
 	"          as dominator stacks for pprof and flame graphs\n"
 	"  diff    heapsift diff CORE1 CORE2 [CORE3 ...] (or heapdiff ...): what\n"
 	"          grew per type and per root, and the trend over 3 or more\n"
-	"          (--force: cores of different builds)\n"
+	"          (--force: cores of different builds; --html OUT: as a page)\n"
 	"\n"
 	"options:\n"
 	"  --exe BINARY       the executable, when the core's path to it is gone\n"
@@ -117,7 +117,7 @@ enum {
 	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
-	OPT_FORCE, OPT_PPROF, OPT_FOLDED,
+	OPT_FORCE, OPT_PPROF, OPT_FOLDED, OPT_HTML,
 };
 
 /* Which command takes which command-specific option. */
@@ -153,6 +153,7 @@ static const struct option long_opts[] = {
 	{"force", no_argument, NULL, OPT_FORCE},
 	{"pprof", required_argument, NULL, OPT_PPROF},
 	{"folded", required_argument, NULL, OPT_FOLDED},
+	{"html", required_argument, NULL, OPT_HTML},
 	{NULL, 0, NULL, 0},
 };
 
@@ -333,6 +334,11 @@ int main(int argc, char **argv)
 				cli.pprof = optarg;
 			else
 				cli.folded = optarg;
+			break;
+		case OPT_HTML:
+			if (!(cmd->takes & TAKES_CORES))
+				return not_an_option_of(cmd, "--html");
+			cli.out = optarg;
 			break;
 		case OPT_FORCE:
 			if (!(cmd->takes & TAKES_CORES))

@@ -139,6 +139,28 @@ def main():
            [] if r.rc == 0 and any("WHAT GREW" in ln for ln in first_lines) and "g_cache" in r.out
            else ["exit %d: %s" % (r.rc, r.out[:400])])
 
+    page = os.path.join(WORK, "diff.html")
+    r = u.run([HEAPDIFF] + cores + ["--html", page], timeout=300)
+    chrome = shutil.which("chromium")
+    problems = [] if r.rc == 0 and os.path.exists(page) else ["exit %d: %s" % (r.rc, r.err)]
+    if not problems and chrome:
+        r = u.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                   "--no-first-run", "--disable-background-networking",
+                   "--disable-component-update", "--disable-sync",
+                   "--user-data-dir=" + os.path.join(WORK, "profile"),
+                   "--enable-logging=stderr", "--v=0", "--dump-dom", "file://" + page],
+                  timeout=180)
+        console = [ln for ln in r.err.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+        if console:
+            problems.append("console: %s" % console[:3])
+        for text in ("struct cache_entry", "growing", "plateau", "global g_cache in phases"):
+            if text not in r.out:
+                problems.append("%r not in the rendered page" % text)
+        if r.out.count("<polyline") < 4:
+            problems.append("no sparklines")
+    R.case("--html: a page that renders the comparison" + ("" if chrome else " (no browser: not rendered)"),
+           problems)
+
     other, _ = u.take_core(os.path.join(P["fixtures"], "corruptme"), WORK, "other", record=False)
     r = u.run([HEAPDIFF, cores[0], other], timeout=300)
     problems = []
