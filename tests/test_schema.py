@@ -96,7 +96,7 @@ def main():
             R.skip(name, "fixture not built")
             continue
         core, _ = u.take_core(binary, WORK, name, record=False)
-        for cmd in (["info"], ["list", "--state", "all"], ["leaks", "--list"], ["top"], ["types"]):
+        for cmd in (["info"], ["list", "--state", "all"], ["leaks", "--list"], ["top"], ["types"], ["frag"]):
             doc = check("%s: %s" % (name, " ".join(cmd)), cmd[0], [HS] + cmd + [core])
             if cmd[0] == "top" and doc and doc["allocations"]:
                 addr = doc["allocations"][0]["address"]
