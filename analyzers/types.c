@@ -322,6 +322,26 @@ static struct hs_error *seed_variables(struct ctx *c)
 			continue;
 		err = hs_dtypes_variables(t->reg, m, &vars, &nvars);
 	}
+	/* locals of every unwound frame; frame k's canonical frame address is
+	 * the stack pointer of frame k + 1 (its caller) */
+	struct hs_thread_frames *tf = NULL;
+	size_t ntf = 0;
+	struct hs_error *uerr = err ? NULL : hs_dwarf_unwind_all(c->dw, &tf, &ntf);
+	if (uerr == &hs_error_nomem)
+		err = uerr;
+	else
+		hs_error_destroy(uerr);
+	for (size_t k = 0; k < ntf && !err; k++) {
+		for (size_t f = 0; f + 1 < tf[k].n && !err; f++) {
+			const struct hs_frame *fr = &tf[k].frames[f];
+			struct hs_module *m = hs_dwarf_module_at(c->dw, fr->pc);
+			if (!m || m->debug_source == HS_DEBUG_NONE || !tf[k].frames[f + 1].sp)
+				continue;
+			err = hs_dtypes_frame_locals(t->reg, m, fr->pc, fr->activation || f == 0,
+						     tf[k].frames[f + 1].sp, &vars, &nvars);
+		}
+	}
+	hs_dwarf_frames_free(tf, ntf);
 	t->nvariables = nvars;
 	for (size_t i = 0; i < nvars && !err; i++) {
 		struct hs_dvar *v = &vars[i];

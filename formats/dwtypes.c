@@ -805,3 +805,101 @@ char *hs_dtype_member_at(struct hs_dtypes *t, struct hs_dtype *type,
 	}
 	return at ? strdup(path) : NULL;
 }
+
+/* ---- locals of a frame ---- */
+
+static bool frame_base_is_cfa(Dwarf_Die *fn)
+{
+	Dwarf_Attribute a;
+	Dwarf_Op *ops;
+	size_t nops;
+	return dwarf_attr(fn, DW_AT_frame_base, &a) &&
+	       dwarf_getlocation(&a, &ops, &nops) == 0 && nops == 1 &&
+	       ops[0].atom == DW_OP_call_frame_cfa;
+}
+
+struct hs_error *hs_dtypes_frame_locals(struct hs_dtypes *t, struct hs_module *m,
+					uint64_t pc, bool exact, uint64_t cfa,
+					struct hs_dvar **vars, size_t *n)
+{
+	Dwarf_Addr bias;
+	uint64_t look = exact ? pc : pc - 1;
+	Dwarf_Die *cu = dwfl_module_addrdie(m->mod, look, &bias);
+	if (!cu)
+		return NULL;
+	Dwarf_Die *scopes = NULL;
+	int nscopes = dwarf_getscopes(cu, look - bias, &scopes);
+	if (nscopes <= 0)
+		return NULL;
+	/* the frame base of the function these scopes are in */
+	bool cfa_based = false;
+	for (int i = 0; i < nscopes; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag == DW_TAG_subprogram) {
+			cfa_based = frame_base_is_cfa(&scopes[i]);
+			break;
+		}
+	}
+	struct vars out = {*vars, *n, *n};
+	struct hs_error *err = NULL;
+	for (int i = 0; i < nscopes && cfa_based && !err; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_lexical_block &&
+		    tag != DW_TAG_inlined_subroutine)
+			continue;
+		Dwarf_Die child;
+		if (dwarf_child(&scopes[i], &child) != 0)
+			continue;
+		do {
+			int ct = dwarf_tag(&child);
+			if (ct != DW_TAG_variable && ct != DW_TAG_formal_parameter)
+				continue;
+			Dwarf_Attribute a;
+			Dwarf_Op *ops;
+			size_t nops;
+			if (!dwarf_attr(&child, DW_AT_location, &a) ||
+			    dwarf_getlocation_addr(&a, look - bias, &ops, &nops, 1) != 1 ||
+			    nops != 1 || ops[0].atom != DW_OP_fbreg)
+				continue;
+			Dwarf_Die type;
+			if (!type_of(&child, &type))
+				continue;
+			struct hs_dtype *d;
+			if ((err = from_die(t, m, &type, &d)))
+				break;
+			const struct hs_dptr *p;
+			size_t np;
+			if (!d || (err = hs_dtype_pointers(t, d, &p, &np)))
+				continue;
+			if (!np)
+				continue;
+			if (out.n == out.cap) {
+				size_t cap = out.cap ? 2 * out.cap : 64;
+				struct hs_dvar *v = realloc(out.v, cap * sizeof(*v));
+				if (!v) {
+					err = &hs_error_nomem;
+					break;
+				}
+				out.v = v;
+				out.cap = cap;
+			}
+			Dwarf_Attribute na;
+			const char *name = dwarf_formstring(dwarf_attr_integrate(&child, DW_AT_name, &na));
+			struct hs_dvar *v = &out.v[out.n];
+			v->name = strdup(name ? name : "?");
+			if (!v->name) {
+				err = &hs_error_nomem;
+				break;
+			}
+			v->mod = m;
+			v->addr = cfa + (uint64_t)(int64_t)ops[0].number;
+			v->tls = false;
+			v->type = d;
+			out.n++;
+		} while (dwarf_siblingof(&child, &child) == 0);
+	}
+	free(scopes);
+	*vars = out.v;
+	*n = out.n;
+	return err;
+}

@@ -67,6 +67,15 @@ struct hs_error *hs_dtypes_variables(struct hs_dtypes *t, struct hs_module *m,
 				     struct hs_dvar **vars, size_t *n);
 void hs_dvars_free(struct hs_dvar *vars, size_t n);
 
+/* Locals and parameters of the function running at pc (the innermost
+ * scopes first, inlined ones included) that live in the frame at a fixed
+ * offset from the canonical frame address (DW_OP_fbreg with a frame base
+ * of DW_OP_call_frame_cfa): appended to *vars with run-time addresses.
+ * exact: pc is where the frame stopped (frame 0), not a return address. */
+struct hs_error *hs_dtypes_frame_locals(struct hs_dtypes *t, struct hs_module *m,
+					uint64_t pc, bool exact, uint64_t cfa,
+					struct hs_dvar **vars, size_t *n);
+
 /* The type's pointer slots (computed once). */
 struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
 				   const struct hs_dptr **ret, size_t *n);
