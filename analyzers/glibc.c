@@ -21,8 +21,6 @@
  */
 #include "analyzers/glibc.h"
 
-#include <elf.h>
-#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -696,12 +694,12 @@ static struct hs_error *walk_other_arena(struct gl *g, uint64_t arena,
 	return NULL;
 }
 
-/* The offset of libc's `tcache` TLS variable from the thread pointer: the
- * GOT slot that the initial-exec code reads, relocated by R_X86_64_TPOFF64
- * with symbol 0 and addend = the variable's offset in libc's TLS block. */
+/* The offset of libc's `tcache` TLS variable from the thread pointer: its
+ * offset in libc's TLS block (the symbol's value) plus where that block
+ * sits, which libc's relocated GOT slots tell (hs_dwarf_tls_block). */
 static bool tcache_tpoff(struct gl *g, int64_t *tpoff)
 {
-	uint64_t value;
+	uint64_t value, block;
 	bool is_tls;
 	struct hs_error *err = hs_dwarf_symbol(g->dw, g->libc, "tcache", &value,
 					       NULL, &is_tls);
@@ -709,36 +707,12 @@ static bool tcache_tpoff(struct gl *g, int64_t *tpoff)
 		hs_error_destroy(err);
 		return false;
 	}
-	uint64_t bias;
-	Elf *elf = hs_dwarf_module_elf(g->dw, g->libc, &bias);
-	if (!elf)
+	/* the block's place relative to the thread pointer is the same in
+	 * every thread: compute it for a thread pointer of 0 */
+	if (!hs_dwarf_tls_block(g->dw, g->core, g->libc, 0, &block))
 		return false;
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
-		    !sh.sh_entsize)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		if (!d)
-			continue;
-		size_t n = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Rela r;
-			if (!gelf_getrela(d, (int)i, &r))
-				break;
-			if (GELF_R_TYPE(r.r_info) != R_X86_64_TPOFF64 ||
-			    GELF_R_SYM(r.r_info) != 0 ||
-			    (uint64_t)r.r_addend != value)
-				continue;
-			uint64_t slot;
-			if (!rd64(g, r.r_offset + bias, &slot))
-				return false;
-			*tpoff = (int64_t)slot;
-			return true;
-		}
-	}
-	return false;
+	*tpoff = (int64_t)(block + value);
+	return true;
 }
 
 static struct hs_error *read_tcaches(struct gl *g)
