@@ -68,6 +68,9 @@ void hs_cli_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 /* Opens its own snapshots (snap is NULL). */
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);
 
+/* "warnings": [...] (and "warnings_omitted" past the kept ones). */
+void hs_cli_json_warnings(struct hs_jsonw *w, const struct hs_log *log);
+
 /* Prints "heapsift: MESSAGE (see heapsift --help)", returns the usage code. */
 int hs_cli_usage(const struct hs_cli *cli, const char *message);
 

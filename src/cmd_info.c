@@ -12,17 +12,6 @@ static const char *sig_name(int sig)
 	return s ? s : "?";
 }
 
-static void json_warnings(struct hs_jsonw *w, const struct hs_log *log)
-{
-	hs_jsonw_key(w, "warnings");
-	hs_jsonw_array_begin(w);
-	for (size_t i = 0; i < log->nkept; i++)
-		hs_jsonw_string(w, log->kept[i]);
-	hs_jsonw_array_end(w);
-	if (log->nwarnings > log->nkept)
-		hs_jsonw_kuint(w, "warnings_omitted", log->nwarnings - log->nkept);
-}
-
 static void json_mallinfo(struct hs_jsonw *w, const struct hs_mallinfo2 *m)
 {
 	hs_jsonw_key(w, "mallinfo2");
@@ -223,7 +212,7 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 	}
 	hs_jsonw_object_end(&w);
 
-	json_warnings(&w, &snap->log);
+	hs_cli_json_warnings(&w, &snap->log);
 	hs_jsonw_object_end(&w);
 	hs_jsonw_finish(&w);
 }

@@ -165,11 +165,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_object_end(&w);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_kbool(&w, "partial", heap->partial);
-		hs_jsonw_key(&w, "warnings");
-		hs_jsonw_array_begin(&w);
-		for (size_t i = 0; i < snap->log.nkept; i++)
-			hs_jsonw_string(&w, snap->log.kept[i]);
-		hs_jsonw_array_end(&w);
+		hs_cli_json_warnings(&w, &snap->log);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_finish(&w);
 	} else {

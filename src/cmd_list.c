@@ -80,11 +80,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_array_end(&w);
 		hs_jsonw_kuint(&w, "count", n);
 		hs_jsonw_kuint(&w, "bytes", bytes);
-		hs_jsonw_key(&w, "warnings");
-		hs_jsonw_array_begin(&w);
-		for (size_t i = 0; i < snap->log.nkept; i++)
-			hs_jsonw_string(&w, snap->log.kept[i]);
-		hs_jsonw_array_end(&w);
+		hs_cli_json_warnings(&w, &snap->log);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_finish(&w);
 		return HS_EXIT_OK;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "formats/jsonw.h"
 #include "src/cli.h"
 
 static const char usage_text[] =
@@ -61,6 +62,17 @@ static int usage_error(const char *fmt, ...)
 	fprintf(stderr, " (see heapsift --help)\n");
 	va_end(ap);
 	return HS_EXIT_USAGE;
+}
+
+void hs_cli_json_warnings(struct hs_jsonw *w, const struct hs_log *log)
+{
+	hs_jsonw_key(w, "warnings");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < log->nkept; i++)
+		hs_jsonw_string(w, log->kept[i]);
+	hs_jsonw_array_end(w);
+	if (log->nwarnings > log->nkept)
+		hs_jsonw_kuint(w, "warnings_omitted", log->nwarnings - log->nkept);
 }
 
 int hs_cli_usage(const struct hs_cli *cli, const char *message)
