@@ -1,5 +1,6 @@
 #include "src/sort.h"
 #include "analyzers/diff.h"
+#include "src/strmap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -55,102 +56,18 @@ enum hs_trend hs_trend_of(const uint64_t *v, size_t n, double *slope)
 	return HS_TREND_SAWTOOTH;
 }
 
-/* ---- label -> row maps ---- */
-
-struct map {
-	char **keys;
-	size_t *vals;
-	size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-/* The row of key, created (with *created set) when new. */
-static bool map_get(struct map *m, const char *key, size_t next, size_t *ret,
-		    bool *created)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 256;
-		char **k = calloc(cap, sizeof(*k));
-		size_t *v = calloc(cap, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return false;
-		}
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->keys[i])
-				continue;
-			size_t j = hash_str(m->keys[i]) & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = m->keys[i];
-			v[j] = m->vals[i];
-		}
-		free(m->keys);
-		free(m->vals);
-		m->keys = k;
-		m->vals = v;
-		m->cap = cap;
-	}
-	size_t j = hash_str(key) & (m->cap - 1);
-	while (m->keys[j]) {
-		if (!strcmp(m->keys[j], key)) {
-			*ret = m->vals[j];
-			*created = false;
-			return true;
-		}
-		j = (j + 1) & (m->cap - 1);
-	}
-	m->keys[j] = (char *)key;  /* owned by the row */
-	m->vals[j] = next;
-	m->n++;
-	*ret = next;
-	*created = true;
-	return true;
-}
-
-static void map_free(struct map *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
-
 struct builder {
 	struct hs_diff *d;
 	size_t n;
-	struct map tmap, rmap;
+	struct hs_strmap tmap, rmap;
 	size_t tcap, rcap;
 };
-
-static bool map_find(const struct map *m, const char *key, size_t *ret)
-{
-	if (!m->cap)
-		return false;
-	size_t j = hash_str(key) & (m->cap - 1);
-	while (m->keys[j]) {
-		if (!strcmp(m->keys[j], key)) {
-			*ret = m->vals[j];
-			return true;
-		}
-		j = (j + 1) & (m->cap - 1);
-	}
-	return false;
-}
 
 static struct hs_diff_type *type_row(struct builder *b, const char *label)
 {
 	struct hs_diff *d = b->d;
 	size_t idx;
-	if (map_find(&b->tmap, label, &idx))
+	if (hs_strmap_find(&b->tmap, label, &idx))
 		return &d->types[idx];
 	if (d->ntypes == b->tcap) {
 		size_t cap = b->tcap ? 2 * b->tcap : 64;
@@ -164,9 +81,8 @@ static struct hs_diff_type *type_row(struct builder *b, const char *label)
 	memset(row, 0, sizeof(*row));
 	row->label = strdup(label);
 	row->bytes = calloc(b->n, sizeof(uint64_t));
-	bool created;
 	if (!row->label || !row->bytes ||
-	    !map_get(&b->tmap, row->label, d->ntypes, &idx, &created)) {
+	    !hs_strmap_put(&b->tmap, row->label, d->ntypes)) {
 		free(row->label);
 		free(row->bytes);
 		return NULL;
@@ -180,7 +96,8 @@ static struct hs_diff_root *root_row(struct builder *b, const char *name,
 {
 	struct hs_diff *d = b->d;
 	size_t idx;
-	bool created;
+	if (hs_strmap_find(&b->rmap, name, &idx))
+		return &d->roots[idx];
 	if (d->nroots == b->rcap) {
 		size_t cap = b->rcap ? 2 * b->rcap : 64;
 		struct hs_diff_root *v = realloc(d->roots, cap * sizeof(*v));
@@ -189,10 +106,8 @@ static struct hs_diff_root *root_row(struct builder *b, const char *name,
 		d->roots = v;
 		b->rcap = cap;
 	}
-	if (!map_get(&b->rmap, name, d->nroots, &idx, &created))
+	if (!hs_strmap_put(&b->rmap, name, d->nroots))
 		return NULL;
-	if (!created)
-		return &d->roots[idx];
 	struct hs_diff_root *row = &d->roots[d->nroots++];
 	memset(row, 0, sizeof(*row));
 	row->name = name;
@@ -435,15 +350,15 @@ struct hs_error *hs_diff_compute(const struct hs_diff_snapshot *s, size_t n,
 		row->retained_delta = (int64_t)row->retained[n - 1] - (int64_t)row->retained[0];
 		row->trend = hs_trend_of(row->retained, n, &row->slope);
 	}
-	map_free(&b.tmap);
-	map_free(&b.rmap);
+	hs_strmap_free(&b.tmap);
+	hs_strmap_free(&b.rmap);
 	hs_sort(d->types, d->ntypes, sizeof(*d->types), cmp_type);
 	hs_sort(d->roots, d->nroots, sizeof(*d->roots), cmp_root);
 	*ret = d;
 	return NULL;
 fail:
-	map_free(&b.tmap);
-	map_free(&b.rmap);
+	hs_strmap_free(&b.tmap);
+	hs_strmap_free(&b.rmap);
 	hs_diff_destroy(d);
 	return err;
 }

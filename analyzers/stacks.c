@@ -5,27 +5,12 @@
 #include <string.h>
 
 #include "analyzers/summary.h"
-
-struct strmap {
-	char **keys;
-	uint32_t *vals;
-	size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
+#include "src/strmap.h"
 
 struct builder {
 	struct hs_stacks *s;
 	size_t fcap, lcap;
-	struct strmap labels;
+	struct hs_strmap labels;
 	/* frames by (parent, label) */
 	uint64_t *fkeys;
 	uint32_t *fvals;
@@ -34,38 +19,10 @@ struct builder {
 
 static bool label_id(struct builder *b, const char *label, uint32_t *ret)
 {
-	struct strmap *m = &b->labels;
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 256;
-		char **k = calloc(cap, sizeof(*k));
-		uint32_t *v = calloc(cap, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return false;
-		}
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->keys[i])
-				continue;
-			size_t j = hash_str(m->keys[i]) & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = m->keys[i];
-			v[j] = m->vals[i];
-		}
-		free(m->keys);
-		free(m->vals);
-		m->keys = k;
-		m->vals = v;
-		m->cap = cap;
-	}
-	size_t j = hash_str(label) & (m->cap - 1);
-	while (m->keys[j]) {
-		if (!strcmp(m->keys[j], label)) {
-			*ret = m->vals[j];
-			return true;
-		}
-		j = (j + 1) & (m->cap - 1);
+	size_t idx;
+	if (hs_strmap_find(&b->labels, label, &idx)) {
+		*ret = (uint32_t)idx;
+		return true;
 	}
 	struct hs_stacks *s = b->s;
 	if (s->nlabels == b->lcap) {
@@ -77,12 +34,11 @@ static bool label_id(struct builder *b, const char *label, uint32_t *ret)
 		b->lcap = cap;
 	}
 	char *copy = strdup(label);
-	if (!copy)
+	if (!copy || !hs_strmap_put(&b->labels, copy, s->nlabels)) {
+		free(copy);
 		return false;
+	}
 	s->labels[s->nlabels] = copy;
-	m->keys[j] = copy;
-	m->vals[j] = (uint32_t)s->nlabels;
-	m->n++;
 	*ret = (uint32_t)s->nlabels++;
 	return true;
 }
@@ -237,8 +193,7 @@ struct hs_error *hs_stacks_build(const struct hs_heap *heap,
 out:
 	free(stack_of);
 	free(path);
-	free(b.labels.keys);
-	free(b.labels.vals);
+	hs_strmap_free(&b.labels);
 	free(b.fkeys);
 	free(b.fvals);
 	if (err) {
