@@ -784,8 +784,8 @@ char *hs_dtype_member_at(struct hs_dtypes *t, struct hs_dtype *type,
 		if (!ok)
 			break;
 		const char *name = dwarf_diename(&found);
+		char base[256];  /* outlives the block below: name may point here */
 		if (!name) {  /* an anonymous member or a base class */
-			char base[256];
 			Dwarf_Die mt;
 			if (dwarf_tag(&found) == DW_TAG_inheritance && type_of(&found, &mt))
 				type_name(&mt, base, sizeof(base), 0);
