@@ -81,7 +81,7 @@ show "heapsift info $CORE"
 say "is it a leak, and how much?"
 show "heapsift leaks $CORE"
 "$HS" leaks "$CORE"
-FIRST_LEAK="$("$HS" leaks --list "$CORE" | awk '/holds/ && !f { print $1; f = 1 }')"  # awk reads it all: no SIGPIPE
+FIRST_LEAK="$("$HS" leaks --list "$CORE" | awk '/^ *0x[0-9a-f]+ holds/ && !f { print $1; f = 1 }')"  # awk reads it all: no SIGPIPE
 if [ -n "$FIRST_LEAK" ]; then
 	say "one leaked block: who points to it, what it points to"
 	show "heapsift show $CORE $FIRST_LEAK"
