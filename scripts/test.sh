@@ -45,6 +45,16 @@ case "$WHICH" in
 all | normal)
 	build "$ROOT/build"
 	run_ctest "$ROOT/build" || status=1
+	# the README's first command, end to end
+	say "scripts/demo.sh"
+	if "$ROOT/scripts/demo.sh" >"$ROOT/build/demo.log" 2>&1 &&
+		grep -q "^LEAKED: 1000 blocks" "$ROOT/build/demo.log"; then
+		echo "demo: ok (build/demo.log)"
+	else
+		echo "demo: FAILED, build/demo.log says:"
+		tail -n 30 "$ROOT/build/demo.log"
+		status=1
+	fi
 	;;
 esac
 case "$WHICH" in
