@@ -5,6 +5,16 @@
 
 #include "src/cli_retain.h"
 
+const struct hs_error *hs_cli_retain_typed(struct hs_snapshot *snap,
+					   const struct hs_retain **ret)
+{
+	const struct hs_error *err = hs_snapshot_retain(snap, ret);
+	const struct hs_types *types;
+	if (!err)
+		hs_snapshot_types(snap, &types);  /* a failure leaves names untyped */
+	return err;
+}
+
 const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id)
 {
 	return snap->mark ? hs_reach_names[snap->mark->reach[id]] : "unknown";

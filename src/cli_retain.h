@@ -9,6 +9,11 @@
 #define HS_SUSPECT_SHARE 0.10
 #define HS_ACCUMULATION_KEEP 0.70
 
+/* The dominators, and the types when they can be had (names are given
+ * without types otherwise): what top, path, dom, export and report need. */
+const struct hs_error *hs_cli_retain_typed(struct hs_snapshot *snap,
+					   const struct hs_retain **ret);
+
 const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id);
 /* "struct session.next", "struct buffer[2].data": the field of block id
  * at offset, by its type; NULL when untyped.  Caller frees. */

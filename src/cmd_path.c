@@ -170,12 +170,9 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_retain *r;
-	const struct hs_error *err = hs_snapshot_retain(snap, &r);
+	const struct hs_error *err = hs_cli_retain_typed(snap, &r);
 	if (err)
 		return hs_cli_fail(cli, err);
-	const struct hs_types *types;
-	if (hs_snapshot_types(snap, &types))
-		types = NULL;  /* names without types */
 	uint32_t target;
 	int rc = target_node(cli, snap, &target);
 	if (rc)
@@ -279,12 +276,9 @@ static int cmp_retained_desc(const void *x, const void *y, void *arg)
 int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_retain *r;
-	const struct hs_error *err = hs_snapshot_retain(snap, &r);
+	const struct hs_error *err = hs_cli_retain_typed(snap, &r);
 	if (err)
 		return hs_cli_fail(cli, err);
-	const struct hs_types *types;
-	if (hs_snapshot_types(snap, &types))
-		types = NULL;  /* names without types */
 	uint32_t target;
 	int rc = target_node(cli, snap, &target);
 	if (rc)

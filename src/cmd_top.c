@@ -59,12 +59,9 @@ static size_t top_allocs(const struct hs_retain *r, size_t n, uint32_t *out)
 int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_retain *r;
-	const struct hs_error *err = hs_snapshot_retain(snap, &r);
+	const struct hs_error *err = hs_cli_retain_typed(snap, &r);
 	if (err)
 		return hs_cli_fail(cli, err);
-	const struct hs_types *types;
-	if (hs_snapshot_types(snap, &types))
-		types = NULL;  /* names without types */
 	size_t nrows = 0;
 	struct hs_root_row *rows = NULL;
 	struct hs_error *e = hs_root_rows(r, snap->roots, &rows, &nrows);
@@ -144,7 +141,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 			const struct hs_alloc *a = &snap->heap->allocs[id];
 			hs_cli_node_name(snap, t->idom[v], name, sizeof(name));
 			char tname[600];
-			const char *type = hs_types_name(types, snap->heap, id, tname,
+			const char *type = hs_types_name(snap->types, snap->heap, id, tname,
 							 sizeof(tname));
 			printf("%11s %5.1f%% %9u  %#-18" PRIx64 " %10s  %-10s %-24s %s\n",
 			       hs_fmt_size(b1, t->retained[v]),
