@@ -214,14 +214,23 @@ static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
 	struct hs_error *err = hs_dtype_pointers(c->t->reg, d, &p, &n);
 	if (err)
 		return err;
+	if (!n)
+		return NULL;
+	/* the object in one piece of the core (the usual case), else word by
+	 * word */
+	const uint8_t *obj = hs_core_ptr(c->core, addr, limit);
 	for (size_t i = 0; i < n; i++) {
 		for (uint32_t k = 0; k < p[i].count; k++) {
 			uint64_t off = p[i].offset + k * p[i].stride;
 			if (off + 8 > limit)
 				break;
 			uint64_t v;
-			if (!hs_core_read_u64(c->core, addr + off, &v))
+			if (obj)
+				memcpy(&v, obj + off, 8);
+			else if (!hs_core_read_u64(c->core, addr + off, &v))
 				continue;
+			if (v < c->graph->map.lo || v >= c->graph->map.hi)
+				continue;  /* not into the heap: no lookup */
 			if (!follow(c, v, p[i].pointee))
 				return &hs_error_nomem;
 		}
@@ -241,7 +250,12 @@ static struct hs_error *seed_vtables(struct ctx *c)
 		if (!hs_alloc_in_graph(a) || a->size < 8)
 			continue;
 		uint64_t w0, top;
-		if (!hs_core_read_u64(c->core, a->addr, &w0) || w0 < 16)
+		const void *first = hs_core_ptr(c->core, a->addr, 8);
+		if (first)
+			memcpy(&w0, first, 8);
+		else if (!hs_core_read_u64(c->core, a->addr, &w0))
+			continue;
+		if (w0 < 16)
 			continue;
 		/* a heap pointer is no vptr */
 		if (w0 >= c->graph->map.lo && w0 < c->graph->map.hi)
