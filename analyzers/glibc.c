@@ -949,6 +949,41 @@ static bool find_main_arena(struct hs_dwarf *dw, struct hs_module *m,
 	return ok;
 }
 
+struct hs_error *hs_other_allocator(struct hs_dwarf *dw)
+{
+	static const struct {
+		const char *module;     /* basename prefix */
+		const char *symbol;     /* or a symbol only that allocator has */
+		const char *name;
+	} known[] = {
+		{"libjemalloc", "mallctl", "jemalloc"},
+		{"libtcmalloc", "tc_malloc", "tcmalloc"},
+		{"libmimalloc", "mi_malloc", "mimalloc"},
+	};
+	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
+		struct hs_module *m = hs_dwarf_module(dw, i);
+		const char *base = strrchr(m->name, '/');
+		base = base ? base + 1 : m->name;
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
+			bool by_name = !strncmp(base, known[k].module, strlen(known[k].module));
+			bool by_symbol = false;
+			if (!by_name && m->is_exe) {
+				/* statically linked: its exported entry points */
+				struct hs_error *err = hs_dwarf_symbol(dw, m, known[k].symbol,
+								       NULL, NULL, NULL);
+				by_symbol = !err;
+				hs_error_destroy(err);
+			}
+			if (by_name || by_symbol)
+				return hs_error_create(HS_ERR_UNSUPPORTED,
+						       "the program's malloc is %s (%s, build-id %s), whose heap heapsift does not read yet; only glibc's malloc is supported",
+						       known[k].name, base,
+						       m->build_id ? m->build_id : "unknown");
+		}
+	}
+	return NULL;
+}
+
 bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc)
 {
 	*libc = hs_dwarf_find_module(dw, "libc.so");

@@ -13,6 +13,12 @@
  * to that module (NULL when no module has libc's name). */
 bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc);
 
+/* An error naming the allocator when the program's malloc is not glibc's
+ * (jemalloc, tcmalloc, mimalloc: their heaps are not read yet): walking
+ * glibc's mostly idle heap instead would give a wrong answer as if it were
+ * certain.  NULL when malloc is glibc's. */
+struct hs_error *hs_other_allocator(struct hs_dwarf *dw);
+
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 			       struct hs_log *log, struct hs_heap **ret);
 

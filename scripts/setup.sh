@@ -17,7 +17,7 @@ say() { printf '==> %s\n' "$*"; }
 
 PACKAGES=(
 	build-essential cmake pkg-config
-	libelf-dev libdw-dev libjansson-dev libcapstone-dev zlib1g-dev
+	libelf-dev libdw-dev libjansson-dev libcapstone-dev zlib1g-dev libjemalloc-dev
 	elfutils libdebuginfod1 debuginfod gdb python3 valgrind time golang-go chromium
 )
 

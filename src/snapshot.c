@@ -88,13 +88,12 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 		const struct hs_error *derr = hs_snapshot_dwarf(snap, &dw);
 		if (derr)
 			snap->heap_err = copy_error(derr);
-		else
-			{
-				double t0 = hs_now();
-				snap->heap_err = hs_glibc_walk(snap->core, dw,
-							       &snap->log, &snap->heap);
-				snap->t_heap = hs_now() - t0;
-			}
+		else if (!(snap->heap_err = hs_other_allocator(dw))) {
+			double t0 = hs_now();
+			snap->heap_err = hs_glibc_walk(snap->core, dw, &snap->log,
+						       &snap->heap);
+			snap->t_heap = hs_now() - t0;
+		}
 	}
 	*ret = snap->heap;
 	return snap->heap_err;
