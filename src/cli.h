@@ -28,6 +28,7 @@ struct hs_cli {
 	/* list */
 	int state;              /* -1 all, else enum hs_state */
 	uint64_t min_size;
+	bool raw;               /* the allocator's view only */
 	/* leaks */
 	bool list;
 	/* show, path, dom */

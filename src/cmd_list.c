@@ -29,15 +29,17 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 	 * the list is still worth having */
 	const struct hs_mark *mark = NULL;
 	const struct hs_retain *retain = NULL;
-	const struct hs_error *merr = hs_snapshot_mark(snap, &mark);
-	if (merr)
-		hs_log_warn(&snap->log, "no leak classes: %s", merr->message);
-	else if ((merr = hs_snapshot_retain(snap, &retain)))
-		hs_log_warn(&snap->log, "no retained sizes: %s", merr->message);
 	const struct hs_types *types = NULL;
-	const struct hs_error *terr = hs_snapshot_types(snap, &types);
-	if (terr)
-		hs_log_warn(&snap->log, "no types: %s", terr->message);
+	if (!cli->raw) {
+		const struct hs_error *merr = hs_snapshot_mark(snap, &mark);
+		if (merr)
+			hs_log_warn(&snap->log, "no leak classes: %s", merr->message);
+		else if ((merr = hs_snapshot_retain(snap, &retain)))
+			hs_log_warn(&snap->log, "no retained sizes: %s", merr->message);
+		const struct hs_error *terr = hs_snapshot_types(snap, &types);
+		if (terr)
+			hs_log_warn(&snap->log, "no types: %s", terr->message);
+	}
 	char tname[600];
 	uint64_t n = 0, bytes = 0;
 	if (cli->format == HS_FORMAT_JSON) {
@@ -69,7 +71,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (retain && hs_alloc_state(a) == HS_STATE_USED)
 				hs_jsonw_kuint(&w, "retained", retain->tree->retained[
 						       hs_retain_node(retain, (uint32_t)i)]);
-			if (hs_alloc_state(a) == HS_STATE_USED) {
+			if (!cli->raw && hs_alloc_state(a) == HS_STATE_USED) {
 				hs_jsonw_kstring(&w, "type", hs_types_name(types, heap, (uint32_t)i,
 									   tname, sizeof(tname)));
 			}

@@ -15,8 +15,9 @@ static const char usage_text[] =
 	"\n"
 	"commands:\n"
 	"  info    process, threads, modules and their debug info, allocator totals\n"
-	"  list    every heap allocation with its leak class\n"
-	"          (--state used|free|all, --min-size N)\n"
+	"  list    every heap allocation with its leak class, retained size and\n"
+	"          type (--state used|free|all, --min-size N; --raw: the\n"
+	"          allocator's view only, without the analysis: fast)\n"
 	"  leaks   leaked vs reachable: counts, bytes, leak roots by size (--list)\n"
 	"  show    heapsift show CORE ADDR: one block, who points to it, what it\n"
 	"          points to (--show-bytes prints its bytes)\n"
@@ -129,7 +130,7 @@ enum {
 	OPT_EXE = 256, OPT_DEBUG_DIR, OPT_SYSROOT, OPT_FORMAT, OPT_QUIET,
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
-	OPT_FORCE, OPT_PPROF, OPT_FOLDED, OPT_HTML,
+	OPT_FORCE, OPT_PPROF, OPT_FOLDED, OPT_HTML, OPT_RAW,
 };
 
 /* Which command takes which command-specific option. */
@@ -166,6 +167,7 @@ static const struct option long_opts[] = {
 	{"pprof", required_argument, NULL, OPT_PPROF},
 	{"folded", required_argument, NULL, OPT_FOLDED},
 	{"html", required_argument, NULL, OPT_HTML},
+	{"raw", no_argument, NULL, OPT_RAW},
 	{NULL, 0, NULL, 0},
 };
 
@@ -346,6 +348,11 @@ int main(int argc, char **argv)
 				cli.pprof = optarg;
 			else
 				cli.folded = optarg;
+			break;
+		case OPT_RAW:
+			if (!(cmd->takes & TAKES_STATE))
+				return not_an_option_of(cmd, "--raw");
+			cli.raw = true;
 			break;
 		case OPT_HTML:
 			if (!(cmd->takes & TAKES_CORES))

@@ -102,6 +102,15 @@ def main():
                 addr = doc["allocations"][0]["address"]
                 for sub in ("show", "path", "dom"):
                     check("%s: %s %s" % (name, sub, addr), sub, [HS, sub, core, addr])
+        raw = check("%s: list --raw" % name, "list", [HS, "list", "--raw", "--state", "all", core])
+        full = check("%s: list (for --raw)" % name, "list", [HS, "list", "--state", "all", core])
+        if raw and full:
+            strip = [{k: v for k, v in a.items() if k not in ("reach", "retained", "type")}
+                     for a in full["allocations"]]
+            extra = [a for a in raw["allocations"] if set(a) & {"reach", "retained", "type"}]
+            R.case("%s: list --raw is list without the analysis" % name,
+                   [] if raw["allocations"] == strip and not extra else
+                   ["%d extra fields, lists differ: %s" % (len(extra), raw["allocations"] != strip)])
         check("%s: redact" % name, "redact", [HS, "redact", core, "-o", core + ".red"])
         check("%s: diff of the core and its redacted copy" % name, "diff",
               [os.path.join(os.path.dirname(HS), "heapdiff"), core, core + ".red"])
