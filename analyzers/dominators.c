@@ -42,7 +42,15 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	t->n = n;
 
-	/* 1. iterative DFS from 0: preorder numbers, spanning-tree parents */
+	/* 1. iterative DFS from 0: preorder numbers, spanning-tree parents.
+	 * Whether a node was seen is asked once per edge: a bitmap (n bits,
+	 * which stay in cache) answers faster than num[] (4n bytes). */
+	uint64_t *seen = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	if (!seen)
+		goto out;
+#define SEEN(x) (seen[(x) / 64] >> ((x) % 64) & 1)
+#define SET_SEEN(x) (seen[(x) / 64] |= 1ull << ((x) % 64))
+	SET_SEEN(0);
 	uint32_t next = 1;
 	size_t sp = 0;
 	num[0] = next;
@@ -61,8 +69,9 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		bool pushed = false;
 		while (q < e) {
 			uint32_t w = (*q++ & mask) + shift;
-			if (num[w])
+			if (SEEN(w))
 				continue;
+			SET_SEEN(w);
 			stack_e[sp - 1] = (uint32_t)(q - p);
 			num[w] = next;
 			vertex[next] = w;
@@ -79,7 +88,10 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	}
 	free(stack_v);
 	free(stack_e);
+	free(seen);
 	stack_v = stack_e = NULL;
+#undef SEEN
+#undef SET_SEEN
 	uint32_t nr = next - 1;  /* reached nodes: numbers 1..nr */
 	t->reached = nr;
 
