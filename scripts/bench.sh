@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# Time heapsift on a big heap: about 2.5 million live allocations (a core of
+# about 200 MB) made by tests/fixtures/bench_heap.c (lists, trees, hash
+# tables, leaked subgraphs).  For each command
+#   heapsift info CORE
+#   heapsift list --format json CORE > /dev/null
+#   heapsift leaks CORE                      (the conservative mark)
+# and each worker thread count in BENCH_THREADS (default "1 2"), it runs the
+# command BENCH_RUNS times (default 3) under /usr/bin/time -v with --stats,
+# and reports the best wall time with that run's maximum RSS and heapsift's
+# own --stats: phase times, and the anonymous memory (heapsift's own, beyond
+# the mapped core) in bytes per allocation.  Then the counts: what the
+# fixture made, heapsift list's and leaks' classes.
+# Not part of the test suite.
+#
+#   scripts/bench.sh [N_LIVE] [FIXTURE_THREADS]
+#   BENCH_CORE=path scripts/bench.sh     reuse an existing core
+#   BENCH_RUNS=5 ...                     more runs per command
+#   BENCH_COMMANDS="list info" ...       only these commands
+#   BENCH_THREADS="1 2" ...              heapsift --threads values
+#   BENCH_CHAP=path ...                  also time an already built chap
+#                                        (count used / free / leaked)
+#   BENCH_IDLE=1 ...                     before each run, wait (up to 10
+#                                        min) for 2 s with the CPUs >= 90%
+#                                        idle: for a machine shared with
+#                                        other work
+#
+# Everything goes to stdout; a tab-separated copy of the figures goes to
+# build/bench/bench.tsv.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${HS_BUILD_DIR:-$ROOT/build}"
+HS="$BUILD/heapsift"
+FIXTURE="$BUILD/tests/fixtures/bench_heap"
+OUT="$BUILD/bench"
+N_LIVE="${1:-2500000}"
+FIX_THREADS="${2:-2}"
+RUNS="${BENCH_RUNS:-3}"
+COMMANDS="${BENCH_COMMANDS:-info list leaks}"
+THREADS="${BENCH_THREADS:-1 2}"
+CHAP="${BENCH_CHAP:-}"
+TSV="$OUT/bench.tsv"
+
+say() { printf '==> %s\n' "$*"; }
+
+if [ ! -x /usr/bin/time ]; then
+	echo "bench.sh: /usr/bin/time is missing (scripts/setup.sh installs it)" >&2
+	exit 1
+fi
+if [ ! -x "$HS" ]; then
+	bash "$ROOT/scripts/setup.sh"
+fi
+cmake --build "$BUILD" --target heapsift bench_heap >/dev/null
+
+mkdir -p "$OUT"
+CORE="${BENCH_CORE:-}"
+if [ -z "$CORE" ]; then
+	CORE="$OUT/bench_heap.core"
+	rm -f "$CORE" "$OUT/bench_heap.rec"
+	say "running bench_heap $N_LIVE $FIX_THREADS"
+	HS_RECORD="$OUT/bench_heap.rec" "$FIXTURE" "$N_LIVE" "$FIX_THREADS" &
+	PID=$!
+	trap 'kill -KILL "$PID" 2>/dev/null || true' EXIT
+	state=""
+	for _ in $(seq 1 1200); do
+		[ -r "/proc/$PID/stat" ] || { echo "bench_heap exited early" >&2; exit 1; }
+		stat="$(cat "/proc/$PID/stat")"
+		state="$(printf '%s' "${stat##*) }" | cut -d' ' -f1)"
+		[ "$state" = T ] && break
+		sleep 0.1
+	done
+	[ "$state" = T ] || { echo "bench_heap did not stop in 120 s" >&2; exit 1; }
+	say "gcore"
+	t0=$(date +%s.%N)
+	gcore -o "$OUT/bench_heap.core" "$PID" >"$OUT/gcore.log" 2>&1
+	t1=$(date +%s.%N)
+	mv "$OUT/bench_heap.core.$PID" "$CORE"
+	kill -KILL "$PID" 2>/dev/null || true
+	wait "$PID" 2>/dev/null || true
+	trap - EXIT
+	printf 'core: %s, %s MB, gcore took %s s\n' "$CORE" \
+		"$(($(stat -c %s "$CORE") / 1000000))" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
+fi
+# what the fixture recorded, when the core is the one it left here
+REC=""
+if [ -f "$OUT/bench_heap.rec" ] && [ "$CORE" -ef "$OUT/bench_heap.core" ]; then
+	REC="$OUT/bench_heap.rec"
+	say "what the fixture made"
+	cat "$REC"
+fi
+
+# The wall time (s) and max RSS (KiB) in a /usr/bin/time -v log.
+time_wall() {
+	awk -F': ' '/Elapsed \(wall clock\)/ {
+		n = split($2, t, ":"); s = 0
+		for (k = 1; k <= n; k++) s = s * 60 + t[k]
+		print s }' "$1"
+}
+time_rss() { awk -F': ' '/Maximum resident set size/ { print $2 }' "$1"; }
+
+wait_idle() {
+	[ -n "${BENCH_IDLE:-}" ] || return 0
+	local idle
+	for _ in $(seq 1 300); do
+		idle="$(vmstat 2 2 | tail -n 1 | awk '{ print $15 }')"
+		[ "$idle" -ge 90 ] && return 0
+	done
+	echo "bench.sh: the machine was not idle for 10 minutes; running anyway" >&2
+}
+
+# best_of LABEL CMD...: run CMD RUNS times under /usr/bin/time -v (stdout to
+# /dev/null); keeps the time log and stderr of the fastest run as
+# $OUT/LABEL.time and $OUT/LABEL.err and sets BEST_WALL and BEST_RSS.
+best_of() {
+	local label="$1"
+	shift
+	local i log err wall rss rc
+	BEST_WALL="" BEST_RSS=""
+	for i in $(seq 1 "$RUNS"); do
+		log="$OUT/run.time" err="$OUT/run.err"
+		rc=0
+		wait_idle
+		/usr/bin/time -v -o "$log" "$@" >/dev/null 2>"$err" </dev/null || rc=$?
+		if [ "$rc" -ne 0 ]; then
+			echo "$label: exit $rc" >&2
+			tail -n 5 "$err" >&2
+			return 1
+		fi
+		wall="$(time_wall "$log")"
+		rss="$(time_rss "$log")"
+		printf '  %-16s run %d: %7.2f s  %8.1f MiB\n' "$label" "$i" "$wall" \
+			"$(awk -v r="$rss" 'BEGIN { print r / 1024 }')"
+		if [ -z "$BEST_WALL" ] || awk -v w="$wall" -v b="$BEST_WALL" 'BEGIN { exit !(w < b) }'; then
+			BEST_WALL="$wall" BEST_RSS="$rss"
+			cp "$log" "$OUT/$label.time"
+			cp "$err" "$OUT/$label.err"
+		fi
+	done
+}
+
+# stat_field ERRFILE REGEX: the number that follows the pattern (an ERE) in
+# heapsift's --stats lines.
+stat_field() {
+	{ grep '^heapsift: stats:' "$1" | grep -oE "$2 [0-9.]+" || true; } |
+		head -n 1 | awk '{ print $NF }'
+}
+
+printf 'label\tcommand\tthreads\truns\twall_s\tmax_rss_kib\topen_s\tmodules_s\theap_s\troots_s\tgraph_s\tmark_s\tdominators_s\ttypes_s\ttotal_s\tallocations\tedges\tpeak_rss_kib\trss_anon_kib\trss_file_kib\tanon_bytes_per_alloc\tpeak_minus_file_bytes_per_alloc\n' >"$TSV"
+
+for t in $THREADS; do
+	for c in $COMMANDS; do
+		label="$c-t$t"
+		case "$c" in
+		info) cmd=("$HS" info "$CORE") ;;
+		list) cmd=("$HS" list --format json "$CORE") ;;
+		leaks) cmd=("$HS" leaks "$CORE") ;;
+		*) echo "bench.sh: unknown command '$c'" >&2; exit 2 ;;
+		esac
+		say "${cmd[*]} --threads $t --stats > /dev/null"
+		best_of "$label" "${cmd[@]}" --threads "$t" --stats
+		e="$OUT/$label.err"
+		f() { stat_field "$e" "$1"; }
+		allocs="$({ grep -oE '[0-9]+ allocations' "$e" || true; } | awk '{ print $1 }' | head -n 1)"
+		edges="$({ grep -oE '[0-9]+ pointer edges' "$e" || true; } | awk '{ print $1 }' | head -n 1)"
+		hwm="$(f 'peak RSS')" anon="$(f 'anonymous')" file="$(f 'file-backed \(the mapped core and libraries\)')"
+		bpa="$(awk -v a="$anon" -v n="${allocs:-0}" 'BEGIN { if (n) printf "%.1f", a * 1024 / n; else print "-" }')"
+		bpp="$(awk -v h="$hwm" -v f="$file" -v n="${allocs:-0}" 'BEGIN { if (n) printf "%.1f", (h - f) * 1024 / n; else print "-" }')"
+		printf '%s best of %d: %.2f s wall, %.1f MiB max RSS\n' "$label" "$RUNS" "$BEST_WALL" \
+			"$(awk -v r="$BEST_RSS" 'BEGIN { print r / 1024 }')"
+		grep '^heapsift: stats:' "$e" | sed 's/^/  /'
+		printf '  anonymous beyond the mapped core: %s KiB = %s bytes per allocation (peak RSS - file-backed: %s bytes per allocation)\n' \
+			"$anon" "$bpa" "$bpp"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+			"$label" "$c" "$t" "$RUNS" "$BEST_WALL" "$BEST_RSS" \
+			"$(f open)" "$(f modules)" "$(f heap)" "$(f roots)" "$(f graph)" "$(f mark)" "$(f dominators)" "$(f types)" "$(f total)" \
+			"${allocs:-}" "${edges:-}" "$hwm" "$anon" "$file" "$bpa" "$bpp" >>"$TSV"
+	done
+done
+
+if [ -n "$CHAP" ]; then
+	for q in used free leaked; do
+		say "echo 'count $q' | chap $CORE"
+		best_of "chap-$q" sh -c 'echo "count $1" | "$2" "$3"' sh "$q" "$CHAP" "$CORE"
+		printf 'chap-%s best of %d: %.2f s wall, %.1f MiB max RSS\n' "$q" "$RUNS" "$BEST_WALL" \
+			"$(awk -v r="$BEST_RSS" 'BEGIN { print r / 1024 }')"
+		printf 'chap-%s\tchap count %s\t-\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n' \
+			"$q" "$q" "$RUNS" "$BEST_WALL" "$BEST_RSS" >>"$TSV"
+	done
+	# chap's own memory, from /proc while it waits for its next command
+	say "chap memory after 'count leaked'"
+	fifo="$OUT/chap.fifo"
+	rm -f "$fifo"
+	mkfifo "$fifo"
+	# line-buffered, so that its answer shows as soon as it is computed
+	stdbuf -oL "$CHAP" "$CORE" <"$fifo" >"$OUT/chap.out" 2>&1 &
+	cpid=$!
+	exec 3>"$fifo"
+	echo "count leaked" >&3
+	for _ in $(seq 1 1200); do
+		grep -q 'allocations use' "$OUT/chap.out" && break
+		sleep 0.1
+	done
+	chap_kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$cpid/status"; }
+	hwm="$(chap_kib VmHWM)" anon="$(chap_kib RssAnon)" file="$(chap_kib RssFile)"
+	exec 3>&-
+	wait "$cpid" || true
+	rm -f "$fifo"
+	printf 'chap: peak RSS %s KiB; anonymous %s KiB, file-backed %s KiB' "$hwm" "$anon" "$file"
+	if [ -n "${allocs:-}" ]; then
+		printf ' (anonymous: %s bytes per allocation of heapsift'"'"'s %s)' \
+			"$(awk -v a="$anon" -v n="$allocs" 'BEGIN { printf "%.1f", a * 1024 / n }')" "$allocs"
+	fi
+	printf '\n'
+	say "chap counts"
+	for q in used free leaked anchored unreferenced; do
+		printf 'chap count %-12s ' "$q"
+		echo "count $q" | "$CHAP" "$CORE" 2>/dev/null | grep -E 'allocations use' | tail -n 1
+	done
+fi
+
+say "counts"
+# list prints one allocation a line: count them as they stream by
+"$HS" list --format json --state all --quiet "$CORE" | python3 -c '
+import collections, re, sys
+field = lambda k, line: (re.search(r"\"%s\":\"([^\"]*)\"" % k, line) or [None, "-"])[1]
+by_state, by_where, by_reach = (collections.Counter() for _ in range(3))
+for line in sys.stdin:
+    if "\"address\"" not in line:
+        continue
+    st = field("state", line)
+    by_state[st] += 1
+    by_where[st + "/" + field("where", line)] += 1
+    if st == "used":
+        by_reach[field("reach", line)] += 1
+c = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items()))
+print("heapsift list --state all: " + c(by_state))
+print("  by state/where: " + c(by_where))
+print("  used, by reach: " + c(by_reach))
+'
+"$HS" leaks --format json --quiet "$CORE" >"$OUT/leaks.json"
+python3 - "$OUT/leaks.json" "$REC" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+print("heapsift leaks: " + ", ".join(f"{k} {v['count']} ({v['bytes']} B)" for k, v in s.items()))
+if not sys.argv[2]:
+    sys.exit(0)
+made = dict(l.split() for l in open(sys.argv[2]) if l.strip())
+for what, mine, theirs in (("leaked", "leaked", "leaked"),
+                           ("leak roots", "leak_root", "leak_roots"),
+                           ("possible (interior pointers only)", "possible", "interior")):
+    a, b = s[mine]["count"], int(made[theirs])
+    print(f"  {what}: heapsift {a}, the fixture made {b}" + ("" if a == b else "  <-- differs"))
+EOF
+say "figures in $TSV"
