@@ -66,6 +66,15 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		uint32_t shift, mask;
 		succ(g, v, &p, &e, &shift, &mask);
 		const uint32_t *q = p + stack_e[sp - 1];
+		if (q == p && g->tail_off) {
+			/* first visit: the successors are visited next, and
+			 * their rows are scattered; ask for them now */
+			for (const uint32_t *x = p; x < e; x++) {
+				uint32_t w = (*x & mask) + shift;
+				if (w >= g->na)
+					__builtin_prefetch(&g->tail_off[w - g->na]);
+			}
+		}
 		bool pushed = false;
 		while (q < e) {
 			uint32_t w = (*q++ & mask) + shift;
@@ -99,11 +108,15 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	roff = calloc((size_t)nr + 2, sizeof(uint32_t));
 	if (!roff)
 		goto out;
+	/* rows are read in node order (the order they are stored in), not in
+	 * DFS order: sequential reads, only num[] is random */
 	uint64_t m = 0;
-	for (uint32_t i = 1; i <= nr; i++) {
+	for (uint32_t v = 0; v < n; v++) {
+		if (!num[v])
+			continue;
 		const uint32_t *p, *e;
 		uint32_t shift, mask;
-		succ(g, vertex[i], &p, &e, &shift, &mask);
+		succ(g, v, &p, &e, &shift, &mask);
 		for (; p < e; p++) {
 			uint32_t w = num[(*p & mask) + shift];
 			roff[w + 1]++;
@@ -123,10 +136,13 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	}
 	memcpy(fill, roff, ((size_t)nr + 2) * sizeof(uint32_t));
-	for (uint32_t i = 1; i <= nr; i++) {
+	for (uint32_t v = 0; v < n; v++) {
+		uint32_t i = num[v];
+		if (!i)
+			continue;
 		const uint32_t *p, *e;
 		uint32_t shift, mask;
-		succ(g, vertex[i], &p, &e, &shift, &mask);
+		succ(g, v, &p, &e, &shift, &mask);
 		for (; p < e; p++) {
 			uint32_t w = num[(*p & mask) + shift];
 			radj[fill[w]++] = i;
