@@ -329,9 +329,12 @@ static struct hs_error *index_add(struct name_index *ix, const char *name,
 	return NULL;
 }
 
-/* Definitions of structs, classes and unions: top level, in namespaces,
- * nested in classes (an explicit stack, bounded depth). */
-static struct hs_error *index_cu(struct name_index *ix, Dwarf_Die *cu)
+/* Preorder walk of a CU's DIEs with an explicit stack of bounded depth:
+ * visit() sets *descend when the walk should go into die's children. */
+static struct hs_error *walk_cu(Dwarf_Die *cu,
+				struct hs_error *(*visit)(Dwarf_Die *die, void *arg,
+							  bool *descend),
+				void *arg)
 {
 	Dwarf_Die stack[MAX_DEPTH];
 	int sp = 0;
@@ -342,18 +345,12 @@ static struct hs_error *index_cu(struct name_index *ix, Dwarf_Die *cu)
 	while (sp) {
 		Dwarf_Die die = stack[--sp];
 		for (;;) {
-			int tag = dwarf_tag(&die);
-			bool agg = tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
-				tag == DW_TAG_union_type;
-			if (agg && dwarf_diename(&die) && !is_decl(&die)) {
-				char name[512];
-				type_name(&die, name, sizeof(name), 0);
-				struct hs_error *err = index_add(ix, name, dwarf_dieoffset(&die));
-				if (err)
-					return err;
-			}
+			bool descend = false;
+			struct hs_error *err = visit(&die, arg, &descend);
+			if (err)
+				return err;
 			Dwarf_Die sub;
-			if ((agg || tag == DW_TAG_namespace) && sp < MAX_DEPTH - 1 &&
+			if (descend && sp < MAX_DEPTH - 1 &&
 			    dwarf_child(&die, &sub) == 0) {
 				Dwarf_Die next;
 				if (dwarf_siblingof(&die, &next) == 0)
@@ -365,6 +362,25 @@ static struct hs_error *index_cu(struct name_index *ix, Dwarf_Die *cu)
 				break;
 		}
 	}
+	return NULL;
+}
+
+/* Definitions of structs, classes and unions: top level, in namespaces,
+ * nested in classes. */
+static struct hs_error *index_die(Dwarf_Die *die, void *arg, bool *descend)
+{
+	struct name_index *ix = arg;
+	int tag = dwarf_tag(die);
+	bool agg = tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+		tag == DW_TAG_union_type;
+	if (agg && dwarf_diename(die) && !is_decl(die)) {
+		char name[512];
+		type_name(die, name, sizeof(name), 0);
+		struct hs_error *err = index_add(ix, name, dwarf_dieoffset(die));
+		if (err)
+			return err;
+	}
+	*descend = agg || tag == DW_TAG_namespace;
 	return NULL;
 }
 
@@ -387,7 +403,7 @@ static struct hs_error *name_index(struct hs_dtypes *t, struct hs_module *m,
 	ix->dbg = dwfl_module_getdwarf(m->mod, &bias);
 	Dwarf_Die *cu = NULL;
 	while (ix->dbg && (cu = dwfl_module_nextcu(m->mod, cu, &bias))) {
-		struct hs_error *err = index_cu(ix, cu);
+		struct hs_error *err = walk_cu(cu, index_die, ix);
 		if (err)
 			return err;
 	}
@@ -677,41 +693,34 @@ static struct hs_error *var_add(struct hs_dtypes *t, struct hs_module *m,
 	return NULL;
 }
 
+struct vars_walk {
+	struct hs_dtypes *t;
+	struct hs_module *m;
+	Dwarf_Addr bias;
+	struct vars *out;
+};
+
+/* Variables: top level, in namespaces, and function-local statics. */
+static struct hs_error *vars_die(Dwarf_Die *die, void *arg, bool *descend)
+{
+	struct vars_walk *w = arg;
+	int tag = dwarf_tag(die);
+	if (tag == DW_TAG_variable)
+		return var_add(w->t, w->m, die, w->bias, w->out);
+	*descend = tag == DW_TAG_namespace || tag == DW_TAG_subprogram ||
+		tag == DW_TAG_lexical_block;
+	return NULL;
+}
+
 struct hs_error *hs_dtypes_variables(struct hs_dtypes *t, struct hs_module *m,
 				     struct hs_dvar **vars, size_t *n)
 {
 	struct vars out = {*vars, *n, *n};
-	Dwarf_Addr bias;
+	struct vars_walk w = {t, m, 0, &out};
 	Dwarf_Die *cu = NULL;
 	struct hs_error *err = NULL;
-	while (!err && (cu = dwfl_module_nextcu(m->mod, cu, &bias))) {
-		Dwarf_Die stack[MAX_DEPTH];
-		int sp = 0;
-		Dwarf_Die child;
-		if (dwarf_child(cu, &child) != 0)
-			continue;
-		stack[sp++] = child;
-		while (sp && !err) {
-			Dwarf_Die die = stack[--sp];
-			for (;;) {
-				int tag = dwarf_tag(&die);
-				if (tag == DW_TAG_variable && (err = var_add(t, m, &die, bias, &out)))
-					break;
-				Dwarf_Die sub;
-				if ((tag == DW_TAG_namespace || tag == DW_TAG_subprogram ||
-				     tag == DW_TAG_lexical_block) && sp < MAX_DEPTH - 1 &&
-				    dwarf_child(&die, &sub) == 0) {
-					Dwarf_Die next;
-					if (dwarf_siblingof(&die, &next) == 0)
-						stack[sp++] = next;
-					die = sub;
-					continue;
-				}
-				if (dwarf_siblingof(&die, &die) != 0)
-					break;
-			}
-		}
-	}
+	while (!err && (cu = dwfl_module_nextcu(m->mod, cu, &w.bias)))
+		err = walk_cu(cu, vars_die, &w);
 	*vars = out.v;
 	*n = out.n;
 	return err;
