@@ -6,13 +6,18 @@
 #include "src/cli_retain.h"
 
 const struct hs_error *hs_cli_retain_typed(struct hs_snapshot *snap,
-					   const struct hs_retain **ret)
+					   const struct hs_retain **ret,
+					   const struct hs_types **types)
 {
 	const struct hs_error *err = hs_snapshot_retain(snap, ret);
-	const struct hs_types *types;
-	if (!err)
-		hs_snapshot_types(snap, &types);  /* a failure leaves names untyped */
-	return err;
+	if (err)
+		return err;
+	const struct hs_types *t;
+	if (hs_snapshot_types(snap, &t))
+		t = NULL;  /* a failure leaves names untyped */
+	if (types)
+		*types = t;
+	return NULL;
 }
 
 const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id)

@@ -10,9 +10,11 @@
 #define HS_ACCUMULATION_KEEP 0.70
 
 /* The dominators, and the types when they can be had (names are given
- * without types otherwise): what top, path, dom, export and report need. */
+ * without types otherwise; *types, when asked for, is NULL then): what
+ * top, path, dom, export, report and diff need. */
 const struct hs_error *hs_cli_retain_typed(struct hs_snapshot *snap,
-					   const struct hs_retain **ret);
+					   const struct hs_retain **ret,
+					   const struct hs_types **types);
 
 const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id);
 /* "struct session.next", "struct buffer[2].data": the field of block id

@@ -273,14 +273,12 @@ int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *unused)
 		}
 		const struct hs_retain *r;
 		const struct hs_types *types;
-		const struct hs_error *e = hs_snapshot_retain(snaps[i], &r);
+		const struct hs_error *e = hs_cli_retain_typed(snaps[i], &r, &types);
 		if (e) {
 			fprintf(stderr, "heapsift: %s: %s\n", cli->cores[i], e->message);
 			rc = e->code == HS_ERR_USAGE ? HS_EXIT_USAGE : HS_EXIT_ANALYSIS;
 			break;
 		}
-		if (hs_snapshot_types(snaps[i], &types))
-			types = NULL;
 		in[i] = (struct hs_diff_snapshot){snaps[i]->heap, snaps[i]->mark, r,
 						  types, snaps[i]->roots};
 	}

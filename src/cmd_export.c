@@ -3,6 +3,7 @@
 
 #include "formats/pprof.h"
 #include "src/cli.h"
+#include "src/cli_retain.h"
 
 int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap)
 {
@@ -10,11 +11,9 @@ int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap)
 		return hs_cli_usage(cli, "export needs --pprof OUT.pb.gz or --folded OUT");
 	const struct hs_retain *r;
 	const struct hs_types *types;
-	const struct hs_error *err = hs_snapshot_retain(snap, &r);
+	const struct hs_error *err = hs_cli_retain_typed(snap, &r, &types);
 	if (err)
 		return hs_cli_fail(cli, err);
-	if (hs_snapshot_types(snap, &types))
-		types = NULL;
 	struct hs_stacks *s;
 	struct hs_error *e = hs_stacks_build(snap->heap, snap->mark, snap->roots, r,
 					     types, &s);

@@ -170,7 +170,7 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_retain *r;
-	const struct hs_error *err = hs_cli_retain_typed(snap, &r);
+	const struct hs_error *err = hs_cli_retain_typed(snap, &r, NULL);
 	if (err)
 		return hs_cli_fail(cli, err);
 	uint32_t target;
@@ -276,7 +276,7 @@ static int cmp_retained_desc(const void *x, const void *y, void *arg)
 int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_retain *r;
-	const struct hs_error *err = hs_cli_retain_typed(snap, &r);
+	const struct hs_error *err = hs_cli_retain_typed(snap, &r, NULL);
 	if (err)
 		return hs_cli_fail(cli, err);
 	uint32_t target;

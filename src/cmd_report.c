@@ -232,11 +232,9 @@ int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap)
 		return hs_cli_usage(cli, "report needs -o OUT.html");
 	const struct hs_retain *r;
 	const struct hs_types *types;
-	const struct hs_error *err = hs_snapshot_retain(snap, &r);
+	const struct hs_error *err = hs_cli_retain_typed(snap, &r, &types);
 	if (err)
 		return hs_cli_fail(cli, err);
-	if (hs_snapshot_types(snap, &types))
-		types = NULL;
 	struct hs_stacks *st = NULL;
 	struct hs_type_row *trows = NULL;
 	struct hs_root_row *rrows = NULL;

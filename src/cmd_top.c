@@ -59,7 +59,7 @@ static size_t top_allocs(const struct hs_retain *r, size_t n, uint32_t *out)
 int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_retain *r;
-	const struct hs_error *err = hs_cli_retain_typed(snap, &r);
+	const struct hs_error *err = hs_cli_retain_typed(snap, &r, NULL);
 	if (err)
 		return hs_cli_fail(cli, err);
 	size_t nrows = 0;
