@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "src/outfile.h"
+
 static struct hs_error *write_all(int fd, const uint8_t *p, size_t n,
 				  const char *path)
 {
@@ -29,16 +31,13 @@ struct hs_error *hs_core_write_masked(const struct hs_core *core,
 				      const struct hs_core_writer *w,
 				      uint64_t *zeroed_words)
 {
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp-XXXXXX", out_path) < 0)
-		return &hs_error_nomem;
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		struct hs_error *err = hs_error_errno(errno, "%s", out_path);
-		free(tmp);
+	struct hs_outfile o;
+	struct hs_error *err = hs_outfile_open(&o, out_path);
+	if (err)
 		return err;
-	}
-	struct hs_error *err = write_all(fd, core->data, core->size, tmp);
+	int fd = o.fd;
+	const char *tmp = o.tmp;
+	err = write_all(fd, core->data, core->size, tmp);
 	uint8_t *map = MAP_FAILED;
 	if (!err && core->size) {
 		map = mmap(NULL, core->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -74,11 +73,7 @@ struct hs_error *hs_core_write_masked(const struct hs_core *core,
 		err = hs_error_errno(errno, "%s: fsync", tmp);
 	if (close(fd) != 0 && !err)
 		err = hs_error_errno(errno, "%s: close", tmp);
-	if (!err && rename(tmp, out_path) != 0)
-		err = hs_error_errno(errno, "%s", out_path);
-	if (err)
-		unlink(tmp);
-	free(tmp);
+	err = hs_outfile_finish(&o, err);
 	if (!err && zeroed_words)
 		*zeroed_words = zeroed;
 	return err;

@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
+
+#include "src/outfile.h"
 
 struct buf {
 	uint8_t *p;
@@ -79,37 +82,26 @@ static void value_type(struct buf *out, unsigned field, uint64_t type,
 
 static struct hs_error *write_gz(const struct buf *b, const char *path)
 {
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp-XXXXXX", path) < 0)
-		return &hs_error_nomem;
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		struct hs_error *err = hs_error_errno(errno, "%s", path);
-		free(tmp);
+	struct hs_outfile o;
+	struct hs_error *err = hs_outfile_open(&o, path);
+	if (err)
 		return err;
-	}
-	gzFile gz = gzdopen(fd, "wb9");
-	struct hs_error *err = NULL;
+	gzFile gz = gzdopen(o.fd, "wb9");
 	if (!gz) {
-		close(fd);
-		err = hs_error_create(HS_ERR_IO, "%s: cannot start gzip", tmp);
+		close(o.fd);
+		err = hs_error_create(HS_ERR_IO, "%s: cannot start gzip", o.tmp);
 	} else {
 		size_t off = 0;
 		while (off < b->n && !err) {
 			unsigned chunk = b->n - off > (1u << 30) ? 1u << 30 : (unsigned)(b->n - off);
 			if (gzwrite(gz, b->p + off, chunk) != (int)chunk)
-				err = hs_error_create(HS_ERR_IO, "%s: gzip write failed", tmp);
+				err = hs_error_create(HS_ERR_IO, "%s: gzip write failed", o.tmp);
 			off += chunk;
 		}
 		if (gzclose(gz) != Z_OK && !err)
-			err = hs_error_create(HS_ERR_IO, "%s: gzip close failed", tmp);
+			err = hs_error_create(HS_ERR_IO, "%s: gzip close failed", o.tmp);
 	}
-	if (!err && rename(tmp, path) != 0)
-		err = hs_error_errno(errno, "%s", path);
-	if (err)
-		unlink(tmp);
-	free(tmp);
-	return err;
+	return hs_outfile_finish(&o, err);
 }
 
 struct hs_error *hs_pprof_write(const struct hs_stacks *s, const char *path)
@@ -183,18 +175,11 @@ static void put_name(FILE *f, const char *s)
 struct hs_error *hs_folded_write(const struct hs_stacks *s, const char *path,
 				 bool leaked_only)
 {
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp-XXXXXX", path) < 0)
-		return &hs_error_nomem;
-	int fd = mkstemp(tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		struct hs_error *err = hs_error_errno(errno, "%s", path);
-		if (fd >= 0)
-			close(fd);
-		free(tmp);
+	struct hs_outfile o;
+	FILE *f;
+	struct hs_error *err = hs_outfile_fopen(&o, path, &f);
+	if (err)
 		return err;
-	}
 	uint32_t chain[HS_STACK_DEPTH + 2];
 	for (size_t i = 0; i < s->nframes; i++) {
 		const struct hs_stack_frame *fr = &s->frames[i];
@@ -212,13 +197,7 @@ struct hs_error *hs_folded_write(const struct hs_stacks *s, const char *path,
 		}
 		fprintf(f, " %llu\n", (unsigned long long)v);
 	}
-	struct hs_error *err = NULL;
 	if (fclose(f) != 0)
-		err = hs_error_errno(errno, "%s", tmp);
-	if (!err && rename(tmp, path) != 0)
-		err = hs_error_errno(errno, "%s", path);
-	if (err)
-		unlink(tmp);
-	free(tmp);
-	return err;
+		err = hs_error_errno(errno, "%s", o.tmp);
+	return hs_outfile_finish(&o, err);
 }

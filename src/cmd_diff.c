@@ -4,10 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <errno.h>
-#include <unistd.h>
-
 #include "analyzers/diff.h"
+#include "formats/htmlpage.h"
 #include "src/cli_retain.h"
 
 static const char *signed_size(char *buf, int64_t v)
@@ -197,46 +195,24 @@ static void output(struct hs_cli *cli, struct hs_snapshot **snaps, size_t n,
 
 extern const char hs_diff_html[];
 
+struct html_arg {
+	struct hs_snapshot **snaps;
+	size_t n;
+	const struct hs_diff *d;
+};
+
+static void html_data(struct hs_jsonw *w, void *arg)
+{
+	const struct html_arg *a = arg;
+	json_diff(w, a->snaps, a->n, a->d);
+}
+
 /* The comparison as one self-contained HTML page. */
 static struct hs_error *write_html(const char *out, struct hs_snapshot **snaps,
 				   size_t n, const struct hs_diff *d)
 {
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp-XXXXXX", out) < 0)
-		return &hs_error_nomem;
-	int fd = mkstemp(tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		struct hs_error *err = hs_error_errno(errno, "%s", out);
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
-		return err;
-	}
-	const char *mark = strstr(hs_diff_html, "@DATA@");
-	fwrite(hs_diff_html, 1, (size_t)(mark - hs_diff_html), f);
-	struct hs_jsonw *w = malloc(sizeof(*w));
-	struct hs_error *err = NULL;
-	if (w) {
-		hs_jsonw_init(w, f, false);
-		w->html = true;
-		json_diff(w, snaps, n, d);
-		hs_jsonw_finish(w);
-		free(w);
-	} else {
-		err = &hs_error_nomem;
-	}
-	fputs(mark + strlen("@DATA@"), f);
-	if (fclose(f) != 0 && !err)
-		err = hs_error_errno(errno, "%s", tmp);
-	if (!err && rename(tmp, out) != 0)
-		err = hs_error_errno(errno, "%s", out);
-	if (err)
-		unlink(tmp);
-	free(tmp);
-	return err;
+	struct html_arg a = {snaps, n, d};
+	return hs_html_page_write(hs_diff_html, out, html_data, &a);
 }
 
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *unused)

@@ -3,15 +3,14 @@
  * Aggregated, so a heap of 10^7 blocks makes a page of the same size as a
  * small one: the tree is the dominator stacks (analyzers/stacks), the
  * tables their top rows. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "src/sort.h"
 #include "analyzers/frag.h"
 #include "analyzers/stacks.h"
 #include "analyzers/summary.h"
+#include "formats/htmlpage.h"
 #include "src/cli_retain.h"
 
 extern const char hs_report_html[];
@@ -86,10 +85,24 @@ out:
 	free(g);
 }
 
-static void data(struct hs_jsonw *w, struct hs_snapshot *snap,
-		 const struct hs_stacks *st, const struct hs_type_row *types,
-		 size_t ntypes, const struct hs_root_row *roots, size_t nroots)
+struct data_arg {
+	struct hs_snapshot *snap;
+	const struct hs_stacks *st;
+	const struct hs_type_row *types;
+	size_t ntypes;
+	const struct hs_root_row *roots;
+	size_t nroots;
+};
+
+/* The page's data, for hs_html_page_write. */
+static void data(struct hs_jsonw *w, void *arg)
 {
+	const struct data_arg *da = arg;
+	struct hs_snapshot *snap = da->snap;
+	const struct hs_stacks *st = da->st;
+	const struct hs_type_row *types = da->types;
+	const struct hs_root_row *roots = da->roots;
+	size_t ntypes = da->ntypes, nroots = da->nroots;
 	const struct hs_retain *r = snap->retain;
 	const struct hs_mark *m = snap->mark;
 	const struct hs_heap *heap = snap->heap;
@@ -244,42 +257,8 @@ int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap)
 	    (e = hs_type_rows(snap->heap, snap->mark, r, types, &trows, &ntrows)) ||
 	    (e = hs_root_rows(r, snap->roots, &rrows, &nrrows)))
 		goto out;
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp-XXXXXX", cli->out) < 0) {
-		e = &hs_error_nomem;
-		goto out;
-	}
-	int fd = mkstemp(tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		e = hs_error_errno(errno, "%s", cli->out);
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
-		goto out;
-	}
-	const char *mark = strstr(hs_report_html, "@DATA@");
-	fwrite(hs_report_html, 1, (size_t)(mark - hs_report_html), f);
-	struct hs_jsonw *w = malloc(sizeof(*w));
-	if (w) {
-		hs_jsonw_init(w, f, false);
-		w->html = true;
-		data(w, snap, st, trows, ntrows, rrows, nrrows);
-		hs_jsonw_finish(w);
-		free(w);
-	}
-	fputs(mark + strlen("@DATA@"), f);
-	if (!w)
-		e = &hs_error_nomem;
-	if (fclose(f) != 0 && !e)
-		e = hs_error_errno(errno, "%s", tmp);
-	if (!e && rename(tmp, cli->out) != 0)
-		e = hs_error_errno(errno, "%s", cli->out);
-	if (e)
-		unlink(tmp);
-	free(tmp);
+	struct data_arg da = {snap, st, trows, ntrows, rrows, nrrows};
+	e = hs_html_page_write(hs_report_html, cli->out, data, &da);
 out:
 	hs_stacks_destroy(st);
 	hs_type_rows_free(trows, ntrows);
