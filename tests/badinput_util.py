@@ -130,6 +130,35 @@ def take_core(binary, workdir, name, args=(), record=True, timeout=120):
         proc.wait()
 
 
+def failed_writes(R, name, workdir, argv_for):
+    """Output paths that cannot be written, each a case: one in a missing
+    directory (the file cannot be created) and one that is an existing
+    directory (the final rename fails, after the whole file was written).
+    argv_for(path) gives the command writing there.  Each must exit 1 with
+    one line on stderr naming the path, and leave nothing behind: no
+    directory created, no temporary file (PATH.tmp-XXXXXX)."""
+    missing = os.path.join(workdir, "no-such-dir", "out")
+    a_dir = os.path.join(workdir, "a-directory")
+    os.makedirs(a_dir, exist_ok=True)
+    for what, path in (("in a missing directory", missing),
+                       ("onto a directory", a_dir)):
+        before = set(os.listdir(workdir))
+        r = run(argv_for(path), timeout=300)
+        problems = []
+        if r.rc != 1:
+            problems.append("exit %d (expected 1): %s" % (r.rc, r.err))
+        lines = [ln for ln in r.err.splitlines() if ln.strip()]
+        if len(lines) != 1 or path not in lines[0]:
+            problems.append("not one line naming %s: %r" % (path, r.err))
+        added = set(os.listdir(workdir)) - before
+        if added:
+            problems.append("left behind: %s" % sorted(added))
+        if os.listdir(a_dir):
+            problems.append("left in %s: %s" % (a_dir, os.listdir(a_dir)))
+        R.case("%s: a failed write %s reports one line and leaves nothing"
+               % (name, what), problems)
+
+
 class Results:
     """Counts checks; each case may record several failures."""
 

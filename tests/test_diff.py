@@ -160,6 +160,7 @@ def main():
             problems.append("no sparklines")
     R.case("--html: a page that renders the comparison" + ("" if chrome else " (no browser: not rendered)"),
            problems)
+    u.failed_writes(R, "--html", WORK, lambda path: [HEAPDIFF] + cores + ["--html", path])
 
     other, _ = u.take_core(os.path.join(P["fixtures"], "corruptme"), WORK, "other", record=False)
     r = u.run([HEAPDIFF, cores[0], other], timeout=300)

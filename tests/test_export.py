@@ -103,6 +103,9 @@ def main():
         check(name, core)
     r = u.run([HS, "export", core], timeout=60)
     R.case("export without an output is a usage error", [] if r.rc == 2 else ["exit %d" % r.rc])
+    for opt in ("--pprof", "--folded"):
+        u.failed_writes(R, "export " + opt, WORK,
+                        lambda path: [HS, "export", core, opt, path])
     return R.finish()
 
 

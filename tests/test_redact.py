@@ -157,16 +157,8 @@ def main():
     r = redact(core, core)
     R.case("-o onto the input is a usage error and changes nothing",
            [] if r.rc == 2 and sha(core) == before else ["exit %d, sha changed: %s" % (r.rc, sha(core) != before)])
-    bad = os.path.join(WORK, "no-such-dir", "out.core")
-    r = redact(core, bad)
-    problems = []
-    if r.rc != 1:
-        problems.append("exit %d (expected 1): %s" % (r.rc, r.err))
-    if len([ln for ln in r.err.splitlines() if ln.strip()]) != 1:
-        problems.append("not one line: %r" % r.err)
-    if os.path.exists(os.path.dirname(bad)):
-        problems.append("created %s" % os.path.dirname(bad))
-    R.case("a failed write reports one line and leaves nothing", problems)
+    u.failed_writes(R, "redact", WORK,
+                    lambda path: [HS, "redact", core, "-o", path])
 
     # other fixtures: the analysis is unchanged by redaction
     for name, args in (("demo", []), ("corruptme", []), ("fx_mmap", []),

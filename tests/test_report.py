@@ -110,6 +110,8 @@ def main():
     if core:
         r = u.run([HS, "report", core], timeout=60)
         R.case("report without -o is a usage error", [] if r.rc == 2 else ["exit %d" % r.rc])
+        u.failed_writes(R, "report", WORK,
+                        lambda path: [HS, "report", core, "-o", path])
     return R.finish()
 
 
