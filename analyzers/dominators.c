@@ -1,5 +1,6 @@
 #include "analyzers/dominators.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,106 @@ static inline void succ(const struct hs_domgraph *g, uint32_t v,
 	}
 }
 
+/* Building the predecessor lists: a part of the nodes [from, to), its
+ * count (then fill cursor) per number, and the edges it saw. */
+struct pred_part {
+	const struct hs_domgraph *g;
+	const uint32_t *num, *parent;
+	uint32_t from, to;
+	uint32_t *cnt;
+	uint32_t *radj;
+	uint64_t m;
+};
+
+static void *pred_count(void *arg)
+{
+	struct pred_part *pp = arg;
+	const uint32_t *num = pp->num, *parent = pp->parent;
+	uint32_t *cnt = pp->cnt;
+	uint64_t m = 0;
+	for (uint32_t v = pp->from; v < pp->to; v++) {
+		if (!num[v])
+			continue;
+		const uint32_t *p, *e;
+		uint32_t shift, mask;
+		succ(pp->g, v, &p, &e, &shift, &mask);
+		for (; p < e; p++) {
+			uint32_t w = num[(*p & mask) + shift];
+			if (parent[w] != num[v]) {
+				cnt[w]++;
+				m++;
+			}
+		}
+	}
+	pp->m = m;
+	return NULL;
+}
+
+static void *pred_fill(void *arg)
+{
+	struct pred_part *pp = arg;
+	const uint32_t *num = pp->num, *parent = pp->parent;
+	uint32_t *cnt = pp->cnt, *radj = pp->radj;
+	for (uint32_t v = pp->from; v < pp->to; v++) {
+		uint32_t i = num[v];
+		if (!i)
+			continue;
+		const uint32_t *p, *e;
+		uint32_t shift, mask;
+		succ(pp->g, v, &p, &e, &shift, &mask);
+		for (; p < e; p++) {
+			uint32_t w = num[(*p & mask) + shift];
+			if (parent[w] != i)
+				radj[--cnt[w]] = i;
+		}
+	}
+	return NULL;
+}
+
+/* Part 1 (if any) on a thread of its own, part 0 here; if the thread
+ * cannot start, part 1 runs here too. */
+static void run_parts(struct pred_part *parts, unsigned nparts, void *(*fn)(void *))
+{
+	pthread_t tid;
+	bool started = nparts == 2 && pthread_create(&tid, NULL, fn, &parts[1]) == 0;
+	fn(&parts[0]);
+	if (started)
+		pthread_join(tid, NULL);
+	else if (nparts == 2)
+		fn(&parts[1]);
+}
+
+/* A DFS frame: the node's preorder number (FRAME_HEAD: a node of the head
+ * part) and the cursor and end of its row. */
+#define FRAME_HEAD 0x80000000u
+struct frame {
+	uint32_t num, cur, end;
+};
+
+struct dfs_bits {
+	const uint64_t *leaf, *one;  /* no successor; exactly one */
+	const uint32_t *only;        /* per tail node: its one successor */
+};
+
+static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
+				   uint32_t number, const struct dfs_bits *b)
+{
+	if (v < g->na)
+		return (struct frame){number | FRAME_HEAD, g->head_off[v], g->head_off[v + 1]};
+	uint32_t k = v - g->na;
+	struct frame f = {number, g->tail_off[k], g->tail_off[k + 1]};
+	/* its successors come next, and what they need is scattered: ask
+	 * for it now */
+	for (uint32_t x = f.cur; x < f.end; x++) {
+		uint32_t y = (g->tail_adj[x] & g->tail_mask) + g->na;
+		if (b->one[y / 64] >> (y % 64) & 1)
+			__builtin_prefetch(&b->only[y - g->na]);
+		else if (!(b->leaf[y / 64] >> (y % 64) & 1))
+			__builtin_prefetch(&g->tail_off[y - g->na]);
+	}
+	return f;
+}
+
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       uint64_t (*weight)(void *arg, uint32_t node),
 				       void *warg, struct hs_domtree **ret)
@@ -34,148 +135,220 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	uint32_t *num = calloc((size_t)n + 1, sizeof(uint32_t));
 	uint32_t *vertex = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	uint32_t *parent = malloc(((size_t)n + 1) * sizeof(uint32_t));
-	uint32_t *stack_v = malloc(((size_t)n + 1) * sizeof(uint32_t));
-	uint32_t *stack_e = malloc(((size_t)n + 1) * sizeof(uint32_t));
-	uint32_t *semi = NULL, *label = NULL, *idom = NULL, *roff = NULL,
+	/* the DFS stack grows with the depth, not with n */
+	size_t stcap = 4096;
+	struct frame *stack = malloc(stcap * sizeof(*stack));
+	uint32_t *label = NULL, *idom = NULL, *roff = NULL,
 		 *radj = NULL, *evs = NULL;
-	if (!t || !num || !vertex || !parent || !stack_v || !stack_e || !n)
+	if (!t || !num || !vertex || !parent || !stack || !n)
 		goto out;
+	if (n >= FRAME_HEAD) {
+		err = hs_error_create(HS_ERR_UNSUPPORTED, "graph too large");
+		goto out;
+	}
 	t->n = n;
 
 	/* 1. iterative DFS from 0: preorder numbers, spanning-tree parents.
-	 * Whether a node was seen is asked once per edge: a bitmap (n bits,
-	 * which stay in cache) answers faster than num[] (4n bytes). */
+	 * The search is bound by cache misses on the rows, so it reads as few
+	 * as it can:
+	 *  - each frame keeps its cursor into the node's row, so returning to
+	 *    a node after a deep subtree reads nothing of the graph again;
+	 *  - whether a node was seen is asked once per edge: a bitmap (n bits,
+	 *    which stay in cache) answers faster than num[] (4n bytes);
+	 *  - a node without successors (bitmap leaf) is numbered where it is
+	 *    found and never pushed;
+	 *  - a node with exactly one successor (bitmap one; most list nodes)
+	 *    needs no frame either: its successor, from only[], is visited
+	 *    at once, one miss instead of two (offset, then row).
+	 * The preorder is the same as a plain DFS's. */
+	uint32_t nt = n - g->na;  /* nodes of the tail part */
 	uint64_t *seen = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	if (!seen)
+	uint64_t *leaf = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	uint64_t *one = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	uint32_t *only = malloc(((size_t)nt + 1) * sizeof(uint32_t));
+	if (!seen || !leaf || !one || !only) {
+		free(seen);
+		free(leaf);
+		free(one);
+		free(only);
 		goto out;
-#define SEEN(x) (seen[(x) / 64] >> ((x) % 64) & 1)
-#define SET_SEEN(x) (seen[(x) / 64] |= 1ull << ((x) % 64))
-	SET_SEEN(0);
+	}
+#define BIT(b, x) ((b)[(x) / 64] >> ((x) % 64) & 1)
+#define SET_BIT(b, x) ((b)[(x) / 64] |= 1ull << ((x) % 64))
+	if (g->tail_off) {
+		for (uint32_t k = 0; k < nt; k++) {
+			uint32_t deg = g->tail_off[k + 1] - g->tail_off[k];
+			if (deg == 0) {
+				SET_BIT(leaf, k + g->na);
+			} else if (deg == 1) {
+				SET_BIT(one, k + g->na);
+				only[k] = (g->tail_adj[g->tail_off[k]] & g->tail_mask) + g->na;
+			}
+		}
+	}
+	struct dfs_bits bits = {leaf, one, only};
+	SET_BIT(seen, 0);
 	uint32_t next = 1;
 	size_t sp = 0;
 	num[0] = next;
 	vertex[next] = 0;
 	parent[next] = 0;
-	next++;
-	stack_v[sp] = 0;
-	stack_e[sp] = 0;
-	sp++;
+	stack[sp++] = frame_of(g, 0, next++, &bits);
 	while (sp) {
-		uint32_t v = stack_v[sp - 1];
-		const uint32_t *p, *e;
-		uint32_t shift, mask;
-		succ(g, v, &p, &e, &shift, &mask);
-		const uint32_t *q = p + stack_e[sp - 1];
-		if (q == p && g->tail_off) {
-			/* first visit: the successors are visited next, and
-			 * their rows are scattered; ask for them now */
-			for (const uint32_t *x = p; x < e; x++) {
-				uint32_t w = (*x & mask) + shift;
-				if (w >= g->na)
-					__builtin_prefetch(&g->tail_off[w - g->na]);
-			}
+		struct frame *f = &stack[sp - 1];
+		const uint32_t *adj = g->head_adj;
+		uint32_t shift = 0, mask = UINT32_MAX;
+		if (!(f->num & FRAME_HEAD)) {
+			adj = g->tail_adj;
+			shift = g->na;
+			mask = g->tail_mask;
 		}
+		uint32_t from = f->num & ~FRAME_HEAD;
 		bool pushed = false;
-		while (q < e) {
-			uint32_t w = (*q++ & mask) + shift;
-			if (SEEN(w))
+		while (f->cur < f->end) {
+			uint32_t w = (adj[f->cur++] & mask) + shift;
+			if (BIT(seen, w))
 				continue;
-			SET_SEEN(w);
-			stack_e[sp - 1] = (uint32_t)(q - p);
-			num[w] = next;
-			vertex[next] = w;
-			parent[next] = num[v];
-			next++;
-			stack_v[sp] = w;
-			stack_e[sp] = 0;
-			sp++;
-			pushed = true;
-			break;
+			SET_BIT(seen, w);
+			uint32_t up = from;
+			/* w, then down its chain of single successors */
+			for (;;) {
+				num[w] = next;
+				vertex[next] = w;
+				parent[next] = up;
+				up = next++;
+				if (BIT(leaf, w))
+					break;
+				if (!BIT(one, w)) {
+					if (sp == stcap) {
+						struct frame *ns = realloc(stack, 2 * stcap * sizeof(*ns));
+						if (!ns) {
+							free(seen);
+							free(leaf);
+							free(one);
+							free(only);
+							goto out;
+						}
+						stack = ns;
+						stcap *= 2;
+					}
+					stack[sp++] = frame_of(g, w, up, &bits);
+					pushed = true;
+					break;
+				}
+				w = only[w - g->na];
+				if (BIT(seen, w))
+					break;
+				SET_BIT(seen, w);
+			}
+			if (pushed)
+				break;
 		}
 		if (!pushed)
 			sp--;
 	}
-	free(stack_v);
-	free(stack_e);
+	free(stack);
 	free(seen);
-	stack_v = stack_e = NULL;
-#undef SEEN
-#undef SET_SEEN
+	free(leaf);
+	free(one);
+	free(only);
+	stack = NULL;
+#undef BIT
+#undef SET_BIT
 	uint32_t nr = next - 1;  /* reached nodes: numbers 1..nr */
 	t->reached = nr;
 
-	/* 2. predecessors in number space (reached nodes only) */
+	/* 2. predecessors in number space (reached nodes only), without the
+	 * edges from a node's DFS parent: the semi-dominator search starts
+	 * from the parent anyway, and on a heap most edges are tree edges.
+	 * Rows are read in node order (the order they are stored in), not in
+	 * DFS order: sequential reads; num[], parent[] and the counts are
+	 * random.  With two threads, each takes half of the edges and counts
+	 * into its own array; each then fills its own part of every row. */
 	roff = calloc((size_t)nr + 2, sizeof(uint32_t));
 	if (!roff)
 		goto out;
-	/* rows are read in node order (the order they are stored in), not in
-	 * DFS order: sequential reads, only num[] is random */
-	uint64_t m = 0;
-	for (uint32_t v = 0; v < n; v++) {
-		if (!num[v])
-			continue;
-		const uint32_t *p, *e;
-		uint32_t shift, mask;
-		succ(g, v, &p, &e, &shift, &mask);
-		for (; p < e; p++) {
-			uint32_t w = num[(*p & mask) + shift];
-			roff[w + 1]++;
-			m++;
+	struct pred_part parts[2] = {
+		{.g = g, .num = num, .parent = parent, .from = 0, .to = n, .cnt = roff},
+	};
+	unsigned nparts = 1;
+	if (g->nthreads >= 2 && g->tail_off && n - g->na >= 2) {
+		/* split the tail where half of its edges are behind */
+		uint32_t half = g->tail_off[nt] / 2;
+		uint32_t lo = 0, hi = nt;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (g->tail_off[mid] < half)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
+		uint32_t split = g->na + lo;
+		parts[1] = parts[0];
+		parts[0].to = split;
+		parts[1].from = split;
+		parts[1].cnt = calloc((size_t)nr + 2, sizeof(uint32_t));
+		if (!parts[1].cnt)
+			goto out;
+		nparts = 2;
 	}
+	run_parts(parts, nparts, pred_count);
+	uint64_t m = parts[0].m + (nparts == 2 ? parts[1].m : 0);
 	if (m >= UINT32_MAX) {
 		err = hs_error_create(HS_ERR_UNSUPPORTED, "graph too large");
+		free(parts[1].cnt);
 		goto out;
 	}
-	for (uint32_t i = 1; i <= nr + 1; i++)
-		roff[i] += roff[i - 1];
+	/* row w is [start, end): part 0 fills [start, start + its count)
+	 * downwards from the top, part 1 the rest; once filled, roff[w] (part
+	 * 0's cursor) is the row's start */
+	uint32_t *cnt1 = nparts == 2 ? parts[1].cnt : NULL;
+	uint32_t run = 0;
+	for (uint32_t i = 0; i <= nr + 1; i++) {
+		uint32_t start = run;
+		run += roff[i] + (cnt1 ? cnt1[i] : 0);
+		roff[i] = start + roff[i];
+		if (cnt1)
+			cnt1[i] = run;
+	}
 	radj = malloc((m ? m : 1) * sizeof(uint32_t));
-	uint32_t *fill = malloc(((size_t)nr + 2) * sizeof(uint32_t));
-	if (!radj || !fill) {
-		free(fill);
+	if (!radj) {
+		free(cnt1);
 		goto out;
 	}
-	memcpy(fill, roff, ((size_t)nr + 2) * sizeof(uint32_t));
-	for (uint32_t v = 0; v < n; v++) {
-		uint32_t i = num[v];
-		if (!i)
-			continue;
-		const uint32_t *p, *e;
-		uint32_t shift, mask;
-		succ(g, v, &p, &e, &shift, &mask);
-		for (; p < e; p++) {
-			uint32_t w = num[(*p & mask) + shift];
-			radj[fill[w]++] = i;
-		}
-	}
-	free(fill);
+	for (unsigned i = 0; i < nparts; i++)
+		parts[i].radj = radj;
+	run_parts(parts, nparts, pred_fill);
+	free(cnt1);
 	free(num);   /* from here on, numbers map to nodes through vertex[] */
 	num = NULL;
 
 	/* 3. semi-dominators, reverse preorder, eval with path compression
-	 * over the parent links (LLVM's SemiNCAInfo::runSemiNCA) */
-	semi = malloc(((size_t)nr + 1) * sizeof(uint32_t));
+	 * over the parent links (LLVM's SemiNCAInfo::runSemiNCA).  Once w is
+	 * done, roff[w + 1] (the end of w's row) is read no more: w's
+	 * semi-dominator is kept there, which saves an array. */
+#define SEMI(x) roff[(x) + 1]
 	label = malloc(((size_t)nr + 1) * sizeof(uint32_t));
 	idom = malloc(((size_t)nr + 1) * sizeof(uint32_t));
 	size_t evcap = 1024;
 	evs = malloc(evcap * sizeof(uint32_t));
-	if (!semi || !label || !idom || !evs)
+	if (!label || !idom || !evs)
 		goto out;
 	for (uint32_t i = 1; i <= nr; i++) {
-		semi[i] = i;
 		label[i] = i;
 		idom[i] = parent[i];
 	}
 	for (uint32_t w = nr; w >= 2; w--) {
-		semi[w] = parent[w];
-		for (uint32_t k = roff[w]; k < roff[w + 1]; k++) {
+		uint32_t sw = parent[w], kend = roff[w + 1];
+		for (uint32_t k = roff[w]; k < kend; k++) {
 			uint32_t v = radj[k];
-			/* eval(v, w + 1) */
-			uint32_t res;
+			/* eval(v, w + 1): the least semi-dominator on v's path */
+			uint32_t sv;
 			if (parent[v] < w + 1) {
-				/* v not linked yet (then label[v] == v), or
-				 * the root of its virtual tree */
-				res = label[v];
+				/* not done yet (its semi-dominator is still
+				 * itself), w itself, or the root of its
+				 * virtual tree (whose label is done) */
+				sv = v < w ? v : v == w ? sw : SEMI(label[v]);
 			} else {
 				size_t es = 0;
 				uint32_t x = v;
@@ -190,57 +363,67 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 					evs[es++] = x;
 					x = parent[x];
 				} while (parent[x] >= w + 1);
+				/* every node on the path is done: its
+				 * semi-dominator sits in roff */
 				uint32_t px = x;
 				uint32_t plabel = label[px];
 				do {
 					uint32_t y = evs[--es];
 					parent[y] = parent[px];
-					if (semi[plabel] < semi[label[y]])
+					if (SEMI(plabel) < SEMI(label[y]))
 						label[y] = plabel;
 					else
 						plabel = label[y];
 					px = y;
 				} while (es);
-				res = label[v];
+				sv = SEMI(label[v]);
 			}
-			if (semi[res] < semi[w])
-				semi[w] = semi[res];
+			if (sv < sw)
+				sw = sv;
 		}
+		SEMI(w) = sw;
 	}
 	/* 4. idom = NCA(parent, semi): walk up the parent's idom chain */
 	for (uint32_t w = 2; w <= nr; w++) {
 		uint32_t c = idom[w];
-		while (c > semi[w])
+		while (c > SEMI(w))
 			c = idom[c];
 		idom[w] = c;
 	}
+#undef SEMI
 
 	/* the search structures go before the results come */
 	free(parent);
-	free(semi);
 	free(label);
 	free(roff);
 	free(radj);
 	free(evs);
-	parent = semi = label = roff = radj = evs = NULL;
+	parent = label = roff = radj = evs = NULL;
 
-	/* 5. in node space: idom, then retained sizes, children before
-	 * parents (reverse preorder) */
+	/* 5. in node space: idom (then the numbered idom goes), then retained
+	 * sizes, children before parents (reverse preorder) */
 	t->idom = malloc((size_t)n * sizeof(uint32_t));
-	t->retained = calloc(n, sizeof(uint64_t));
-	t->retained_count = calloc(n, sizeof(uint32_t));
-	if (!t->idom || !t->retained || !t->retained_count)
+	if (!t->idom)
 		goto out;
 	for (uint32_t v = 0; v < n; v++)
 		t->idom[v] = HS_DOM_NONE;
-	for (uint32_t i = 1; i <= nr; i++) {
-		uint32_t v = vertex[i];
-		t->idom[v] = vertex[i == 1 ? 1 : idom[i]];
-		t->retained[v] = weight ? weight(warg, v) : 1;
-		t->retained_count[v] = 1;
+	for (uint32_t i = 1; i <= nr; i++)
+		t->idom[vertex[i]] = vertex[i == 1 ? 1 : idom[i]];
+	free(idom);
+	idom = NULL;
+	t->retained = malloc((size_t)n * sizeof(uint64_t));
+	t->retained_count = malloc((size_t)n * sizeof(uint32_t));
+	if (!t->retained || !t->retained_count)
+		goto out;
+	/* own sizes in node order: the weights are read in the order they
+	 * are stored */
+	for (uint32_t v = 0; v < n; v++) {
+		bool in = t->idom[v] != HS_DOM_NONE;
+		t->retained[v] = in ? (weight ? weight(warg, v) : 1) : 0;
+		t->retained_count[v] = in;
 	}
 	for (uint32_t w = nr; w >= 2; w--) {
-		uint32_t v = vertex[w], d = vertex[idom[w]];
+		uint32_t v = vertex[w], d = t->idom[v];
 		t->retained[d] += t->retained[v];
 		t->retained_count[d] += t->retained_count[v];
 	}
@@ -249,9 +432,7 @@ out:
 	free(num);
 	free(vertex);
 	free(parent);
-	free(stack_v);
-	free(stack_e);
-	free(semi);
+	free(stack);
 	free(label);
 	free(idom);
 	free(roff);

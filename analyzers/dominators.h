@@ -27,6 +27,7 @@ struct hs_domgraph {
 	const uint32_t *head_off, *head_adj;
 	const uint32_t *tail_off, *tail_adj;
 	uint32_t tail_mask;
+	unsigned nthreads;  /* 0 or 1: one; 2 or more: two build the reverse graph */
 };
 
 struct hs_domtree {
@@ -38,9 +39,10 @@ struct hs_domtree {
 };
 
 /* weight(arg, v) is node v's own size (weight may be NULL: all 1).
- * Memory: 24 bytes per node and the reverse graph (4 bytes per node and
- * per edge) while searching; then 16 bytes per node of results and 8 of
- * numbering. */
+ * Memory while searching: at most 20 bytes per node, and 4 bytes per
+ * edge that is not a DFS tree edge (the reverse graph keeps only those);
+ * the DFS stack grows with the number of branching nodes on the deepest
+ * path, not with n.  Results: 16 bytes per node. */
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       uint64_t (*weight)(void *arg, uint32_t node),
 				       void *arg, struct hs_domtree **ret);

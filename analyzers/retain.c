@@ -85,6 +85,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 				   const struct hs_roots *roots,
 				   const struct hs_graph *graph,
 				   const struct hs_mark *mark,
+				   unsigned nthreads,
 				   struct hs_retain **ret)
 {
 	if ((uint64_t)roots->n + HS_NODE_FIRST_ROOT + graph->n >= HS_EDGE_INTERIOR)
@@ -130,6 +131,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 		.head_off = r->head_off, .head_adj = r->head_adj,
 		.tail_off = graph->offsets, .tail_adj = graph->edges,
 		.tail_mask = ~HS_EDGE_INTERIOR,
+		.nthreads = nthreads,
 	};
 	struct weight_arg wa = {heap, r->base};
 	if ((err = hs_dominators_compute(&dg, weight, &wa, &r->tree)))

@@ -132,6 +132,15 @@ const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 	return snap->roots_err;
 }
 
+/* --threads, or one worker per CPU */
+static unsigned worker_threads(const struct hs_snapshot *snap)
+{
+	if (snap->opts.threads)
+		return snap->opts.threads;
+	long c = sysconf(_SC_NPROCESSORS_ONLN);
+	return c > 0 ? (unsigned)c : 1;
+}
+
 const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 					 const struct hs_graph **ret)
 {
@@ -142,11 +151,7 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 		if (e) {
 			snap->graph_err = copy_error(e);
 		} else {
-			unsigned n = snap->opts.threads;
-			if (!n) {
-				long c = sysconf(_SC_NPROCESSORS_ONLN);
-				n = c > 0 ? (unsigned)c : 1;
-			}
+			unsigned n = worker_threads(snap);
 			{
 				double t0 = hs_now();
 				snap->graph_err = hs_graph_build(snap->core, heap, n,
@@ -197,7 +202,8 @@ const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 			double t0 = hs_now();
 			snap->retain_err = hs_retain_compute(snap->core, snap->heap,
 							     snap->roots, snap->graph,
-							     mark, &snap->retain);
+							     mark, worker_threads(snap),
+							     &snap->retain);
 			snap->t_retain = hs_now() - t0;
 		}
 	}

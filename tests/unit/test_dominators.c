@@ -97,6 +97,8 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 		.n = n, .na = split,
 		.head_off = hoff, .head_adj = hadj,
 		.tail_off = toff, .tail_adj = tadj, .tail_mask = 0x7fffffffu,
+		/* half the graphs build the reverse graph with two threads */
+		.nthreads = 1 + rnd(2),
 	};
 	struct hs_domtree *t = NULL;
 	struct hs_error *err = hs_dominators_compute(&g, weight_of, weight, &t);
@@ -177,9 +179,11 @@ out:
 	free(hoff);
 }
 
-static void long_chain(uint32_t n)
+/* 0 -> 1 -> ... -> n-1, plus a back edge from the end to 1; in the head
+ * block (every node pushed on the DFS stack) or, but for node 0, in the
+ * tail block (nodes with one successor are followed without a frame) */
+static void long_chain(uint32_t n, bool tail)
 {
-	/* 0 -> 1 -> ... -> n-1, plus a back edge from the end to 1 */
 	uint32_t *off = malloc((n + 1) * sizeof(uint32_t));
 	uint32_t *adj = malloc(n * sizeof(uint32_t));
 	uint32_t k = 0;
@@ -192,6 +196,17 @@ static void long_chain(uint32_t n)
 	}
 	off[n] = k;
 	struct hs_domgraph g = {.n = n, .na = n, .head_off = off, .head_adj = adj};
+	if (tail) {
+		/* the tail's offsets start at node 1's row, its targets are
+		 * relative to node 1 */
+		for (uint32_t i = 1; i < n; i++)
+			adj[i] -= 1;
+		g = (struct hs_domgraph){
+			.n = n, .na = 1, .head_off = off, .head_adj = adj,
+			.tail_off = off + 1, .tail_adj = adj, .tail_mask = UINT32_MAX,
+			.nthreads = 2,
+		};
+	}
 	struct hs_domtree *t = NULL;
 	struct hs_error *err = hs_dominators_compute(&g, NULL, NULL, &t);
 	CHECK(!err, "chain: %s", err ? err->message : "");
@@ -222,7 +237,13 @@ int main(void)
 		uint32_t split = 1 + rnd(n / 2);
 		random_graph(n, rnd(3 * n), split);
 	}
-	long_chain(10 * 1000 * 1000);
+	/* sparse graphs, as heaps are: most nodes have no successor or one */
+	for (int i = 0; i < 200; i++) {
+		uint32_t n = 20 + rnd(80);
+		random_graph(n, n + rnd(n / 2), 1 + rnd(4));
+	}
+	long_chain(10 * 1000 * 1000, false);
+	long_chain(10 * 1000 * 1000, true);
 	printf("%d passed, %d failed\n", checks - failures, failures);
 	return failures ? 1 : 0;
 }
