@@ -80,6 +80,10 @@ static enum hs_map_kind kind_of(const struct hs_core *core, struct hs_dwarf *dw,
 struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,
 				 const struct hs_heap *heap, struct hs_frag **ret)
 {
+	if (heap->headerless)
+		return hs_error_create(HS_ERR_UNSUPPORTED,
+				       "frag reads glibc heaps only so far; this heap is %s's (list, info and leaks read it)",
+				       heap->allocator);
 	struct hs_frag *f = calloc(1, sizeof(*f));
 	if (!f)
 		return &hs_error_nomem;

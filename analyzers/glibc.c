@@ -956,7 +956,6 @@ struct hs_error *hs_other_allocator(struct hs_dwarf *dw)
 		const char *symbol;     /* or a symbol only that allocator has */
 		const char *name;
 	} known[] = {
-		{"libjemalloc", "mallctl", "jemalloc"},
 		{"libtcmalloc", "tc_malloc", "tcmalloc"},
 		{"libmimalloc", "mi_malloc", "mimalloc"},
 	};

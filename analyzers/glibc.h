@@ -14,7 +14,8 @@
 bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc);
 
 /* An error naming the allocator when the program's malloc is not glibc's
- * (jemalloc, tcmalloc, mimalloc: their heaps are not read yet): walking
+ * (tcmalloc, mimalloc: their heaps are not read; jemalloc has its own
+ * walker, analyzers/jemalloc.h): walking
  * glibc's mostly idle heap instead would give a wrong answer as if it were
  * certain.  NULL when malloc is glibc's. */
 struct hs_error *hs_other_allocator(struct hs_dwarf *dw);

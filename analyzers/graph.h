@@ -57,7 +57,8 @@ struct hs_graph {
 
 static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
 {
-	return a->where == HS_WHERE_HEAP || a->where == HS_WHERE_MMAPPED;
+	return a->where == HS_WHERE_HEAP || a->where == HS_WHERE_MMAPPED ||
+	       a->where == HS_WHERE_SMALL || a->where == HS_WHERE_LARGE;
 }
 
 /* The allocation whose usable range holds addr (any state), or HS_NO_ALLOC. */

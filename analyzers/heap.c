@@ -12,6 +12,12 @@ const char *const hs_where_names[HS_WHERE_COUNT] = {
 	[HS_WHERE_FASTBIN] = "fastbin",
 	[HS_WHERE_TCACHE] = "tcache",
 	[HS_WHERE_TOP] = "top",
+	[HS_WHERE_SMALL] = "small",
+	[HS_WHERE_LARGE] = "large",
+	[HS_WHERE_SLAB] = "slab",
+	[HS_WHERE_DIRTY] = "dirty",
+	[HS_WHERE_MUZZY] = "muzzy",
+	[HS_WHERE_RETAINED] = "retained",
 };
 
 struct hs_heap *hs_heap_create(const char *allocator)
@@ -175,7 +181,8 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 check:
 	for (size_t i = 1; i < n; i++) {
 		const struct hs_alloc *p = &heap->allocs[i - 1], *q = &heap->allocs[i];
-		if (p->addr + p->size > q->addr - hs_alloc_header(q)) {
+		uint64_t hdr = heap->headerless ? 0 : hs_alloc_header(q);
+		if (p->addr + p->size > q->addr - hdr) {
 			return hs_error_create(HS_ERR_CORRUPT,
 					       "blocks at %#llx and %#llx overlap",
 					       (unsigned long long)p->addr,

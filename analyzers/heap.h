@@ -28,8 +28,17 @@ enum hs_where {
 	HS_WHERE_FASTBIN,   /* free, in a fastbin */
 	HS_WHERE_TCACHE,    /* free, in a thread cache */
 	HS_WHERE_TOP,       /* free, the top chunk (wilderness) */
+	/* jemalloc */
+	HS_WHERE_SMALL,     /* used, a region of a slab */
+	HS_WHERE_LARGE,     /* used, a large extent (huge ones included) */
+	HS_WHERE_SLAB,      /* free, a free region of a slab */
+	HS_WHERE_DIRTY,     /* free pages, not yet purged */
+	HS_WHERE_MUZZY,     /* free pages, lazily purged (MADV_FREE) */
+	HS_WHERE_RETAINED,  /* free address space kept for reuse */
 	HS_WHERE_COUNT
 };
+/* HS_WHERE_TCACHE is shared: a glibc chunk or a jemalloc region or large
+ * extent held in a thread cache. */
 extern const char *const hs_where_names[HS_WHERE_COUNT];
 
 enum { HS_ARENA_NONE = 0xffff };
@@ -51,7 +60,16 @@ static inline uint64_t hs_alloc_header(const struct hs_alloc *a)
 
 static inline enum hs_state hs_alloc_state(const struct hs_alloc *a)
 {
-	return a->where >= HS_WHERE_BIN ? HS_STATE_FREE : HS_STATE_USED;
+	switch (a->where) {
+	case HS_WHERE_HEAP:
+	case HS_WHERE_MMAPPED:
+	case HS_WHERE_INTERNAL:
+	case HS_WHERE_SMALL:
+	case HS_WHERE_LARGE:
+		return HS_STATE_USED;
+	default:
+		return HS_STATE_FREE;
+	}
 }
 
 /* glibc's view of the block: its chunk (the header is 16 bytes before the
@@ -99,8 +117,19 @@ struct hs_region {
 	enum hs_region_kind kind;
 };
 
+/* jemalloc's own totals, as its mallctl "stats.*" would give them. */
+struct hs_je_stats {
+	uint64_t allocated;   /* bytes of used regions and large extents
+			       * (thread caches' included, as jemalloc counts) */
+	uint64_t active;      /* bytes of pages of active extents */
+	uint64_t dirty, muzzy, retained;  /* bytes of such extents */
+	uint64_t metadata_blocks;  /* bytes of base blocks (metadata) */
+};
+
 struct hs_heap {
-	const char *allocator;      /* "glibc" */
+	const char *allocator;      /* "glibc" or "jemalloc" */
+	bool headerless;            /* blocks have no header (jemalloc): no
+				     * chunk before the user address */
 	char *version;              /* allocator version, if known */
 	struct hs_alloc *allocs;
 	size_t nallocs, cap;
@@ -117,6 +146,8 @@ struct hs_heap {
 	struct hs_region *regions;  /* sorted by start after hs_heap_finish */
 	size_t nregions;
 	bool partial;               /* some part could not be walked */
+	bool has_je_stats;
+	struct hs_je_stats je_stats;
 };
 
 struct hs_heap *hs_heap_create(const char *allocator);

@@ -163,6 +163,18 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kbool(&w, "partial", heap->partial);
 		if (heap->has_mallinfo2)
 			json_mallinfo(&w, &heap->mallinfo2);
+		if (heap->has_je_stats) {
+			const struct hs_je_stats *js = &heap->je_stats;
+			hs_jsonw_key(&w, "stats");
+			hs_jsonw_object_begin(&w);
+			hs_jsonw_kuint(&w, "allocated", js->allocated);
+			hs_jsonw_kuint(&w, "active", js->active);
+			hs_jsonw_kuint(&w, "dirty", js->dirty);
+			hs_jsonw_kuint(&w, "muzzy", js->muzzy);
+			hs_jsonw_kuint(&w, "retained", js->retained);
+			hs_jsonw_kuint(&w, "metadata_blocks", js->metadata_blocks);
+			hs_jsonw_object_end(&w);
+		}
 		hs_jsonw_key(&w, "totals");
 		hs_jsonw_object_begin(&w);
 		hs_jsonw_kuint(&w, "used_count", t.used_count);
@@ -280,15 +292,28 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 		       hs_fmt_size(b1, t.used_bytes));
 		printf("  free     %10" PRIu64 " blocks  %12s\n", t.free_count,
 		       hs_fmt_size(b1, t.free_bytes));
-		printf("  mmapped  %10" PRIu64 " chunks  %12s\n", heap->mmap_count,
-		       hs_fmt_size(b1, heap->mmap_bytes));
+		if (heap->has_je_stats) {
+			const struct hs_je_stats *js = &heap->je_stats;
+			char b3[32], b4[32], b5[32];
+			printf("  stats    allocated %s, active %s, dirty %s, muzzy %s, retained %s (jemalloc's stats.*)\n",
+			       hs_fmt_size(b1, js->allocated), hs_fmt_size(b2, js->active),
+			       hs_fmt_size(b3, js->dirty), hs_fmt_size(b4, js->muzzy),
+			       hs_fmt_size(b5, js->retained));
+		} else {
+			printf("  mmapped  %10" PRIu64 " chunks  %12s\n", heap->mmap_count,
+			       hs_fmt_size(b1, heap->mmap_bytes));
+		}
 		for (size_t i = 0; i < heap->narenas; i++) {
 			const struct hs_arena *a = &heap->arenas[i];
-			printf("  arena %zu %#" PRIx64 "%s: system %s, used %" PRIu64 " (%s), %u heap%s\n",
+			if (heap->headerless && !a->addr && !a->system_mem)
+				continue;  /* a jemalloc arena index not in use */
+			printf("  arena %zu %#" PRIx64 "%s: system %s, used %" PRIu64 " (%s)",
 			       i, a->addr, a->main ? " (main)" : "",
 			       hs_fmt_size(b1, a->system_mem), a->used_count,
-			       hs_fmt_size(b2, a->used_bytes), a->nheaps,
-			       a->nheaps == 1 ? "" : "s");
+			       hs_fmt_size(b2, a->used_bytes));
+			if (!heap->headerless)
+				printf(", %u heap%s", a->nheaps, a->nheaps == 1 ? "" : "s");
+			printf("\n");
 		}
 		if (heap->has_mallinfo2) {
 			const struct hs_mallinfo2 *m = &heap->mallinfo2;

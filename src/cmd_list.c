@@ -61,8 +61,10 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kstring(&w, "state",
 					 hs_alloc_state(a) == HS_STATE_USED ? "used" : "free");
 			hs_jsonw_kstring(&w, "where", hs_where_names[a->where]);
-			hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(a));
-			hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(a));
+			if (!heap->headerless) {
+				hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(a));
+				hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(a));
+			}
 			if (a->arena != HS_ARENA_NONE)
 				hs_jsonw_kuint(&w, "arena", a->arena);
 			const char *reach = reach_of(mark, heap, a);

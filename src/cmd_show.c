@@ -147,8 +147,10 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kuint(&w, "size", a->size);
 		hs_jsonw_kstring(&w, "state", state);
 		hs_jsonw_kstring(&w, "where", hs_where_names[a->where]);
-		hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(a));
-		hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(a));
+		if (!heap->headerless) {
+			hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(a));
+			hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(a));
+		}
 		if (a->arena != HS_ARENA_NONE)
 			hs_jsonw_kuint(&w, "arena", a->arena);
 		if (hs_alloc_state(a) == HS_STATE_USED) {
@@ -208,10 +210,11 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_finish(&w);
 	} else {
 		char b[32];
-		printf("%#" PRIx64 ": %s, %" PRIu64 " bytes (%s), chunk %#" PRIx64
-		       " of %" PRIu64 " bytes", a->addr, state, (uint64_t)a->size,
-		       hs_where_names[a->where], hs_alloc_chunk(a),
-		       hs_alloc_chunk_size(a));
+		printf("%#" PRIx64 ": %s, %" PRIu64 " bytes (%s)", a->addr, state,
+		       (uint64_t)a->size, hs_where_names[a->where]);
+		if (!heap->headerless)
+			printf(", chunk %#" PRIx64 " of %" PRIu64 " bytes",
+			       hs_alloc_chunk(a), hs_alloc_chunk_size(a));
 		if (a->arena != HS_ARENA_NONE)
 			printf(", arena %u", (unsigned)a->arena);
 		printf("\n");

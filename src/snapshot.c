@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "analyzers/glibc.h"
+#include "analyzers/jemalloc.h"
 
 double hs_now(void)
 {
@@ -89,9 +90,14 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 		if (derr)
 			snap->heap_err = copy_error(derr);
 		else if (!(snap->heap_err = hs_other_allocator(dw))) {
+			struct hs_module *je;
 			double t0 = hs_now();
-			snap->heap_err = hs_glibc_walk(snap->core, dw, &snap->log,
-						       &snap->heap);
+			if (hs_jemalloc_detect(dw, &je))
+				snap->heap_err = hs_jemalloc_walk(snap->core, dw, &snap->log,
+								  &snap->heap);
+			else
+				snap->heap_err = hs_glibc_walk(snap->core, dw, &snap->log,
+							       &snap->heap);
 			snap->t_heap = hs_now() - t0;
 		}
 	}

@@ -1,0 +1,923 @@
+#include "analyzers/jemalloc.h"
+#include "formats/jelayout.h"
+#include "src/sort.h"
+
+#include <capstone/capstone.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a set of 64-bit values (open addressing; 0 is never a member) ---- */
+
+struct u64set {
+	uint64_t *v;
+	size_t n, cap;   /* cap: a power of two, or 0 */
+};
+
+static inline size_t u64_hash(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static bool set_has(const struct u64set *s, uint64_t x)
+{
+	if (!s->cap)
+		return false;
+	for (size_t i = u64_hash(x) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (s->v[i] == x)
+			return true;
+		if (!s->v[i])
+			return false;
+	}
+}
+
+/* Adds x; *added says whether it was new.  False: out of memory. */
+static bool set_add(struct u64set *s, uint64_t x, bool *added)
+{
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		uint64_t *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return false;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->v[i])
+				continue;
+			size_t k = u64_hash(s->v[i]) & (cap - 1);
+			while (v[k])
+				k = (k + 1) & (cap - 1);
+			v[k] = s->v[i];
+		}
+		free(s->v);
+		s->v = v;
+		s->cap = cap;
+	}
+	size_t i = u64_hash(x) & (s->cap - 1);
+	while (s->v[i] && s->v[i] != x)
+		i = (i + 1) & (s->cap - 1);
+	if (added)
+		*added = !s->v[i];
+	if (!s->v[i]) {
+		s->v[i] = x;
+		s->n++;
+	}
+	return true;
+}
+
+/* ---- the walk ---- */
+
+enum { ST_ACTIVE, ST_DIRTY, ST_MUZZY, ST_RETAINED };
+
+struct je {
+	const struct hs_core *core;
+	struct hs_dwarf *dw;
+	struct hs_log *log;
+	struct hs_module *lib;
+	const struct hs_je_layout *L;
+	char *version;
+	uint64_t *sizes;            /* usable size per size index */
+	uint64_t emap;              /* emap_t (its rtree) */
+	uint64_t arenas_at;         /* the arenas array, 0 if not found */
+	uint64_t *arenas;           /* arena_t per index (0: none) */
+	uint32_t narenas;           /* highest index + 1 */
+	struct u64set cached;       /* pointers held in thread caches */
+	struct u64set tcaches;      /* cache_bin_t arrays read */
+	struct u64set edatas;       /* extents seen */
+	uint32_t nthread_tcaches;
+	struct hs_heap *heap;
+	struct hs_arena unassociated;  /* extents of no arena */
+	uint64_t nfree_mismatch, bad_extents;
+};
+
+static bool rd64(const struct je *j, uint64_t addr, uint64_t *v)
+{
+	return hs_core_read_u64(j->core, addr, v);
+}
+
+static bool rd32(const struct je *j, uint64_t addr, uint32_t *v)
+{
+	return hs_core_read_quiet(j->core, addr, v, 4);
+}
+
+static bool rd16(const struct je *j, uint64_t addr, uint16_t *v)
+{
+	return hs_core_read_quiet(j->core, addr, v, 2);
+}
+
+/* A symbol of the module under any of jemalloc's private prefixes. */
+static bool je_symbol(struct je *j, const char *suffix, uint64_t *addr,
+		      uint64_t *size)
+{
+	static const char *const prefixes[] = {"je_", "_rjem_je_", ""};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		char name[128];
+		snprintf(name, sizeof(name), "%s%s", prefixes[i], suffix);
+		struct hs_error *err = hs_dwarf_symbol(j->dw, j->lib, name, addr,
+						       size, NULL);
+		if (!err)
+			return true;
+		hs_error_destroy(err);
+	}
+	return false;
+}
+
+bool hs_jemalloc_detect(struct hs_dwarf *dw, struct hs_module **lib)
+{
+	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
+		struct hs_module *m = hs_dwarf_module(dw, i);
+		const char *base = strrchr(m->name, '/');
+		base = base ? base + 1 : m->name;
+		if (!strncmp(base, "libjemalloc", 11)) {
+			*lib = m;
+			return true;
+		}
+	}
+	/* a static copy: the executable's symbol table names the extent map */
+	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
+		struct hs_module *m = hs_dwarf_module(dw, i);
+		if (!m->is_exe)
+			continue;
+		struct je j = {.dw = dw, .lib = m};
+		uint64_t a;
+		if (je_symbol(&j, "arena_emap_global", &a, NULL)) {
+			*lib = m;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* "5.3.0-0-g<40 hex>" in the library's read-only data. */
+static char *find_version(struct je *j)
+{
+	uint64_t bias;
+	Elf *elf = hs_dwarf_module_elf(j->dw, j->lib, &bias);
+	if (!elf)
+		return NULL;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    (sh.sh_flags & (SHF_EXECINSTR | SHF_WRITE)) || !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			continue;
+		const char *p = d->d_buf, *end = p + d->d_size;
+		for (const char *s = p; s < end; s++) {
+			if (s > p && s[-1] != '\0')
+				continue;
+			const char *e = memchr(s, '\0', (size_t)(end - s));
+			if (!e)
+				break;
+			size_t len = (size_t)(e - s);
+			/* digits.digits.digits-digits-g + 40 hex */
+			if (len < 48 || len > 64 || s[0] < '0' || s[0] > '9')
+				continue;
+			const char *g = strstr(s, "-g");
+			if (!g || (size_t)(e - g) != 42)
+				continue;
+			int dots = 0, dashes = 0;
+			bool ok = true;
+			for (const char *c = s; c < g && ok; c++) {
+				if (*c == '.')
+					dots++;
+				else if (*c == '-')
+					dashes++;
+				else if (*c < '0' || *c > '9')
+					ok = false;
+			}
+			for (const char *c = g + 2; c < e && ok; c++)
+				ok = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f');
+			if (ok && dots == 2 && dashes == 1)
+				return strndup(s, len);
+		}
+	}
+	return NULL;
+}
+
+/* The row for this library: same build-id; else same version (said). */
+static struct hs_error *pick_layout(struct je *j)
+{
+	const char *bid = j->lib->build_id;
+	for (size_t i = 0; i < hs_je_nlayouts; i++)
+		if (bid && !strcmp(hs_je_layouts[i].build_id, bid)) {
+			j->L = &hs_je_layouts[i];
+			return NULL;
+		}
+	for (size_t i = 0; i < hs_je_nlayouts; i++)
+		if (j->version && !strcmp(hs_je_layouts[i].version, j->version)) {
+			j->L = &hs_je_layouts[i];
+			hs_log_warn(j->log,
+				    "jemalloc %s (build-id %s) is not in heapsift's layout table; using the layouts of the same version built as %s: the walk's consistency checks decide",
+				    j->version, bid ? bid : "unknown", j->L->origin);
+			return NULL;
+		}
+	return hs_error_create(HS_ERR_UNSUPPORTED,
+			       "jemalloc %s (%s, build-id %s): no layouts for this build in heapsift's table (it knows %s %s); generate them with scripts/jemalloc-layout.sh",
+			       j->version ? j->version : "of unknown version",
+			       j->lib->name, bid ? bid : "unknown",
+			       hs_je_layouts[0].version, hs_je_layouts[0].origin);
+}
+
+/* Usable size per size index, from jemalloc's size-class rule: tiny
+ * classes, then groups of 2^lg_ngroup classes, each group's spacing
+ * doubling. */
+static struct hs_error *size_classes(struct je *j)
+{
+	const struct hs_je_layout *L = j->L;
+	j->sizes = calloc(L->nsizes, sizeof(uint64_t));
+	if (!j->sizes)
+		return &hs_error_nomem;
+	uint32_t i = 0;
+	for (uint32_t lg = L->lg_tiny_min; lg < L->lg_quantum && i < L->nsizes; lg++)
+		j->sizes[i++] = 1ull << lg;
+	uint32_t ngroup = 1u << L->lg_ngroup;
+	/* the first group: quantum-spaced from one quantum */
+	for (uint32_t k = 1; k <= ngroup && i < L->nsizes; k++)
+		j->sizes[i++] = (uint64_t)k << L->lg_quantum;
+	for (uint32_t lg_base = L->lg_quantum + L->lg_ngroup; i < L->nsizes && lg_base < 63; lg_base++)
+		for (uint32_t k = 1; k <= ngroup && i < L->nsizes; k++)
+			j->sizes[i++] = (1ull << lg_base) +
+				((uint64_t)k << (lg_base - L->lg_ngroup));
+	/* the first large class is a fixed point of the rule */
+	if (L->nbins >= L->nsizes || j->sizes[L->nbins] != L->large_minclass)
+		return hs_error_create(HS_ERR_CORRUPT,
+				       "jemalloc size classes: class %u is %llu bytes, the layout says %u",
+				       L->nbins, (unsigned long long)j->sizes[L->nbins],
+				       L->large_minclass);
+	return NULL;
+}
+
+/* ---- the extent map ---- */
+
+static uint32_t level_bits(const struct hs_je_layout *L, uint32_t level)
+{
+	return level == 0 ? L->rtree_bits0 : level == 1 ? L->rtree_bits1 : L->rtree_bits2;
+}
+
+/* Decodes a compact leaf word: the extent's edata_t, or 0. */
+static uint64_t leaf_edata(const struct hs_je_layout *L, uint64_t bits)
+{
+	uint32_t nhib = 64 - L->lg_vaddr;
+	int64_t sx = (int64_t)(bits << nhib) >> nhib;
+	return (uint64_t)sx & ~(uint64_t)(L->edata_size - 1);
+}
+
+struct rtree_visit {
+	/* called for each non-zero leaf word, keys in increasing order;
+	 * false stops the walk */
+	bool (*fn)(struct je *j, void *arg, uint64_t key, uint64_t bits);
+	void *arg;
+	uint64_t nodes_bad;     /* child pointers that are not readable */
+};
+
+static bool rtree_level(struct je *j, struct rtree_visit *rv, uint64_t node,
+			uint32_t level, uint64_t key)
+{
+	const struct hs_je_layout *L = j->L;
+	uint32_t bits = level_bits(L, level);
+	uint64_t n = 1ull << bits;
+	const uint64_t *a = hs_core_ptr(j->core, node, n * 8);
+	if (!a) {
+		rv->nodes_bad++;
+		return true;
+	}
+	hs_core_touch(j->core, node, n * 8);
+	uint32_t cum = 64 - L->lg_vaddr;
+	for (uint32_t l = 0; l <= level; l++)
+		cum += level_bits(L, l);
+	uint32_t shift = 64 - cum;
+	bool last = level + 1 == L->rtree_height;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!a[i])
+			continue;
+		uint64_t k = key | (i << shift);
+		if (last) {
+			if (!rv->fn(j, rv->arg, k, a[i]))
+				return false;
+		} else if (a[i] % 8) {
+			rv->nodes_bad++;
+		} else if (!rtree_level(j, rv, a[i], level + 1, k)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool rtree_walk(struct je *j, uint64_t emap, struct rtree_visit *rv)
+{
+	uint64_t root = emap + j->L->emap_rtree_off + j->L->rtree_root_off;
+	return rtree_level(j, rv, root, 0, 0);
+}
+
+/* Checking a candidate extent map: leaf words whose extent covers the key. */
+struct check {
+	uint64_t good, bad, seen;
+};
+
+static bool check_leaf(struct je *j, void *arg, uint64_t key, uint64_t bits)
+{
+	struct check *c = arg;
+	const struct hs_je_layout *L = j->L;
+	uint64_t e = leaf_edata(L, bits), addr, size;
+	if (e && rd64(j, e + L->edata_addr_off, &addr) &&
+	    rd64(j, e + L->edata_size_off, &size)) {
+		uint64_t page = ~((1ull << L->lg_page) - 1);
+		uint64_t base = addr & page;
+		size &= page;
+		if (key >= base && key - base < size)
+			c->good++;
+		else
+			c->bad++;
+	} else {
+		c->bad++;
+	}
+	return ++c->seen < 4096;
+}
+
+static bool emap_plausible(struct je *j, uint64_t cand, struct check *c)
+{
+	memset(c, 0, sizeof(*c));
+	struct rtree_visit rv = {.fn = check_leaf, .arg = c};
+	rtree_walk(j, cand, &rv);
+	return c->good > 0 && c->bad * 100 <= c->good && !rv.nodes_bad;
+}
+
+/* Is addr in a writable part of the library's image? */
+static bool in_lib_data(const struct je *j, uint64_t addr)
+{
+	if (addr < j->lib->start || addr >= j->lib->end)
+		return false;
+	const struct hs_core_segment *s = hs_core_find_segment(j->core, addr);
+	return s && (s->flags & HS_SEG_W);
+}
+
+/* RIP-relative data addresses that exported function fn refers to. */
+static size_t rip_targets(struct je *j, csh cs, const char *fn, uint64_t *out,
+			  size_t max)
+{
+	static const char *const pub[] = {"", "je_"};
+	uint64_t addr = 0, size = 0;
+	bool found = false;
+	for (size_t i = 0; i < 2 && !found; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s%s", pub[i], fn);
+		struct hs_error *err = hs_dwarf_symbol(j->dw, j->lib, name, &addr, &size, NULL);
+		found = !err;
+		hs_error_destroy(err);
+	}
+	if (!found || !size || size > 65536)
+		return 0;
+	uint8_t *code = malloc(size);
+	if (!code)
+		return 0;
+	if (!hs_dwarf_read_file(j->dw, addr, code, size) &&
+	    !hs_core_read_quiet(j->core, addr, code, size)) {
+		free(code);
+		return 0;
+	}
+	cs_insn *insn = NULL;
+	size_t n = cs_disasm(cs, code, size, addr, 0, &insn), k = 0;
+	for (size_t i = 0; i < n && k < max; i++) {
+		const cs_x86 *x = &insn[i].detail->x86;
+		for (uint8_t o = 0; o < x->op_count && k < max; o++) {
+			if (x->operands[o].type != X86_OP_MEM ||
+			    x->operands[o].mem.base != X86_REG_RIP)
+				continue;
+			uint64_t t = insn[i].address + insn[i].size +
+				     (uint64_t)x->operands[o].mem.disp;
+			if (in_lib_data(j, t))
+				out[k++] = t;
+		}
+	}
+	if (n)
+		cs_free(insn, n);
+	free(code);
+	return k;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The extent map: its symbol, or the data address that exported functions
+ * (which all look pointers up in it) refer to and that holds an rtree whose
+ * leaves describe extents covering their keys. */
+static struct hs_error *find_emap(struct je *j)
+{
+	uint64_t a;
+	struct check c;
+	if (je_symbol(j, "arena_emap_global", &a, NULL)) {
+		if (emap_plausible(j, a, &c)) {
+			j->emap = a;
+			return NULL;
+		}
+		return hs_error_create(HS_ERR_CORRUPT,
+				       "jemalloc's extent map at %#llx does not describe extents (%llu of %llu leaf entries fit): corrupt, or another layout",
+				       (unsigned long long)a, (unsigned long long)c.good,
+				       (unsigned long long)(c.good + c.bad));
+	}
+	csh cs;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return hs_error_create(HS_ERR_UNSUPPORTED, "capstone: cannot open an x86-64 disassembler");
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	static const char *const fns[] = {
+		"malloc_usable_size", "sallocx", "free", "sdallocx", "dallocx",
+		"rallocx", "xallocx", "realloc",
+	};
+	uint64_t cand[512];
+	size_t nc = 0;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		nc += rip_targets(j, cs, fns[i], cand + nc, 512 - nc);
+	cs_close(&cs);
+	hs_sort(cand, nc, sizeof(*cand), cmp_u64);
+	uint64_t best = 0, best_good = 0;
+	for (size_t i = 0; i < nc; i++) {
+		if (i && cand[i] == cand[i - 1])
+			continue;
+		/* the reference may be to the rtree inside the emap */
+		uint64_t e = cand[i] - j->L->emap_rtree_off;
+		if (emap_plausible(j, e, &c) && c.good > best_good) {
+			best = e;
+			best_good = c.good;
+		}
+	}
+	if (!best)
+		return hs_error_create(HS_ERR_NOT_FOUND,
+				       "jemalloc %s (%s, build-id %s): its extent map was not found (%zu candidate addresses from its exported functions, none holds an extent map); the core may lack the library's data, or this build differs",
+				       j->version ? j->version : "", j->lib->name,
+				       j->lib->build_id ? j->lib->build_id : "unknown", nc);
+	j->emap = best;
+	return NULL;
+}
+
+/* ---- threads, arenas, thread caches ---- */
+
+static bool arena_ok(struct je *j, uint64_t a, uint32_t *ind)
+{
+	return a && !(a % 8) && rd32(j, a + j->L->arena_ind_off, ind) &&
+	       *ind < j->L->arenas_max;
+}
+
+static struct hs_error *note_arena(struct je *j, uint64_t a, uint32_t ind)
+{
+	if (ind >= j->narenas) {
+		uint64_t *v = realloc(j->arenas, (ind + 1) * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		memset(v + j->narenas, 0, (ind + 1 - j->narenas) * sizeof(*v));
+		j->arenas = v;
+		j->narenas = ind + 1;
+	}
+	j->arenas[ind] = a;
+	return NULL;
+}
+
+/* Reads one cache_bin_t array: its cached pointers join j->cached. */
+static struct hs_error *read_tcache(struct je *j, uint64_t bins)
+{
+	const struct hs_je_layout *L = j->L;
+	bool added;
+	if (!set_add(&j->tcaches, bins, &added))
+		return &hs_error_nomem;
+	if (!added)
+		return NULL;
+	for (uint32_t b = 0; b < L->tcache_nbins_max; b++) {
+		uint64_t cb = bins + (uint64_t)b * L->cache_bin_size, head;
+		uint16_t empty;
+		if (!rd64(j, cb + L->cache_bin_stack_head_off, &head) ||
+		    !rd16(j, cb + L->cache_bin_low_bits_empty_off, &empty)) {
+			hs_log_warn(j->log, "jemalloc thread cache at %#llx: bin %u is not in the core",
+				    (unsigned long long)bins, b);
+			j->heap->partial = true;
+			return NULL;
+		}
+		uint16_t diff = (uint16_t)(empty - (uint16_t)head);
+		uint32_t n = diff / 8;
+		if (!n)
+			continue;
+		if (diff % 8 || n > L->cache_bin_ncached_max) {
+			hs_log_warn(j->log, "jemalloc thread cache at %#llx: bin %u claims %u cached pointers; skipped",
+				    (unsigned long long)bins, b, n);
+			j->heap->partial = true;
+			continue;
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			uint64_t p;
+			if (!rd64(j, head + 8ull * k, &p)) {
+				hs_log_warn(j->log, "jemalloc thread cache at %#llx: bin %u's stack is not in the core",
+					    (unsigned long long)bins, b);
+				j->heap->partial = true;
+				break;
+			}
+			if (p && !set_add(&j->cached, p, NULL))
+				return &hs_error_nomem;
+		}
+	}
+	return NULL;
+}
+
+/* Each thread's tsd (the library's TLS block): its tcache and arena. */
+static struct hs_error *threads(struct je *j)
+{
+	const struct hs_je_layout *L = j->L;
+	uint64_t tsd_off = 0, memsz, align;
+	uint64_t v;
+	if (je_symbol(j, "tsd_tls", &v, NULL))
+		tsd_off = v;  /* TLS symbols: offsets in the block */
+	else if (hs_dwarf_module_tls(j->dw, j->lib, &memsz, &align) && memsz != L->tsd_size)
+		hs_log_warn(j->log, "jemalloc's TLS block is %llu bytes, its tsd %u: the thread caches may be misread",
+			    (unsigned long long)memsz, L->tsd_size);
+	for (size_t t = 0; t < j->core->nthreads; t++) {
+		uint64_t fs = j->core->threads[t].regs[HS_REG_FS_BASE], block;
+		if (!fs || !hs_dwarf_tls_block(j->dw, j->core, j->lib, fs, &block))
+			continue;
+		uint64_t tsd = block + tsd_off;
+		uint64_t tcache = tsd + L->tsd_tcache_off, slow, back, arena;
+		uint32_t ind;
+		if (rd64(j, tcache + L->tcache_slow_ptr_off, &slow) && slow &&
+		    rd64(j, slow + L->tcache_slow_tcache_off, &back) && back == tcache) {
+			struct hs_error *err = read_tcache(j, tcache + L->tcache_bins_off);
+			if (err)
+				return err;
+			j->nthread_tcaches++;
+			if (rd64(j, slow + L->tcache_slow_arena_off, &arena) &&
+			    arena_ok(j, arena, &ind) && (err = note_arena(j, arena, ind)))
+				return err;
+		}
+		if (rd64(j, tsd + L->tsd_arena_off, &arena) && arena_ok(j, arena, &ind)) {
+			struct hs_error *err = note_arena(j, arena, ind);
+			if (err)
+				return err;
+		}
+	}
+	return NULL;
+}
+
+/* The arenas array: its symbol, or the place in the library's data where
+ * every arena known from the threads sits at its own index. */
+static struct hs_error *find_arenas(struct je *j)
+{
+	const struct hs_je_layout *L = j->L;
+	uint64_t at = 0, ref = 0;
+	uint32_t refind = 0;
+	if (!je_symbol(j, "arenas", &at, NULL)) {
+		at = 0;
+		for (uint32_t i = 0; i < j->narenas && !ref; i++)
+			if (j->arenas[i]) {
+				ref = j->arenas[i];
+				refind = i;
+			}
+		for (size_t s = 0; s < j->core->nsegs && ref && !at; s++) {
+			const struct hs_core_segment *seg = &j->core->segs[s];
+			if (!(seg->flags & HS_SEG_W) || seg->vaddr + seg->memsz <= j->lib->start ||
+			    seg->vaddr >= j->lib->end)
+				continue;
+			uint64_t lo = seg->vaddr, hi = seg->vaddr + seg->memsz;
+			const uint64_t *w = hs_core_ptr(j->core, lo, hi - lo);
+			if (!w)
+				continue;
+			for (uint64_t k = 0; k < (hi - lo) / 8 && !at; k++) {
+				if (w[k] != ref || lo + 8 * k < 8ull * refind + lo)
+					continue;
+				uint64_t cand = lo + 8 * k - 8ull * refind;
+				bool all = true;
+				for (uint32_t i = 0; i < j->narenas && all; i++) {
+					uint64_t x;
+					if (j->arenas[i] && (!rd64(j, cand + 8ull * i, &x) ||
+							     x != j->arenas[i]))
+						all = false;
+				}
+				if (all)
+					at = cand;
+			}
+		}
+	}
+	if (!at) {
+		hs_log_warn(j->log, "jemalloc's arenas array was not found: only the %s arenas threads use are read (explicit thread caches of other arenas are missed)",
+			    j->narenas ? "" : "(no)");
+		j->heap->partial = true;
+		return NULL;
+	}
+	j->arenas_at = at;
+	for (uint32_t i = 0; i < L->arenas_max; i++) {
+		uint64_t a;
+		uint32_t ind;
+		if (!rd64(j, at + 8ull * i, &a))
+			break;
+		if (!a)
+			continue;
+		if (!arena_ok(j, a, &ind) || ind != i) {
+			hs_log_warn(j->log, "jemalloc arena %u at %#llx does not say it is arena %u; skipped",
+				    i, (unsigned long long)a, i);
+			j->heap->partial = true;
+			continue;
+		}
+		struct hs_error *err = note_arena(j, a, i);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/* Every tcache an arena knows (thread and explicit ones): its ring of
+ * cache bin array descriptors.  Then the arena's metadata blocks. */
+static struct hs_error *arena_rings(struct je *j)
+{
+	const struct hs_je_layout *L = j->L;
+	struct u64set bases = {0};
+	struct hs_error *err = NULL;
+	for (uint32_t i = 0; i < j->narenas && !err; i++) {
+		uint64_t a = j->arenas[i], head, d, bins, base, blk;
+		if (!a)
+			continue;
+		if (rd64(j, a + L->arena_descriptor_ql_off, &head) && head) {
+			d = head;
+			uint32_t n = 0;
+			do {
+				if (!rd64(j, d + L->descriptor_bins_off, &bins) ||
+				    !rd64(j, d + L->descriptor_next_off, &d) || ++n > 1000000) {
+					hs_log_warn(j->log, "jemalloc arena %u: its thread cache ring is broken after %u entries",
+						    i, n);
+					j->heap->partial = true;
+					break;
+				}
+				if (bins && (err = read_tcache(j, bins)))
+					break;
+			} while (d && d != head);
+		}
+		bool added;
+		if (err || !rd64(j, a + L->arena_base_off, &base) || !base)
+			continue;
+		if (!set_add(&bases, base, &added)) {
+			err = &hs_error_nomem;
+			break;
+		}
+		if (!added || !rd64(j, base + L->base_blocks_off, &blk))
+			continue;
+		for (uint32_t n = 0; blk && n < 1000000; n++) {
+			uint64_t size, next;
+			if (!rd64(j, blk + L->base_block_size_off, &size) ||
+			    !rd64(j, blk + L->base_block_next_off, &next) ||
+			    size > (1ull << 40)) {
+				hs_log_warn(j->log, "jemalloc arena %u: a metadata block at %#llx is unreadable",
+					    i, (unsigned long long)blk);
+				j->heap->partial = true;
+				break;
+			}
+			if ((err = hs_heap_add_region(j->heap, blk, blk + size, HS_REGION_META)))
+				break;
+			j->heap->je_stats.metadata_blocks += size;
+			blk = next;
+		}
+	}
+	free(bases.v);
+	return err;
+}
+
+/* ---- extents ---- */
+
+/* heap->arenas is indexed by jemalloc's arena index; extents of no arena
+ * ("unassociated") count in a slot after the last one. */
+static struct hs_error *arena_of(struct je *j, uint32_t ind, struct hs_arena **ret)
+{
+	if (ind >= j->L->arenas_max) {
+		*ret = &j->unassociated;
+		return NULL;
+	}
+	while (j->heap->narenas <= ind) {
+		uint32_t i = (uint32_t)j->heap->narenas;
+		struct hs_arena a = {
+			.addr = i < j->narenas ? j->arenas[i] : 0,
+			.main = i == 0,
+		};
+		struct hs_error *err = hs_heap_add_arena(j->heap, &a, NULL);
+		if (err)
+			return err;
+	}
+	*ret = &j->heap->arenas[ind];
+	return NULL;
+}
+
+static struct hs_error *add_block(struct je *j, struct hs_arena *ar, uint64_t addr,
+				  uint64_t size, enum hs_where where, uint32_t arena)
+{
+	struct hs_alloc a = {
+		.addr = addr, .size = size, .where = where,
+		.arena = arena < j->L->arenas_max ? arena : HS_ARENA_NONE,
+	};
+	if (hs_alloc_state(&a) == HS_STATE_USED) {
+		ar->used_count++;
+		ar->used_bytes += size;
+	} else {
+		ar->free_count++;
+		ar->free_bytes += size;
+	}
+	return hs_heap_add(j->heap, &a);
+}
+
+static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
+			     uint64_t base, uint64_t size, uint32_t szind,
+			     uint32_t nfree, uint32_t arena)
+{
+	const struct hs_je_layout *L = j->L;
+	struct hs_je_stats *st = &j->heap->je_stats;
+	if (szind >= L->nbins) {
+		j->bad_extents++;
+		return NULL;
+	}
+	uint64_t reg = j->sizes[szind], nregs = size / reg;
+	if (!nregs || nregs > L->slab_maxregs) {
+		j->bad_extents++;
+		return NULL;
+	}
+	uint64_t bitmap[64];
+	size_t groups = (size_t)(nregs + 63) / 64;
+	if (groups > L->bitmap_groups_max || groups > 64 ||
+	    !hs_core_read_quiet(j->core, e + L->edata_bitmap_off, bitmap, groups * 8)) {
+		j->bad_extents++;
+		return NULL;
+	}
+	uint64_t nf = 0;
+	for (uint64_t r = 0; r < nregs; r++)
+		nf += bitmap[r / 64] >> (r % 64) & 1;
+	if (nf != nfree)
+		j->nfree_mismatch++;
+	struct hs_error *err;
+	for (uint64_t r = 0; r < nregs; r++) {
+		uint64_t addr = base + r * reg;
+		enum hs_where w;
+		if (bitmap[r / 64] >> (r % 64) & 1) {
+			w = HS_WHERE_SLAB;
+		} else {
+			/* jemalloc counts what thread caches hold as allocated */
+			st->allocated += reg;
+			w = set_has(&j->cached, addr) ? HS_WHERE_TCACHE : HS_WHERE_SMALL;
+		}
+		if ((err = add_block(j, ar, addr, reg, w, arena)))
+			return err;
+	}
+	return NULL;
+}
+
+static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
+{
+	(void)key;
+	struct hs_error **errp = arg;
+	const struct hs_je_layout *L = j->L;
+	struct hs_je_stats *st = &j->heap->je_stats;
+	uint64_t e = leaf_edata(L, bits);
+	bool added;
+	if (!e)
+		return true;
+	if (!set_add(&j->edatas, e, &added)) {
+		*errp = &hs_error_nomem;
+		return false;
+	}
+	if (!added)
+		return true;
+	uint64_t ebits, addr, size;
+	if (!rd64(j, e, &ebits) || !rd64(j, e + L->edata_addr_off, &addr) ||
+	    !rd64(j, e + L->edata_size_off, &size)) {
+		j->bad_extents++;
+		return true;
+	}
+#define FIELD(name) ((uint32_t)((ebits >> L->bits_##name##_shift) & ((1ull << L->bits_##name##_width) - 1)))
+	uint32_t arena = FIELD(arena), state = FIELD(state), szind = FIELD(szind),
+		 nfree = FIELD(nfree);
+	bool is_slab = ebits >> L->bits_slab_shift & 1;
+#undef FIELD
+	uint64_t pagemask = (1ull << L->lg_page) - 1;
+	uint64_t base = addr & ~pagemask;
+	size &= ~pagemask;
+	/* inactive extents have no size class (szind == nsizes) */
+	if (!size || (state == ST_ACTIVE && szind >= L->nsizes)) {
+		j->bad_extents++;
+		return true;
+	}
+	struct hs_arena *ar;
+	struct hs_error *err;
+	if ((err = arena_of(j, arena, &ar)) ||
+	    (err = hs_heap_begin_run(j->heap))) {
+		*errp = err;
+		return false;
+	}
+	if ((err = hs_heap_add_region(j->heap, base, base + size, HS_REGION_HEAP))) {
+		*errp = err;
+		return false;
+	}
+	ar->system_mem += size;
+	switch (state) {
+	case ST_ACTIVE:
+		st->active += size;
+		if (is_slab) {
+			err = slab(j, ar, e, base, size, szind, nfree, arena);
+		} else {
+			uint64_t usize = j->sizes[szind];
+			if (addr + usize > base + size) {
+				j->bad_extents++;
+				break;
+			}
+			st->allocated += usize;
+			err = add_block(j, ar, addr, usize,
+					set_has(&j->cached, addr) ? HS_WHERE_TCACHE : HS_WHERE_LARGE,
+					arena);
+		}
+		break;
+	case ST_DIRTY:
+		st->dirty += size;
+		err = add_block(j, ar, base, size, HS_WHERE_DIRTY, arena);
+		break;
+	case ST_MUZZY:
+		st->muzzy += size;
+		err = add_block(j, ar, base, size, HS_WHERE_MUZZY, arena);
+		break;
+	case ST_RETAINED:
+		st->retained += size;
+		err = add_block(j, ar, base, size, HS_WHERE_RETAINED, arena);
+		break;
+	default:
+		/* being split or merged: a process stopped inside jemalloc */
+		j->bad_extents++;
+		break;
+	}
+	if (err) {
+		*errp = err;
+		return false;
+	}
+	return true;
+}
+
+static struct hs_error *walk(struct je *j)
+{
+	struct hs_error *err;
+	j->version = find_version(j);
+	if ((err = pick_layout(j)) || (err = size_classes(j)) || (err = find_emap(j)))
+		return err;
+	j->heap->version = j->version ? strdup(j->version) : NULL;
+	if ((err = threads(j)) || (err = find_arenas(j)) || (err = arena_rings(j)))
+		return err;
+	if ((err = hs_heap_add_region(j->heap, j->emap, j->emap + j->L->rtree_size,
+				      HS_REGION_META)))
+		return err;
+	j->heap->ntcaches = (uint32_t)j->tcaches.n;
+	if (j->narenas) {
+		struct hs_arena *ar;
+		if ((err = arena_of(j, j->narenas - 1, &ar)))
+			return err;
+	}
+	struct hs_error *verr = NULL;
+	struct rtree_visit rv = {.fn = visit_extent, .arg = &verr};
+	rtree_walk(j, j->emap, &rv);
+	if (verr)
+		return verr;
+	if (rv.nodes_bad) {
+		hs_log_warn(j->log, "jemalloc's extent map: %llu nodes are not in the core; their extents are missing",
+			    (unsigned long long)rv.nodes_bad);
+		j->heap->partial = true;
+	}
+	if (j->bad_extents) {
+		hs_log_warn(j->log, "jemalloc: %llu extents are unreadable, inconsistent or in transition; skipped",
+			    (unsigned long long)j->bad_extents);
+		j->heap->partial = true;
+	}
+	if (j->nfree_mismatch) {
+		hs_log_warn(j->log, "jemalloc: %llu slabs' free counts disagree with their bitmaps (the bitmaps were used)",
+			    (unsigned long long)j->nfree_mismatch);
+		j->heap->partial = true;
+	}
+	j->heap->has_je_stats = true;
+	return hs_heap_finish(j->heap);
+}
+
+struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
+				  struct hs_dwarf *dw, struct hs_log *log,
+				  struct hs_heap **ret)
+{
+	struct je j = {.core = core, .dw = dw, .log = log};
+	if (!hs_jemalloc_detect(dw, &j.lib))
+		return hs_error_create(HS_ERR_NOT_FOUND, "no jemalloc in this core");
+	j.heap = hs_heap_create("jemalloc");
+	if (!j.heap)
+		return &hs_error_nomem;
+	j.heap->headerless = true;
+	struct hs_error *err = walk(&j);
+	free(j.version);
+	free(j.sizes);
+	free(j.arenas);
+	free(j.cached.v);
+	free(j.tcaches.v);
+	free(j.edatas.v);
+	if (err) {
+		hs_heap_destroy(j.heap);
+		return err;
+	}
+	*ret = j.heap;
+	return NULL;
+}

@@ -1,0 +1,27 @@
+/* jemalloc 5.x walker: every region of every slab and every large extent,
+ * from the global extent map (an rtree), with thread caches marking cached
+ * regions free; dirty, muzzy and retained extents as free page runs.
+ *
+ * Layouts come from formats/jelayout.c (keyed by build-id and version), so
+ * a stripped library works; what symbols do not give (the extent map, the
+ * arenas array) is found by disassembling exported functions and by
+ * consistency checks on the core's memory (see docs/architecture.md).
+ */
+#ifndef HS_JEMALLOC_H
+#define HS_JEMALLOC_H
+
+#include "analyzers/heap.h"
+#include "formats/dwarf.h"
+#include "formats/elfcore.h"
+#include "src/log.h"
+
+/* Is the program's malloc jemalloc?  A libjemalloc module, or a module
+ * (usually the executable) that defines jemalloc's extent map under any
+ * private prefix (je_, _rjem_je_, none). */
+bool hs_jemalloc_detect(struct hs_dwarf *dw, struct hs_module **lib);
+
+struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
+				  struct hs_dwarf *dw, struct hs_log *log,
+				  struct hs_heap **ret);
+
+#endif
