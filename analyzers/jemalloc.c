@@ -86,6 +86,7 @@ struct je {
 	struct u64set cached;       /* pointers held in thread caches */
 	struct u64set tcaches;      /* cache_bin_t arrays read */
 	struct u64set edatas;       /* extents seen */
+	struct u64set internal;     /* jemalloc's own allocations (tcaches) */
 	uint32_t nthread_tcaches;
 	struct hs_heap *heap;
 	struct hs_arena unassociated;  /* extents of no arena */
@@ -324,7 +325,9 @@ static bool check_leaf(struct je *j, void *arg, uint64_t key, uint64_t bits)
 	struct check *c = arg;
 	const struct hs_je_layout *L = j->L;
 	uint64_t e = leaf_edata(L, bits), addr, size;
-	if (e && rd64(j, e + L->edata_addr_off, &addr) &&
+	if (!e)
+		return true;  /* cleared: no extent, szind "none" */
+	if (rd64(j, e + L->edata_addr_off, &addr) &&
 	    rd64(j, e + L->edata_size_off, &size)) {
 		uint64_t page = ~((1ull << L->lg_page) - 1);
 		uint64_t base = addr & page;
@@ -479,15 +482,22 @@ static struct hs_error *note_arena(struct je *j, uint64_t a, uint32_t ind)
 	return NULL;
 }
 
-/* Reads one cache_bin_t array: its cached pointers join j->cached. */
-static struct hs_error *read_tcache(struct je *j, uint64_t bins)
+/* Reads one tcache (its tcache_slow_t and cache_bin_t array): the cached
+ * pointers join j->cached; its own allocation (the bins' stacks, and for
+ * an explicit tcache the tcache itself) joins j->internal: the stacks keep
+ * stale pointers below their heads, which must not make blocks reachable. */
+static struct hs_error *read_tcache(struct je *j, uint64_t slow, uint64_t bins)
 {
 	const struct hs_je_layout *L = j->L;
 	bool added;
+	uint64_t dyn;
 	if (!set_add(&j->tcaches, bins, &added))
 		return &hs_error_nomem;
 	if (!added)
 		return NULL;
+	if (slow && rd64(j, slow + L->tcache_slow_dyn_alloc_off, &dyn) && dyn &&
+	    !set_add(&j->internal, dyn, NULL))
+		return &hs_error_nomem;
 	for (uint32_t b = 0; b < L->tcache_nbins_max; b++) {
 		uint64_t cb = bins + (uint64_t)b * L->cache_bin_size, head;
 		uint16_t empty;
@@ -543,7 +553,7 @@ static struct hs_error *threads(struct je *j)
 		uint32_t ind;
 		if (rd64(j, tcache + L->tcache_slow_ptr_off, &slow) && slow &&
 		    rd64(j, slow + L->tcache_slow_tcache_off, &back) && back == tcache) {
-			struct hs_error *err = read_tcache(j, tcache + L->tcache_bins_off);
+			struct hs_error *err = read_tcache(j, slow, tcache + L->tcache_bins_off);
 			if (err)
 				return err;
 			j->nthread_tcaches++;
@@ -641,14 +651,15 @@ static struct hs_error *arena_rings(struct je *j)
 			d = head;
 			uint32_t n = 0;
 			do {
-				if (!rd64(j, d + L->descriptor_bins_off, &bins) ||
-				    !rd64(j, d + L->descriptor_next_off, &d) || ++n > 1000000) {
+				uint64_t cur = d;
+				if (!rd64(j, cur + L->descriptor_bins_off, &bins) ||
+				    !rd64(j, cur + L->descriptor_next_off, &d) || ++n > 1000000) {
 					hs_log_warn(j->log, "jemalloc arena %u: its thread cache ring is broken after %u entries",
 						    i, n);
 					j->heap->partial = true;
 					break;
 				}
-				if (bins && (err = read_tcache(j, bins)))
+				if (bins && (err = read_tcache(j, cur - L->tcache_slow_descriptor_off, bins)))
 					break;
 			} while (d && d != head);
 		}
@@ -758,7 +769,8 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 		} else {
 			/* jemalloc counts what thread caches hold as allocated */
 			st->allocated += reg;
-			w = set_has(&j->cached, addr) ? HS_WHERE_TCACHE : HS_WHERE_SMALL;
+			w = set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
+			    set_has(&j->internal, addr) ? HS_WHERE_INTERNAL : HS_WHERE_SMALL;
 		}
 		if ((err = add_block(j, ar, addr, reg, w, arena)))
 			return err;
@@ -826,8 +838,9 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 			}
 			st->allocated += usize;
 			err = add_block(j, ar, addr, usize,
-					set_has(&j->cached, addr) ? HS_WHERE_TCACHE : HS_WHERE_LARGE,
-					arena);
+					set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
+					set_has(&j->internal, addr) ? HS_WHERE_INTERNAL :
+					HS_WHERE_LARGE, arena);
 		}
 		break;
 	case ST_DIRTY:
@@ -914,6 +927,7 @@ struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 	free(j.cached.v);
 	free(j.tcaches.v);
 	free(j.edatas.v);
+	free(j.internal.v);
 	if (err) {
 		hs_heap_destroy(j.heap);
 		return err;

@@ -56,6 +56,7 @@ const struct hs_je_layout hs_je_layouts[] = {
 		.tcache_slow_arena_off = 40,
 		.tcache_slow_tcache_off = 168,
 		.tcache_slow_descriptor_off = 16,
+		.tcache_slow_dyn_alloc_off = 160,
 		.descriptor_next_off = 0,
 		.descriptor_bins_off = 16,
 		.arena_size = 78952,

@@ -48,6 +48,7 @@ struct hs_je_layout {
 	uint32_t cache_bin_low_bits_empty_off, cache_bin_ncached_max;
 	uint32_t tcache_slow_arena_off, tcache_slow_tcache_off;
 	uint32_t tcache_slow_descriptor_off;
+	uint32_t tcache_slow_dyn_alloc_off;  /* the tcache's own allocation */
 	uint32_t descriptor_next_off, descriptor_bins_off;
 
 	/* arena_t and the arenas array */

@@ -103,6 +103,7 @@ int main(void)
 	F(tcache_slow_arena_off, offsetof(tcache_slow_t, arena));
 	F(tcache_slow_tcache_off, offsetof(tcache_slow_t, tcache));
 	F(tcache_slow_descriptor_off, offsetof(tcache_slow_t, cache_bin_array_descriptor));
+	F(tcache_slow_dyn_alloc_off, offsetof(tcache_slow_t, dyn_alloc));
 	F(descriptor_next_off, offsetof(cache_bin_array_descriptor_t, link.qre_next));
 	F(descriptor_bins_off, offsetof(cache_bin_array_descriptor_t, bins));
 	F(arena_size, sizeof(arena_t)); F(arena_ind_off, offsetof(arena_t, ind));
