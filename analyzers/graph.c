@@ -297,7 +297,8 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	}
 	size_t at = parts[0].nedges;
 	for (unsigned t = 1; t < nthreads; t++) {
-		memcpy(g->edges + at, parts[t].edges, parts[t].nedges * sizeof(uint32_t));
+		if (parts[t].nedges)
+			memcpy(g->edges + at, parts[t].edges, parts[t].nedges * sizeof(uint32_t));
 		at += parts[t].nedges;
 		free(parts[t].edges);
 	}

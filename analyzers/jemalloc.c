@@ -282,7 +282,7 @@ static bool rtree_level(struct je *j, struct rtree_visit *rv, uint64_t node,
 	const struct hs_je_layout *L = j->L;
 	uint32_t bits = level_bits(L, level);
 	uint64_t n = 1ull << bits;
-	const uint64_t *a = hs_core_ptr(j->core, node, n * 8);
+	const uint64_t *a = node % 8 ? NULL : hs_core_ptr(j->core, node, n * 8);
 	if (!a) {
 		rv->nodes_bad++;
 		return true;
@@ -446,6 +446,8 @@ static struct hs_error *find_emap(struct je *j)
 			continue;
 		/* the reference may be to the rtree inside the emap */
 		uint64_t e = cand[i] - j->L->emap_rtree_off;
+		if (e % 8)
+			continue;
 		if (emap_plausible(j, e, &c) && c.good > best_good) {
 			best = e;
 			best_good = c.good;

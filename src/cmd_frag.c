@@ -155,8 +155,11 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 	hs_snapshot_dwarf(snap, &dw);
 	struct hs_frag *f;
 	struct hs_error *e = hs_frag_compute(snap->core, dw, heap, &f);
-	if (e)
-		return hs_cli_fail(cli, e);
+	if (e) {
+		int rc = hs_cli_fail(cli, e);
+		hs_error_destroy(e);
+		return rc;
+	}
 	char v[512], b1[32], b2[32], b3[32], b4[32], b5[32];
 	verdict(f, v, sizeof(v));
 	const struct hs_frag_arena *all = &f->all;

@@ -212,11 +212,13 @@ static void data(struct hs_jsonw *w, void *arg)
 	struct hs_dwarf *dw;
 	struct hs_frag *frag;
 	hs_snapshot_dwarf(snap, &dw);
-	if (!hs_frag_compute(snap->core, dw, heap, &frag)) {
+	struct hs_error *ferr = hs_frag_compute(snap->core, dw, heap, &frag);
+	if (!ferr) {
 		hs_jsonw_key(w, "frag");
 		hs_cli_frag_json(w, frag, heap);
 		hs_frag_destroy(frag);
 	}
+	hs_error_destroy(ferr);  /* no frag section (e.g. jemalloc heaps) */
 	hs_jsonw_key(w, "tree");
 	hs_jsonw_object_begin(w);
 	hs_jsonw_key(w, "labels");
