@@ -283,10 +283,14 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 	} else {
 		struct totals t;
 		heap_totals(heap, &t);
+		size_t narenas = 0;
+		for (size_t i = 0; i < heap->narenas; i++)
+			narenas += !heap->headerless || heap->arenas[i].addr ||
+				   heap->arenas[i].system_mem;
 		printf("allocator  %s %s%s: %zu arena%s, %u thread cache%s\n",
 		       heap->allocator, heap->version ? heap->version : "",
 		       heap->partial ? " (PARTIAL: see warnings)" : "",
-		       heap->narenas, heap->narenas == 1 ? "" : "s",
+		       narenas, narenas == 1 ? "" : "s",
 		       heap->ntcaches, heap->ntcaches == 1 ? "" : "s");
 		printf("  used     %10" PRIu64 " blocks  %12s\n", t.used_count,
 		       hs_fmt_size(b1, t.used_bytes));
