@@ -124,6 +124,9 @@ struct hs_je_stats {
 	uint64_t active;      /* bytes of pages of active extents */
 	uint64_t dirty, muzzy, retained;  /* bytes of such extents */
 	uint64_t metadata_blocks;  /* bytes of base blocks (metadata) */
+	uint64_t extent_map;       /* where the walk found emap / arenas */
+	uint64_t arenas_array;     /* (0: not found) */
+	const char *layout;        /* where its layouts came from (static) */
 };
 
 struct hs_heap {

@@ -136,14 +136,30 @@ bool hs_jemalloc_detect(struct hs_dwarf *dw, struct hs_module **lib)
 			return true;
 		}
 	}
-	/* a static copy: the executable's symbol table names the extent map */
+	/* a renamed library or a static copy: jemalloc's own entry point
+	 * mallctl (exported, under any public prefix), or its extent map in a
+	 * symbol table */
+	static const char *const entry[] = {"mallctl", "je_mallctl", "_rjem_mallctl"};
 	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
 		struct hs_module *m = hs_dwarf_module(dw, i);
-		if (!m->is_exe)
-			continue;
 		struct je j = {.dw = dw, .lib = m};
 		uint64_t a;
-		if (je_symbol(&j, "arena_emap_global", &a, NULL)) {
+		/* a build in the layout table, whatever its file is called */
+		for (size_t k = 0; k < hs_je_nlayouts && m->build_id; k++)
+			if (!strcmp(hs_je_layouts[k].build_id, m->build_id)) {
+				*lib = m;
+				return true;
+			}
+		for (size_t k = 0; k < sizeof(entry) / sizeof(entry[0]); k++) {
+			struct hs_error *err = hs_dwarf_symbol(dw, m, entry[k], &a, NULL, NULL);
+			bool found = !err;
+			hs_error_destroy(err);
+			if (found) {
+				*lib = m;
+				return true;
+			}
+		}
+		if (m->is_exe && je_symbol(&j, "arena_emap_global", &a, NULL)) {
 			*lib = m;
 			return true;
 		}
@@ -453,10 +469,15 @@ static struct hs_error *find_emap(struct je *j)
 			best_good = c.good;
 		}
 	}
+	if (!nc)
+		return hs_error_create(HS_ERR_NOT_FOUND,
+				       "jemalloc %s (%s, build-id %s): its extent map was not found: the library's code could not be read to look for it (is the file at its path, or under --sysroot?)",
+				       j->version ? j->version : "of unknown version", j->lib->name,
+				       j->lib->build_id ? j->lib->build_id : "unknown");
 	if (!best)
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "jemalloc %s (%s, build-id %s): its extent map was not found (%zu candidate addresses from its exported functions, none holds an extent map); the core may lack the library's data, or this build differs",
-				       j->version ? j->version : "", j->lib->name,
+				       j->version ? j->version : "of unknown version", j->lib->name,
 				       j->lib->build_id ? j->lib->build_id : "unknown", nc);
 	j->emap = best;
 	return NULL;
@@ -908,6 +929,9 @@ static struct hs_error *walk(struct je *j)
 		j->heap->partial = true;
 	}
 	j->heap->has_je_stats = true;
+	j->heap->je_stats.extent_map = j->emap;
+	j->heap->je_stats.arenas_array = j->arenas_at;
+	j->heap->je_stats.layout = j->L->origin;
 	return hs_heap_finish(j->heap);
 }
 

@@ -174,6 +174,10 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kuint(&w, "retained", js->retained);
 			hs_jsonw_kuint(&w, "metadata_blocks", js->metadata_blocks);
 			hs_jsonw_object_end(&w);
+			hs_jsonw_kaddr(&w, "extent_map", js->extent_map);
+			if (js->arenas_array)
+				hs_jsonw_kaddr(&w, "arenas_array", js->arenas_array);
+			hs_jsonw_kstring(&w, "layouts", js->layout);
 		}
 		hs_jsonw_key(&w, "totals");
 		hs_jsonw_object_begin(&w);

@@ -14,4 +14,6 @@ if(HS_JEMALLOC)
     target_compile_options(${fx} PRIVATE -Wall -Wextra -Werror)
   endforeach()
   hs_pytest(jemalloc_truth test_jemalloc_truth.py)
+  # damaged jemalloc cores: one-line errors or warnings and partial results
+  hs_pytest(jemalloc_bad test_jemalloc_bad.py)
 endif()
