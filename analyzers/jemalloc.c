@@ -77,6 +77,8 @@ struct je {
 	struct hs_log *log;
 	struct hs_module *lib;
 	const struct hs_je_layout *L;
+	struct hs_je_layout dwarf_layout;  /* L points here when from DWARF */
+	bool sizes_from_memory;
 	char *version;
 	uint64_t *sizes;            /* usable size per size index */
 	uint64_t emap;              /* emap_t (its rtree) */
@@ -213,6 +215,169 @@ static char *find_version(struct je *j)
 				return strndup(s, len);
 		}
 	}
+	return NULL;
+}
+
+/* ---- layouts from DWARF (a -g build, or a debug file) ---- */
+
+struct dl {
+	struct je *j;
+	struct hs_error *err;
+};
+
+static uint32_t dl_member(struct dl *d, const char *type, const char *member,
+			  uint64_t *size)
+{
+	const struct hs_layout *l;
+	uint64_t off = 0;
+	if (d->err)
+		return 0;
+	if (!(d->err = hs_dwarf_layout(d->j->dw, d->j->lib, type, &l)))
+		d->err = hs_layout_member(l, member, &off, size);
+	return (uint32_t)off;
+}
+
+static uint32_t dl_size(struct dl *d, const char *type)
+{
+	const struct hs_layout *l;
+	if (d->err)
+		return 0;
+	if ((d->err = hs_dwarf_layout(d->j->dw, d->j->lib, type, &l)))
+		return 0;
+	return (uint32_t)l->size;
+}
+
+static uint32_t lg2(uint64_t x)
+{
+	uint32_t r = 0;
+	while (x > 1) {
+		x >>= 1;
+		r++;
+	}
+	return r;
+}
+
+/* Struct offsets from DWARF; the size classes from the size table in the
+ * core (jemalloc fills it at start-up); the rest (edata_t's bit fields,
+ * the rtree's shape) from the rules of jemalloc 5.3's headers applied to
+ * those numbers.  Returns false (and no error) when the module has no
+ * DWARF for jemalloc. */
+static struct hs_error *layout_from_dwarf(struct je *j, bool *found)
+{
+	struct hs_je_layout *L = &j->dwarf_layout;
+	struct dl d = {.j = j};
+	const struct hs_layout *probe;
+	*found = false;
+	struct hs_error *err = hs_dwarf_layout(j->dw, j->lib, "struct edata_s", &probe);
+	if (err) {
+		bool nomem = err == &hs_error_nomem;
+		hs_error_destroy(err);
+		return nomem ? &hs_error_nomem : NULL;
+	}
+	uint64_t tab, tabsize, infos, infosize, arenas, arenasize, sz;
+	if (!je_symbol(j, "sz_index2size_tab", &tab, &tabsize) || !tabsize ||
+	    !je_symbol(j, "bin_infos", &infos, &infosize) ||
+	    !je_symbol(j, "arenas", &arenas, &arenasize))
+		return hs_error_create(HS_ERR_NOT_FOUND,
+				       "jemalloc in %s has DWARF but not the symbols sz_index2size_tab, bin_infos and arenas",
+				       j->lib->name);
+	memset(L, 0, sizeof(*L));
+	L->version = j->version ? j->version : "unknown";
+	L->build_id = j->lib->build_id ? j->lib->build_id : "";
+	L->origin = "the library's own DWARF";
+	L->nsizes = (uint32_t)(tabsize / 8);
+	uint32_t bininfo = dl_size(&d, "struct bin_info_s");
+	L->nbins = bininfo ? (uint32_t)(infosize / bininfo) : 0;
+	L->arenas_max = (uint32_t)(arenasize / 8);
+	j->sizes = calloc(L->nsizes, sizeof(uint64_t));
+	if (!j->sizes)
+		return &hs_error_nomem;
+	if (!hs_core_read_quiet(j->core, tab, j->sizes, (size_t)L->nsizes * 8) ||
+	    L->nbins == 0 || L->nbins >= L->nsizes || !j->sizes[0])
+		return hs_error_create(HS_ERR_CORRUPT,
+				       "jemalloc in %s: its size table at %#llx is not in the core, or not filled",
+				       j->lib->name, (unsigned long long)tab);
+	j->sizes_from_memory = true;
+	L->large_minclass = (uint32_t)j->sizes[L->nbins];
+	L->lg_tiny_min = lg2(j->sizes[0]);
+	L->lg_ngroup = 2;
+	L->lg_page = lg2(L->large_minclass) - L->lg_ngroup;
+	L->lg_quantum = lg2(j->sizes[1]);
+
+	L->rtree_size = dl_size(&d, "struct rtree_s");
+	L->rtree_root_off = dl_member(&d, "struct rtree_s", "root", &sz);
+	uint32_t bits0 = lg2(sz / 8);
+	L->emap_rtree_off = dl_member(&d, "struct emap_s", "rtree", NULL);
+	L->edata_size = dl_size(&d, "struct edata_s");
+	L->edata_addr_off = dl_member(&d, "struct edata_s", "e_addr", NULL);
+	L->edata_size_off = dl_member(&d, "struct edata_s", "e_size_esn", NULL);
+	L->edata_bitmap_off = dl_member(&d, "struct edata_s", "e_slab_data", &sz);
+	L->bitmap_groups_max = (uint32_t)(sz / 8);
+	L->tsd_size = dl_size(&d, "struct tsd_s");
+	L->tsd_tcache_off = dl_member(&d, "struct tsd_s",
+				      "cant_access_tsd_items_directly_use_a_getter_or_setter_tcache", NULL);
+	L->tsd_arena_off = dl_member(&d, "struct tsd_s",
+				     "cant_access_tsd_items_directly_use_a_getter_or_setter_arena", NULL);
+	L->tsd_state_off = dl_member(&d, "struct tsd_s", "state", NULL);
+	L->tcache_slow_ptr_off = dl_member(&d, "struct tcache_s", "tcache_slow", NULL);
+	L->tcache_bins_off = dl_member(&d, "struct tcache_s", "bins", &sz);
+	L->cache_bin_size = dl_size(&d, "struct cache_bin_s");
+	L->tcache_nbins_max = L->cache_bin_size ? (uint32_t)(sz / L->cache_bin_size) : 0;
+	L->cache_bin_stack_head_off = dl_member(&d, "struct cache_bin_s", "stack_head", NULL);
+	L->cache_bin_low_bits_empty_off = dl_member(&d, "struct cache_bin_s", "low_bits_empty", NULL);
+	L->cache_bin_ncached_max = 8191;
+	L->tcache_slow_arena_off = dl_member(&d, "struct tcache_slow_s", "arena", NULL);
+	L->tcache_slow_tcache_off = dl_member(&d, "struct tcache_slow_s", "tcache", NULL);
+	L->tcache_slow_descriptor_off = dl_member(&d, "struct tcache_slow_s", "cache_bin_array_descriptor", NULL);
+	L->tcache_slow_dyn_alloc_off = dl_member(&d, "struct tcache_slow_s", "dyn_alloc", NULL);
+	L->descriptor_next_off = dl_member(&d, "struct cache_bin_array_descriptor_s", "link", NULL);
+	L->descriptor_bins_off = dl_member(&d, "struct cache_bin_array_descriptor_s", "bins", NULL);
+	L->arena_size = dl_size(&d, "struct arena_s");
+	L->arena_ind_off = dl_member(&d, "struct arena_s", "ind", NULL);
+	L->arena_descriptor_ql_off = dl_member(&d, "struct arena_s", "cache_bin_array_descriptor_ql", NULL);
+	L->arena_base_off = dl_member(&d, "struct arena_s", "base", NULL);
+	L->base_blocks_off = dl_member(&d, "struct base_s", "blocks", NULL);
+	L->base_block_size_off = dl_member(&d, "struct base_block_s", "size", NULL);
+	L->base_block_next_off = dl_member(&d, "struct base_block_s", "next", NULL);
+	if (d.err)
+		return d.err;
+
+	/* the rtree: which height and address width give this root size */
+	for (uint32_t vaddr = 48; vaddr <= 57 && !L->rtree_height; vaddr += 9)
+		for (uint32_t h = 1; h <= 3 && !L->rtree_height; h++) {
+			uint32_t nsb = vaddr - L->lg_page;
+			if (nsb / h != bits0)
+				continue;
+			L->lg_vaddr = vaddr;
+			L->rtree_height = h;
+			L->rtree_bits0 = nsb / h;
+			if (h == 2)
+				L->rtree_bits1 = nsb / 2 + nsb % 2;
+			if (h == 3) {
+				L->rtree_bits1 = nsb / 3 + nsb % 3 / 2;
+				L->rtree_bits2 = nsb / 3 + nsb % 3 - nsb % 3 / 2;
+			}
+		}
+	uint32_t lg_nsizes = lg2(L->nsizes - 1) + 1;  /* LG_CEIL */
+	L->rtree_leaf_compact = 64 - L->lg_vaddr >= lg_nsizes;
+	if (!L->rtree_height || !L->rtree_leaf_compact)
+		return hs_error_create(HS_ERR_UNSUPPORTED,
+				       "jemalloc in %s: an extent map of %u root bits for %u-bit pages is not a shape heapsift reads",
+				       j->lib->name, bits0, L->lg_page);
+	L->rtree_leaf_state_shift = 2;
+	/* edata_t's e_bits, as jemalloc 5.3's edata.h lays them out */
+	L->bits_arena_shift = 0;
+	L->bits_arena_width = 12;
+	L->bits_slab_shift = 12;
+	L->bits_state_shift = 17;
+	L->bits_state_width = 3;
+	L->bits_szind_shift = 20;
+	L->bits_szind_width = lg_nsizes;
+	L->bits_nfree_shift = 20 + lg_nsizes;
+	L->bits_nfree_width = L->lg_page - L->lg_tiny_min + 1;
+	L->slab_maxregs = 1u << (L->lg_page - L->lg_tiny_min);
+	j->L = L;
+	*found = true;
 	return NULL;
 }
 
@@ -894,7 +1059,12 @@ static struct hs_error *walk(struct je *j)
 {
 	struct hs_error *err;
 	j->version = find_version(j);
-	if ((err = pick_layout(j)) || (err = size_classes(j)) || (err = find_emap(j)))
+	bool dwarf;
+	if ((err = layout_from_dwarf(j, &dwarf)))
+		return err;
+	if (!dwarf && ((err = pick_layout(j)) || (err = size_classes(j))))
+		return err;
+	if ((err = find_emap(j)))
 		return err;
 	j->heap->version = j->version ? strdup(j->version) : NULL;
 	if ((err = threads(j)) || (err = find_arenas(j)) || (err = arena_rings(j)))

@@ -16,8 +16,8 @@
 #
 # Defaults: /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 and
 # /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a.  The source comes from
-# `apt-get source jemalloc` (it needs deb-src lines in apt's sources; the
-# script adds a temporary one for Debian 12 when none is there); set
+# scripts/jemalloc-source.sh (`apt-get source jemalloc`, with a temporary
+# deb-src entry for Debian 12 when apt has none); set
 # JE_SRC=DIR to use an unpacked source tree instead, and JE_CONFIGURE to
 # override the configure options (Debian 12 amd64's, from debian/rules:
 # --with-lg-page=12 --with-lg-hugepage=21 --enable-prof).
@@ -41,17 +41,7 @@ say "library $LIB: build-id $BUILD_ID, version $VERSION, package ${PKG:-?} ${PKG
 
 SRC="${JE_SRC:-}"
 if [ -z "$SRC" ]; then
-	cd "$WORK"
-	ADDED=""
-	if ! grep -rqs '^Types:.*deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-		ADDED=/etc/apt/sources.list.d/heapsift-jemalloc-src.sources
-		printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' > "$ADDED"
-		apt-get update -qq
-	fi
-	apt-get source -qq --download-only "jemalloc${PKGVER:+=$PKGVER}" >&2
-	[ -n "$ADDED" ] && rm -f "$ADDED" && apt-get update -qq
-	tar xjf jemalloc_*.orig.tar.bz2
-	SRC="$(ls -d "$WORK"/jemalloc-*/ | head -1)"
+	SRC="$(bash "$(dirname "${BASH_SOURCE[0]}")/jemalloc-source.sh" "$WORK")"
 fi
 cd "$SRC"
 say "configure $CONFIGURE (in $SRC)"

@@ -19,7 +19,7 @@ PACKAGES=(
 	build-essential cmake pkg-config
 	libelf-dev libdw-dev libjansson-dev libcapstone-dev zlib1g-dev libjemalloc-dev
 	elfutils libdebuginfod1 debuginfod gdb python3 valgrind time golang-go chromium
-	redis-server
+	redis-server bzip2
 )
 
 if [ "$(id -u)" -eq 0 ]; then
@@ -66,6 +66,11 @@ else
 		exit 1
 	fi
 fi
+
+# a static jemalloc with debug info, for the test of the DWARF path
+# (tests/jemalloc.cmake); built once, from Debian's source
+say "jemalloc with debug info in $ROOT/build/jemalloc-g"
+"${SUDO[@]}" bash "$ROOT/scripts/jemalloc-debug-build.sh" "$ROOT/build/jemalloc-g"
 
 say "configure $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHS_WERROR=ON

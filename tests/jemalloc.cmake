@@ -16,4 +16,24 @@ if(HS_JEMALLOC)
   hs_pytest(jemalloc_truth test_jemalloc_truth.py)
   # damaged jemalloc cores: one-line errors or warnings and partial results
   hs_pytest(jemalloc_bad test_jemalloc_bad.py)
+
+  # A program with its own static jemalloc built with -g and upstream's
+  # configure defaults (scripts/jemalloc-debug-build.sh, run by
+  # scripts/setup.sh): heapsift must take its layouts from DWARF (Debian's
+  # table row, made for another configuration, would be wrong).
+  set(HS_JEMALLOC_G "${CMAKE_SOURCE_DIR}/build/jemalloc-g" CACHE PATH
+      "a static jemalloc with debug info (scripts/jemalloc-debug-build.sh)")
+  if(EXISTS "${HS_JEMALLOC_G}/lib/libjemalloc.a")
+    hs_fixture(je_threads_g fixtures/je_threads.c fixtures/je_record.c
+               LIBS ${HS_JEMALLOC_G}/lib/libjemalloc.a dl m)
+    target_include_directories(je_threads_g BEFORE PRIVATE ${HS_JEMALLOC_G}/include)
+    target_compile_options(je_threads_g PRIVATE -Wall -Wextra -Werror)
+    add_test(NAME jemalloc_dwarf
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_jemalloc_truth.py
+              --dwarf je_threads_g)
+    set_tests_properties(jemalloc_dwarf PROPERTIES ENVIRONMENT "${HS_TEST_ENV}" TIMEOUT 600)
+  else()
+    add_test(NAME jemalloc_dwarf COMMAND sh -c
+      "echo 'no ${HS_JEMALLOC_G}/lib/libjemalloc.a: run scripts/setup.sh (it builds it)'; exit 1")
+  endif()
 endif()

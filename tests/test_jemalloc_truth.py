@@ -49,6 +49,7 @@ USED_WHERE = {"small", "large", "internal"}  # internal: jemalloc's own (tcache 
 FREE_WHERE = {"slab", "tcache", "dirty", "muzzy", "retained"}
 PAGE_WHERE = {"dirty", "muzzy", "retained"}
 CLASSES = ("reachable", "possible", "leak-root", "indirect")
+WANT_DWARF = False  # --dwarf
 
 P = u.paths()
 WORK = os.path.join(P["workdir"], "jemalloc_truth")
@@ -272,6 +273,10 @@ def check_info(ck, name, rec, info):
              al.get("version") == rec["jemalloc"], "version %r" % al.get("version"))
     ck.check("%s: info not partial" % name, al.get("partial") is False,
              "partial %r" % al.get("partial"))
+    if WANT_DWARF:
+        ck.check("%s: layouts from the library's own DWARF" % name,
+                 al.get("layouts") == "the library's own DWARF",
+                 "layouts %r" % al.get("layouts"))
     st = al.get("stats") or {}
     s = rec["stats"]
     page = rec["page"]
@@ -375,8 +380,13 @@ def run_fixture(ck, name, keep):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--dwarf", action="store_true",
+                    help="the fixtures link a jemalloc with debug info: its layouts "
+                         "must come from DWARF, not from heapsift's table")
     ap.add_argument("fixtures", nargs="*", default=FIXTURES)
     args = ap.parse_args()
+    global WANT_DWARF
+    WANT_DWARF = args.dwarf
     ck = hstest.Checker(verbose=args.verbose)
     os.makedirs(WORK, exist_ok=True)
     if not os.access(P["heapsift"], os.X_OK):
