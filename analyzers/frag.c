@@ -1,4 +1,5 @@
 #include "analyzers/frag.h"
+#include "src/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,10 @@ const char *const hs_free_kind_names[HS_FREE_KINDS] = {
 	[HS_FREE_SMALL] = "small_bins",
 	[HS_FREE_LARGE] = "large_bins",
 	[HS_FREE_TOP] = "top",
+	[HS_FREE_SLABS] = "slabs",
+	[HS_FREE_DIRTY] = "dirty",
+	[HS_FREE_MUZZY] = "muzzy",
+	[HS_FREE_RETAINED] = "retained",
 };
 
 const char *const hs_map_kind_names[HS_MAP_KINDS] = {
@@ -42,6 +47,8 @@ static void add_free(struct hs_frag_arena *a, enum hs_free_kind k, uint64_t chun
 		a->top += chunk;
 		return;
 	}
+	if (!hs_free_kind_usable(k))
+		return;
 	if (chunk > a->largest_free)
 		a->largest_free = chunk;
 	unsigned b = bucket(chunk);
@@ -77,13 +84,71 @@ static enum hs_map_kind kind_of(const struct hs_core *core, struct hs_dwarf *dw,
 	return s->file >= 0 ? HS_MAP_FILE : HS_MAP_ANON;
 }
 
+static int cmp_class(const void *a, const void *b)
+{
+	uint64_t x = ((const struct hs_frag_class *)a)->size;
+	uint64_t y = ((const struct hs_frag_class *)b)->size;
+	return x < y ? -1 : x > y;
+}
+
+/* jemalloc: size classes per arena and in all; the largest request that
+ * free memory serves (a small class with a free region in some slab, or a
+ * free page run that holds a new slab or a large extent with its pad). */
+static struct hs_error *jemalloc_part(struct hs_frag *f, const struct hs_heap *heap)
+{
+	f->jemalloc = true;
+	f->mmap_threshold = 0;
+	f->metadata = heap->je_stats.metadata_blocks;
+	uint64_t page = heap->page_size ? heap->page_size : 4096;
+	uint64_t runs = 0;  /* the largest dirty or muzzy run */
+	for (size_t i = 0; i < heap->nallocs; i++) {
+		const struct hs_alloc *a = &heap->allocs[i];
+		if ((a->where == HS_WHERE_DIRTY || a->where == HS_WHERE_MUZZY) && a->size > runs)
+			runs = a->size;
+	}
+	f->largest_servable = runs > page ? runs - page : 0;
+	for (size_t i = 0; i < heap->nje_classes; i++) {
+		const struct hs_je_class *c = &heap->je_classes[i];
+		struct hs_frag_arena *targets[2] = {
+			c->arena < f->narenas ? &f->arenas[c->arena] : NULL, &f->all,
+		};
+		for (int t = 0; t < 2; t++) {
+			struct hs_frag_arena *ar = targets[t];
+			if (!ar)
+				continue;
+			size_t k = 0;
+			while (k < ar->nclasses && ar->classes[k].size != c->size)
+				k++;
+			if (k == ar->nclasses) {
+				struct hs_frag_class *v = realloc(ar->classes, (k + 1) * sizeof(*v));
+				if (!v)
+					return &hs_error_nomem;
+				ar->classes = v;
+				ar->nclasses++;
+				memset(&v[k], 0, sizeof(v[k]));
+				v[k].size = c->size;
+			}
+			struct hs_frag_class *d = &ar->classes[k];
+			d->slabs += c->slabs;
+			d->regions += c->regions;
+			d->free += c->free;
+			d->tcache += c->tcache;
+			d->used += c->regions - c->free - c->tcache;
+		}
+		if (c->free && c->size > f->largest_servable)
+			f->largest_servable = c->size;
+	}
+	for (size_t i = 0; i <= f->narenas; i++) {
+		struct hs_frag_arena *ar = i < f->narenas ? &f->arenas[i] : &f->all;
+		if (ar->nclasses)
+			hs_sort(ar->classes, ar->nclasses, sizeof(*ar->classes), cmp_class);
+	}
+	return NULL;
+}
+
 struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,
 				 const struct hs_heap *heap, struct hs_frag **ret)
 {
-	if (heap->headerless)
-		return hs_error_create(HS_ERR_UNSUPPORTED,
-				       "frag reads glibc heaps only so far; this heap is %s's (list, info and leaks read it)",
-				       heap->allocator);
 	struct hs_frag *f = calloc(1, sizeof(*f));
 	if (!f)
 		return &hs_error_nomem;
@@ -105,16 +170,22 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 		if (a->arena == HS_ARENA_NONE || a->arena >= heap->narenas)
 			continue;  /* mmapped chunks belong to no arena */
 		struct hs_frag_arena *ar = &f->arenas[a->arena];
-		uint64_t chunk = hs_alloc_chunk_size(a);
+		/* jemalloc blocks have no header: their size is their cost */
+		uint64_t chunk = heap->headerless ? a->size : hs_alloc_chunk_size(a);
 		int k = -1;
 		switch (a->where) {
 		case HS_WHERE_HEAP:
-		case HS_WHERE_INTERNAL:
-			if (a->where == HS_WHERE_HEAP) {
-				ar->used_count++;
-				ar->used_bytes += a->size;
-			}
+		case HS_WHERE_SMALL:
+		case HS_WHERE_LARGE:
+			ar->used_count++;
+			ar->used_bytes += a->size;
 			continue;
+		case HS_WHERE_INTERNAL:
+			continue;
+		case HS_WHERE_SLAB: k = HS_FREE_SLABS; break;
+		case HS_WHERE_DIRTY: k = HS_FREE_DIRTY; break;
+		case HS_WHERE_MUZZY: k = HS_FREE_MUZZY; break;
+		case HS_WHERE_RETAINED: k = HS_FREE_RETAINED; break;
 		case HS_WHERE_FASTBIN: k = HS_FREE_FASTBIN; break;
 		case HS_WHERE_TCACHE: k = HS_FREE_TCACHE; break;
 		case HS_WHERE_TOP: k = HS_FREE_TOP; break;
@@ -130,7 +201,8 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 		struct hs_frag_arena *ar = &f->arenas[i];
 		uint64_t freeb = 0;
 		for (int k = 0; k < HS_FREE_KINDS; k++)
-			freeb += ar->free_bytes[k];
+			if (k != HS_FREE_RETAINED)  /* not in system bytes */
+				freeb += ar->free_bytes[k];
 		ar->overhead = ar->system > ar->used_bytes + freeb ?
 			ar->system - ar->used_bytes - freeb : 0;
 		struct hs_frag_arena *all = &f->all;
@@ -157,20 +229,33 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 	/* requests at least this big bypass the heap (glibc's default when
 	 * the walk could not read it) */
 	f->mmap_threshold = heap->mmap_threshold ? heap->mmap_threshold : 128 * 1024;
+	if (heap->headerless) {
+		struct hs_error *err = jemalloc_part(f, heap);
+		if (err) {
+			hs_frag_destroy(f);
+			return err;
+		}
+	}
 
 	/* footprint, segment by segment; heap regions first */
+	uint64_t meta_in_use = 0;
 	for (size_t i = 0; i < core->nsegs; i++) {
 		const struct hs_core_segment *s = &core->segs[i];
 		uint64_t lo = s->vaddr, hi = s->vaddr + s->memsz;
 		uint64_t in_heap[2] = {0, 0};
 		for (size_t r = 0; r < heap->nregions; r++) {
 			const struct hs_region *g = &heap->regions[r];
-			if (g->kind == HS_REGION_META)
+			/* glibc's state lives in libc's data; jemalloc's own
+			 * metadata (base blocks, its extent map) is malloc's */
+			if (g->kind == HS_REGION_META && !heap->headerless)
 				continue;
 			uint64_t a = g->start > lo ? g->start : lo;
 			uint64_t b = g->end < hi ? g->end : hi;
-			if (a < b)
+			if (a < b) {
 				in_heap[g->kind == HS_REGION_MMAPPED] += b - a;
+				if (g->kind == HS_REGION_META)
+					meta_in_use += b - a;
+			}
 		}
 		uint64_t heap_bytes = in_heap[0] + in_heap[1];
 		if (heap_bytes > s->memsz)
@@ -205,7 +290,7 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 	}
 	for (int k = 0; k < HS_MAP_KINDS; k++)
 		f->in_use[k] = f->writable_reserved[k];
-	f->in_use[HS_MAP_ARENA] = f->all.system;
+	f->in_use[HS_MAP_ARENA] = f->all.system + meta_in_use;
 	f->in_use[HS_MAP_STACK] = f->stack_used;
 	*ret = f;
 	return NULL;
@@ -215,6 +300,9 @@ void hs_frag_destroy(struct hs_frag *f)
 {
 	if (!f)
 		return;
+	for (size_t i = 0; i < f->narenas; i++)
+		free(f->arenas[i].classes);
+	free(f->all.classes);
 	free(f->arenas);
 	free(f);
 }

@@ -17,6 +17,8 @@
 #ifndef HS_FRAG_H
 #define HS_FRAG_H
 
+#include <stdbool.h>
+
 #include "analyzers/heap.h"
 #include "analyzers/roots.h"
 #include "formats/dwarf.h"
@@ -24,15 +26,31 @@
 
 enum hs_free_kind {
 	HS_FREE_FASTBIN,
-	HS_FREE_TCACHE,
+	HS_FREE_TCACHE,         /* glibc chunks, jemalloc regions and extents */
 	HS_FREE_SMALL,          /* regular bins, chunks under 1 KiB */
 	HS_FREE_LARGE,          /* regular bins, 1 KiB and more */
 	HS_FREE_TOP,
+	/* jemalloc */
+	HS_FREE_SLABS,          /* free regions of slabs */
+	HS_FREE_DIRTY,          /* free page runs, not yet purged */
+	HS_FREE_MUZZY,          /* free page runs, lazily purged */
+	HS_FREE_RETAINED,       /* address space kept for reuse: no memory */
 	HS_FREE_KINDS
 };
+/* Free memory that fragmentation is about: every kind but glibc's top
+ * chunk (the heap grows there) and jemalloc's retained address space. */
+static inline bool hs_free_kind_usable(int k)
+{
+	return k != HS_FREE_TOP && k != HS_FREE_RETAINED;
+}
 extern const char *const hs_free_kind_names[HS_FREE_KINDS];
 
 enum { HS_FRAG_BUCKETS = 48 };  /* histogram: chunk sizes up to 2^k */
+
+/* jemalloc: one small size class of one arena (or of all). */
+struct hs_frag_class {
+	uint64_t size, slabs, regions, used, tcache, free;
+};
 
 struct hs_frag_arena {
 	uint32_t index;
@@ -44,6 +62,8 @@ struct hs_frag_arena {
 	uint64_t top;
 	uint64_t overhead;                      /* system - used - free */
 	uint64_t hist_count[HS_FRAG_BUCKETS], hist_bytes[HS_FRAG_BUCKETS];
+	struct hs_frag_class *classes;          /* jemalloc: by size */
+	size_t nclasses;
 };
 
 enum hs_map_kind {
@@ -75,6 +95,8 @@ struct hs_frag {
 	uint64_t stack_used;                    /* from each sp to the top */
 	uint64_t mmap_threshold;                /* requests at least this big are mmapped */
 	uint64_t largest_servable;              /* the largest request a free chunk serves */
+	bool jemalloc;
+	uint64_t metadata;                      /* jemalloc: its base blocks */
 };
 
 struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,

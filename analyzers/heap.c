@@ -36,6 +36,7 @@ void hs_heap_destroy(struct hs_heap *heap)
 	free(heap->runs);
 	free(heap->arenas);
 	free(heap->regions);
+	free(heap->je_classes);
 	free(heap->version);
 	free(heap);
 }

@@ -117,6 +117,15 @@ struct hs_region {
 	enum hs_region_kind kind;
 };
 
+/* jemalloc: one arena's slabs of one small size class. */
+struct hs_je_class {
+	uint32_t arena, szind;
+	uint64_t size;              /* region size */
+	uint64_t slabs, regions;    /* regions: slabs x regions per slab */
+	uint64_t free;              /* free in the slabs' bitmaps */
+	uint64_t tcache;            /* handed to thread caches, not to the program */
+};
+
 /* jemalloc's own totals, as its mallctl "stats.*" would give them. */
 struct hs_je_stats {
 	uint64_t allocated;   /* bytes of used regions and large extents
@@ -151,6 +160,9 @@ struct hs_heap {
 	bool partial;               /* some part could not be walked */
 	bool has_je_stats;
 	struct hs_je_stats je_stats;
+	struct hs_je_class *je_classes;  /* by arena, then size */
+	size_t nje_classes;
+	uint64_t page_size;         /* the allocator's page (jemalloc) */
 };
 
 struct hs_heap *hs_heap_create(const char *allocator);

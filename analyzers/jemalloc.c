@@ -92,6 +92,8 @@ struct je {
 	uint32_t nthread_tcaches;
 	struct hs_heap *heap;
 	struct hs_arena unassociated;  /* extents of no arena */
+	struct hs_je_class *classes;   /* [arena * nbins + szind], grown by arena */
+	uint32_t class_arenas;
 	uint64_t nfree_mismatch, bad_extents;
 };
 
@@ -948,6 +950,27 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 		nf += bitmap[r / 64] >> (r % 64) & 1;
 	if (nf != nfree)
 		j->nfree_mismatch++;
+	struct hs_je_class *cl = NULL;
+	if (arena < L->arenas_max) {
+		if (arena >= j->class_arenas) {
+			uint32_t na = arena + 1;
+			struct hs_je_class *v = realloc(j->classes,
+							(size_t)na * L->nbins * sizeof(*v));
+			if (!v)
+				return &hs_error_nomem;
+			memset(v + (size_t)j->class_arenas * L->nbins, 0,
+			       (size_t)(na - j->class_arenas) * L->nbins * sizeof(*v));
+			j->classes = v;
+			j->class_arenas = na;
+		}
+		cl = &j->classes[(size_t)arena * L->nbins + szind];
+		cl->arena = arena;
+		cl->szind = szind;
+		cl->size = reg;
+		cl->slabs++;
+		cl->regions += nregs;
+		cl->free += nf;
+	}
 	struct hs_error *err;
 	for (uint64_t r = 0; r < nregs; r++) {
 		uint64_t addr = base + r * reg;
@@ -959,6 +982,8 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 			st->allocated += reg;
 			w = set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
 			    set_has(&j->internal, addr) ? HS_WHERE_INTERNAL : HS_WHERE_SMALL;
+			if (w == HS_WHERE_TCACHE && cl)
+				cl->tcache++;
 		}
 		if ((err = add_block(j, ar, addr, reg, w, arena)))
 			return err;
@@ -1012,7 +1037,8 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 		*errp = err;
 		return false;
 	}
-	ar->system_mem += size;
+	if (state != ST_RETAINED)
+		ar->system_mem += size;  /* retained: address space, not memory */
 	switch (state) {
 	case ST_ACTIVE:
 		st->active += size;
@@ -1098,6 +1124,17 @@ static struct hs_error *walk(struct je *j)
 			    (unsigned long long)j->nfree_mismatch);
 		j->heap->partial = true;
 	}
+	for (size_t i = 0; i < (size_t)j->class_arenas * j->L->nbins; i++) {
+		if (!j->classes[i].slabs)
+			continue;
+		struct hs_je_class *v = realloc(j->heap->je_classes,
+						(j->heap->nje_classes + 1) * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		j->heap->je_classes = v;
+		v[j->heap->nje_classes++] = j->classes[i];
+	}
+	j->heap->page_size = 1ull << j->L->lg_page;
 	j->heap->has_je_stats = true;
 	j->heap->je_stats.extent_map = j->emap;
 	j->heap->je_stats.arenas_array = j->arenas_at;
@@ -1124,6 +1161,7 @@ struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 	free(j.tcaches.v);
 	free(j.edatas.v);
 	free(j.internal.v);
+	free(j.classes);
 	if (err) {
 		hs_heap_destroy(j.heap);
 		return err;

@@ -6,10 +6,32 @@
 #include "formats/jsonw.h"
 #include "src/cli.h"
 
+/* Free bytes fragmentation is about (not the top chunk, not retained
+ * address space). */
 static uint64_t free_nontop(const struct hs_frag_arena *a)
 {
-	return a->free_bytes[HS_FREE_FASTBIN] + a->free_bytes[HS_FREE_TCACHE] +
-	       a->free_bytes[HS_FREE_SMALL] + a->free_bytes[HS_FREE_LARGE];
+	uint64_t n = 0;
+	for (int k = 0; k < HS_FREE_KINDS; k++)
+		if (hs_free_kind_usable(k))
+			n += a->free_bytes[k];
+	return n;
+}
+
+/* Does this allocator have free blocks of kind k? */
+static bool kind_applies(const struct hs_frag *f, int k)
+{
+	bool je = k == HS_FREE_TCACHE || k >= HS_FREE_SLABS;
+	bool gl = k < HS_FREE_SLABS;
+	return f->jemalloc ? je : gl;
+}
+
+/* The largest request free memory serves: glibc's chunk less its header;
+ * jemalloc's region or page run as is. */
+static uint64_t max_request(const struct hs_frag *f)
+{
+	if (f->jemalloc)
+		return f->largest_servable;
+	return f->largest_servable > 8 ? f->largest_servable - 8 : 0;
 }
 
 static double ext_frag(const struct hs_frag_arena *a)
@@ -60,11 +82,13 @@ static void verdict(const struct hs_frag *f, char *buf, size_t len)
 		snprintf(buf, len, "malloc explains %.0f%% of the writable memory: the rest is outside malloc (other anonymous memory: %s)",
 			 100.0 * share, hs_fmt_size(b1, f->in_use[HS_MAP_ANON]));
 	else if (a->system && fr * 10 < a->system)
-		snprintf(buf, len, "the heap is %.0f%% in use and %s free outside the top chunk: growth is live data (see leaks, top)",
-			 100.0 * (double)a->used_bytes / (double)a->system, hs_fmt_size(b1, fr));
+		snprintf(buf, len, "the heap is %.0f%% in use and %s free%s: growth is live data (see leaks, top)",
+			 100.0 * (double)a->used_bytes / (double)a->system, hs_fmt_size(b1, fr),
+			 f->jemalloc ? "" : " outside the top chunk");
 	else
-		snprintf(buf, len, "%s of the heap's %s is free outside the top chunk, the largest free chunk %s (external fragmentation %.0f%%)",
+		snprintf(buf, len, "%s of the heap's %s is free%s, the largest free block %s (external fragmentation %.0f%%)",
 			 hs_fmt_size(b1, fr), hs_fmt_size(b2, a->system),
+			 f->jemalloc ? " (in slabs, thread caches, dirty and muzzy pages)" : " outside the top chunk",
 			 hs_fmt_size(b2 + 16, a->largest_free), 100.0 * ext_frag(a));
 }
 
@@ -104,6 +128,23 @@ static void json_arena(struct hs_jsonw *w, const struct hs_frag_arena *a)
 		hs_jsonw_object_end(w);
 	}
 	hs_jsonw_array_end(w);
+	if (a->nclasses) {
+		hs_jsonw_key(w, "classes");
+		hs_jsonw_array_begin(w);
+		for (size_t i = 0; i < a->nclasses; i++) {
+			const struct hs_frag_class *c = &a->classes[i];
+			hs_jsonw_object_begin(w);
+			hs_jsonw_kuint(w, "size", c->size);
+			hs_jsonw_kuint(w, "slabs", c->slabs);
+			hs_jsonw_kuint(w, "regions", c->regions);
+			hs_jsonw_kuint(w, "used", c->used);
+			hs_jsonw_kuint(w, "tcache", c->tcache);
+			hs_jsonw_kuint(w, "free", c->free);
+			hs_jsonw_kuint(w, "free_bytes", c->free * c->size);
+			hs_jsonw_object_end(w);
+		}
+		hs_jsonw_array_end(w);
+	}
 	hs_jsonw_object_end(w);
 }
 
@@ -112,7 +153,6 @@ void hs_cli_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 {
 	char v[512];
 	verdict(f, v, sizeof(v));
-	uint64_t max_request = f->largest_servable > 8 ? f->largest_servable - 8 : 0;
 	hs_jsonw_object_begin(w);
 	hs_jsonw_kstring(w, "verdict", v);
 	hs_jsonw_key(w, "heap");
@@ -124,9 +164,20 @@ void hs_cli_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 	hs_jsonw_array_end(w);
 	hs_jsonw_key(w, "requests");
 	hs_jsonw_object_begin(w);
-	hs_jsonw_kuint(w, "largest_served_from_free", max_request);
-	hs_jsonw_kuint(w, "mmap_threshold", f->mmap_threshold);
+	hs_jsonw_kuint(w, "largest_served_from_free", max_request(f));
+	if (f->jemalloc) {
+		hs_jsonw_key(w, "classes_without_free_regions");
+		hs_jsonw_array_begin(w);
+		for (size_t i = 0; i < f->all.nclasses; i++)
+			if (!f->all.classes[i].free)
+				hs_jsonw_uint(w, f->all.classes[i].size);
+		hs_jsonw_array_end(w);
+	} else {
+		hs_jsonw_kuint(w, "mmap_threshold", f->mmap_threshold);
+	}
 	hs_jsonw_object_end(w);
+	if (f->jemalloc)
+		hs_jsonw_kuint(w, "metadata", f->metadata);
 	hs_jsonw_key(w, "footprint");
 	hs_jsonw_array_begin(w);
 	for (int k = 0; k < HS_MAP_KINDS; k++) {
@@ -163,8 +214,6 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 	char v[512], b1[32], b2[32], b3[32], b4[32], b5[32];
 	verdict(f, v, sizeof(v));
 	const struct hs_frag_arena *all = &f->all;
-	/* the largest request free memory serves (chunk size less the header) */
-	uint64_t max_request = f->largest_servable > 8 ? f->largest_servable - 8 : 0;
 	if (cli->format == HS_FORMAT_JSON) {
 		struct hs_jsonw w;
 		hs_jsonw_init(&w, stdout, true);
@@ -179,30 +228,79 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 	       all->used_count, hs_fmt_size(b3, all->overhead),
 	       all->used_bytes ? 100.0 * (double)all->overhead / (double)all->used_bytes : 0.0);
 	printf("FREE:");
-	for (int k = 0; k < HS_FREE_KINDS; k++)
-		printf(" %s %s (%" PRIu64 ")%s", hs_free_kind_names[k],
-		       hs_fmt_size(b1, all->free_bytes[k]), all->free_count[k],
-		       k + 1 < HS_FREE_KINDS ? "," : "\n");
+	const char *sep = "";
+	for (int k = 0; k < HS_FREE_KINDS; k++) {
+		if (!kind_applies(f, k))
+			continue;
+		printf("%s %s %s (%" PRIu64 ")", sep, hs_free_kind_names[k],
+		       hs_fmt_size(b1, all->free_bytes[k]), all->free_count[k]);
+		sep = ",";
+	}
+	printf("\n");
+	if (f->jemalloc)
+		printf("jemalloc's own metadata (base blocks): %s\n", hs_fmt_size(b1, f->metadata));
 	printf("\n%6s %11s %11s %11s %11s %13s %9s %11s\n", "ARENA", "SYSTEM", "USED",
-	       "FREE", "TOP", "LARGEST FREE", "EXT FRAG", "OVERHEAD");
+	       "FREE", f->jemalloc ? "RETAINED" : "TOP", "LARGEST FREE", "EXT FRAG", "OVERHEAD");
 	for (size_t i = 0; i < f->narenas; i++) {
 		const struct hs_frag_arena *a = &f->arenas[i];
+		if (f->jemalloc && !a->system && !a->free_bytes[HS_FREE_RETAINED])
+			continue;  /* an arena index not in use */
 		printf("%5zu%s %11s %11s %11s %11s %13s %8.0f%% %11s\n", i, a->main ? "*" : " ",
 		       hs_fmt_size(b1, a->system), hs_fmt_size(b2, a->used_bytes),
-		       hs_fmt_size(b3, free_nontop(a)), hs_fmt_size(b4, a->top),
+		       hs_fmt_size(b3, free_nontop(a)),
+		       hs_fmt_size(b4, f->jemalloc ? a->free_bytes[HS_FREE_RETAINED] : a->top),
 		       hs_fmt_size(b5, a->largest_free), 100.0 * ext_frag(a),
 		       hs_fmt_size(b1 + 16, a->overhead));
 	}
-	printf("(* the main arena; FREE is outside the top chunk, in chunk bytes)\n");
+	if (f->jemalloc)
+		printf("(* arena 0; SYSTEM: pages of active, dirty and muzzy extents; FREE: slab regions, thread caches, dirty and muzzy pages; RETAINED: address space kept, no memory; OVERHEAD: slab tails, large extents' pad page, thread caches' stacks)\n");
+	else
+		printf("(* the main arena; FREE is outside the top chunk, in chunk bytes)\n");
+	if (f->jemalloc && all->nclasses) {
+		/* the classes with the most free bytes first */
+		size_t n = all->nclasses, *ord = malloc(n * sizeof(*ord));
+		if (ord) {
+			for (size_t i = 0; i < n; i++)
+				ord[i] = i;
+			for (size_t i = 1; i < n; i++)
+				for (size_t k = i; k > 0 &&
+				     all->classes[ord[k]].free * all->classes[ord[k]].size >
+				     all->classes[ord[k - 1]].free * all->classes[ord[k - 1]].size; k--) {
+					size_t t = ord[k];
+					ord[k] = ord[k - 1];
+					ord[k - 1] = t;
+				}
+			printf("\nSMALL SIZE CLASSES (all arenas), most free bytes first\n%9s %7s %9s %9s %9s %9s %11s %6s\n",
+			       "SIZE", "SLABS", "REGIONS", "USED", "TCACHE", "FREE", "FREE BYTES", "USED%");
+			for (size_t i = 0; i < n && i < 20; i++) {
+				const struct hs_frag_class *c = &all->classes[ord[i]];
+				printf("%9" PRIu64 " %7" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+				       " %9" PRIu64 " %11s %5.0f%%\n", c->size, c->slabs, c->regions,
+				       c->used, c->tcache, c->free, hs_fmt_size(b1, c->free * c->size),
+				       c->regions ? 100.0 * (double)c->used / (double)c->regions : 0.0);
+			}
+			if (n > 20)
+				printf("(%zu more classes: --format json lists them all)\n", n - 20);
+			free(ord);
+		}
+	}
 	printf("\nFREE CHUNKS BY SIZE\n%12s %9s %11s\n", "UP TO", "COUNT", "BYTES");
 	for (int b = 0; b < HS_FRAG_BUCKETS; b++)
 		if (all->hist_count[b])
 			printf("%12s %9" PRIu64 " %11s\n", hs_fmt_size(b1, 1ull << b),
 			       all->hist_count[b], hs_fmt_size(b2, all->hist_bytes[b]));
 	printf("\nREQUESTS: free memory serves requests up to %s; larger ones grow the heap",
-	       hs_fmt_size(b1, max_request));
-	printf(" (from %s on, malloc maps them on their own)\n",
-	       hs_fmt_size(b2, f->mmap_threshold));
+	       hs_fmt_size(b1, max_request(f)));
+	if (f->jemalloc) {
+		size_t none = 0;
+		for (size_t i = 0; i < all->nclasses; i++)
+			none += !all->classes[i].free;
+		printf(" (or reuse retained address space); %zu of the %zu small classes in use have no free region left\n",
+		       none, all->nclasses);
+	} else {
+		printf(" (from %s on, malloc maps them on their own)\n",
+		       hs_fmt_size(b2, f->mmap_threshold));
+	}
 	printf("\nFOOTPRINT\n%-16s %11s %11s %11s %11s\n", "KIND", "RESERVED", "IN CORE",
 	       "WRITABLE", "IN USE");
 	for (int k = 0; k < HS_MAP_KINDS; k++)

@@ -18,7 +18,10 @@ take a core with gcore, and compare heapsift with the record:
     stats allocated/active/retained equal to mallctl's, dirty and muzzy
     equal to pdirty/pmuzzy pages times the page size;
   - `leaks` and list's "reach": the class of every recorded allocation,
-    every leak root holding exactly the blocks charged to it.
+    every leak root holding exactly the blocks charged to it;
+  - `frag`: dirty, muzzy and retained bytes and system bytes against
+    mallctl's; every arena's small size classes (slabs, regions, regions
+    handed out, free regions) against stats.arenas.<i>.bins.<j>.
 Blocks heapsift lists that the fixture did not make (jemalloc's own, such
 as thread-cache stacks, and libc's mallocs) are allowed and reported
 ("NOTE" lines), and so are tcache-held blocks the fixture never freed (a
@@ -333,6 +336,47 @@ def check_leaks(ck, name, rec, lk, by):
              "".join("\n     %s %s" % (e["address"], entry_str(e)) for e in others[:8])))
 
 
+def check_frag(ck, name, rec, fr, lst):
+    """frag against jemalloc's own counts: the page runs against mallctl's
+    pdirty/pmuzzy/retained and active; each arena's small size classes
+    against stats.arenas.<i>.bins.<j>.curslabs and curregs (regions handed
+    out, thread caches' included) and arenas.bin.<j>.nregs."""
+    s, page = rec["stats"], rec["page"]
+    heap = fr.get("heap", {})
+    free = heap.get("free", {})
+    for kind, want in (("dirty", s["pdirty"] * page), ("muzzy", s["pmuzzy"] * page),
+                       ("retained", s["retained"])):
+        got = free.get(kind, {}).get("bytes")
+        ck.check("%s: frag free %s bytes == jemalloc's %d" % (name, kind, want),
+                 got == want, "got %r" % got)
+    want = s["active"] + (s["pdirty"] + s["pmuzzy"]) * page
+    ck.check("%s: frag system == active + dirty + muzzy pages (%d)" % (name, want),
+             heap.get("system") == want, "got %r" % heap.get("system"))
+    used = sum(a["size"] for a in lst["allocations"] if a["where"] in ("small", "large"))
+    ck.check("%s: frag used bytes == list's small and large blocks (%d)" % (name, used),
+             heap.get("used_bytes") == used, "got %r" % heap.get("used_bytes"))
+    want = {(b["arena"], b["size"]): b for b in rec["bins"]}
+    got = {}
+    for a in fr.get("arenas", []):
+        for c in a.get("classes", []):
+            got[(a["index"], c["size"])] = c
+    ck.check("%s: frag's (arena, size class) pairs with slabs == jemalloc's (%d)"
+             % (name, len(want)), set(got) == set(want),
+             "missing %s, extra %s" % (sorted(set(want) - set(got))[:6],
+                                       sorted(set(got) - set(want))[:6]))
+    bad = []
+    for key in sorted(set(got) & set(want)):
+        g, w = got[key], want[key]
+        exp = {"slabs": w["curslabs"], "regions": w["curslabs"] * w["nregs"],
+               "handed_out": w["curregs"], "free": w["curslabs"] * w["nregs"] - w["curregs"]}
+        have = {"slabs": g["slabs"], "regions": g["regions"],
+                "handed_out": g["used"] + g["tcache"], "free": g["free"]}
+        if exp != have:
+            bad.append("arena %d size %d: jemalloc %s, heapsift %s" % (key[0], key[1], exp, have))
+    ck.check("%s: frag's slabs, regions, handed-out and free regions per arena and class "
+             "== jemalloc's" % name, not bad, "; ".join(bad[:4]))
+
+
 def run_fixture(ck, name, keep):
     binary = os.path.join(P["fixtures"], name)
     if not os.access(binary, os.X_OK):
@@ -373,6 +417,11 @@ def run_fixture(ck, name, keep):
         ck.check("%s: heapsift leaks" % name, False, err)
     else:
         check_leaks(ck, name, rec, lk, by)
+    fr, err = hs("frag", core, binary)
+    if fr is None:
+        ck.check("%s: heapsift frag" % name, False, err)
+    else:
+        check_frag(ck, name, rec, fr, lst)
     if ck.failed == failed and not keep and os.path.exists(core):
         os.unlink(core)
 

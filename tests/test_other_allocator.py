@@ -7,8 +7,7 @@ walking that would report an empty heap as if it were the program's.  The
 fixture (je_simple) makes 100 blocks of 100..199 bytes with jemalloc's
 malloc.  `info` must name jemalloc, `list` must list the 100 blocks as
 used small regions (usable sizes 112..224, jemalloc's classes), `leaks` and
-`top` must work; `frag`, which reads glibc heaps only so far, must say so in
-one line.  (tests/test_jemalloc_truth.py checks jemalloc heaps exactly.)
+`top` must work; `frag` must give jemalloc's size classes.  (tests/test_jemalloc_truth.py checks jemalloc heaps exactly.)
 Prints "N passed, M failed" last.
 """
 
@@ -62,11 +61,18 @@ def main():
         R.case("%s: works on a jemalloc heap" % cmd[0],
                [] if r.rc == 0 else ["exit %d: %s" % (r.rc, r.err)])
 
-    r = u.run([HS, "frag", core], timeout=120)
-    lines = [ln for ln in r.err.splitlines() if ln.strip()]
-    ok = r.rc == 1 and len(lines) == 1 and "jemalloc" in lines[0]
-    R.case("frag: one line saying it reads glibc heaps only, exit 1",
-           [] if ok else ["exit %d, stderr %r" % (r.rc, r.err)])
+    r = u.run([HS, "frag", core, "--format", "json"], timeout=120)
+    problems = []
+    if r.rc != 0:
+        problems.append("exit %d: %s" % (r.rc, r.err))
+    else:
+        d = json.loads(r.out)
+        sizes = {c["size"] for c in d["heap"].get("classes", [])}
+        if not {112, 128, 160, 192, 224} <= sizes:
+            problems.append("size classes %s lack 112..224" % sorted(sizes))
+        if "mmap_threshold" in d["requests"]:
+            problems.append("glibc's mmap_threshold reported for jemalloc")
+    R.case("frag: jemalloc's size classes, no glibc notions", problems)
     return R.finish()
 
 

@@ -96,10 +96,7 @@ def main():
             R.skip(name, "fixture not built")
             continue
         core, _ = u.take_core(binary, WORK, name, record=False)
-        cmds = [["info"], ["list", "--state", "all"], ["leaks", "--list"], ["top"], ["types"]]
-        if not name.startswith("je_"):  # frag reads glibc heaps only so far
-            cmds.append(["frag"])
-        for cmd in cmds:
+        for cmd in (["info"], ["list", "--state", "all"], ["leaks", "--list"], ["top"], ["types"], ["frag"]):
             doc = check("%s: %s" % (name, " ".join(cmd)), cmd[0], [HS] + cmd + [core])
             if cmd[0] == "top" and doc and doc["allocations"]:
                 addr = doc["allocations"][0]["address"]
