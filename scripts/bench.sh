@@ -20,6 +20,10 @@
 #   BENCH_THREADS="1 2" ...              heapsift --threads values
 #   BENCH_CHAP=path ...                  also time an already built chap
 #                                        (count used / free / leaked)
+#   BENCH_JEMALLOC=1 ...                 run the fixture on Debian's
+#                                        libjemalloc2 (LD_PRELOAD): a
+#                                        jemalloc heap, core
+#                                        build/bench/bench_heap_je.core
 #   BENCH_IDLE=1 ...                     before each run, wait (up to 10
 #                                        min) for 2 s with the CPUs >= 90%
 #                                        idle: for a machine shared with
@@ -55,11 +59,17 @@ cmake --build "$BUILD" --target heapsift bench_heap >/dev/null
 
 mkdir -p "$OUT"
 CORE="${BENCH_CORE:-}"
+NAME=bench_heap
+PRELOAD=""
+if [ -n "${BENCH_JEMALLOC:-}" ]; then
+	NAME=bench_heap_je
+	PRELOAD="$(ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2)"
+fi
 if [ -z "$CORE" ]; then
-	CORE="$OUT/bench_heap.core"
-	rm -f "$CORE" "$OUT/bench_heap.rec"
-	say "running bench_heap $N_LIVE $FIX_THREADS"
-	HS_RECORD="$OUT/bench_heap.rec" "$FIXTURE" "$N_LIVE" "$FIX_THREADS" &
+	CORE="$OUT/$NAME.core"
+	rm -f "$CORE" "$OUT/$NAME.rec"
+	say "running bench_heap $N_LIVE $FIX_THREADS${PRELOAD:+ on $PRELOAD}"
+	HS_RECORD="$OUT/$NAME.rec" LD_PRELOAD="$PRELOAD" "$FIXTURE" "$N_LIVE" "$FIX_THREADS" &
 	PID=$!
 	trap 'kill -KILL "$PID" 2>/dev/null || true' EXIT
 	state=""
@@ -73,9 +83,9 @@ if [ -z "$CORE" ]; then
 	[ "$state" = T ] || { echo "bench_heap did not stop in 120 s" >&2; exit 1; }
 	say "gcore"
 	t0=$(date +%s.%N)
-	gcore -o "$OUT/bench_heap.core" "$PID" >"$OUT/gcore.log" 2>&1
+	gcore -o "$OUT/$NAME.core" "$PID" >"$OUT/gcore.log" 2>&1
 	t1=$(date +%s.%N)
-	mv "$OUT/bench_heap.core.$PID" "$CORE"
+	mv "$OUT/$NAME.core.$PID" "$CORE"
 	kill -KILL "$PID" 2>/dev/null || true
 	wait "$PID" 2>/dev/null || true
 	trap - EXIT
@@ -84,8 +94,8 @@ if [ -z "$CORE" ]; then
 fi
 # what the fixture recorded, when the core is the one it left here
 REC=""
-if [ -f "$OUT/bench_heap.rec" ] && [ "$CORE" -ef "$OUT/bench_heap.core" ]; then
-	REC="$OUT/bench_heap.rec"
+if [ -f "$OUT/$NAME.rec" ] && [ "$CORE" -ef "$OUT/$NAME.core" ]; then
+	REC="$OUT/$NAME.rec"
 	say "what the fixture made"
 	cat "$REC"
 fi
