@@ -168,6 +168,18 @@ bool hs_jemalloc_detect(struct hs_dwarf *dw, struct hs_module **lib)
 			return true;
 		}
 	}
+	/* a stripped static copy: jemalloc's own messages in the executable */
+	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
+		struct hs_module *m = hs_dwarf_module(dw, i);
+		if (!m->is_exe)
+			continue;
+		char *msg = hs_dwarf_find_string(dw, m, "<jemalloc>: ");
+		free(msg);
+		if (msg) {
+			*lib = m;
+			return true;
+		}
+	}
 	return false;
 }
 
@@ -392,14 +404,33 @@ static struct hs_error *pick_layout(struct je *j)
 			j->L = &hs_je_layouts[i];
 			return NULL;
 		}
-	for (size_t i = 0; i < hs_je_nlayouts; i++)
-		if (j->version && !strcmp(hs_je_layouts[i].version, j->version)) {
-			j->L = &hs_je_layouts[i];
-			hs_log_warn(j->log,
-				    "jemalloc %s (build-id %s) is not in heapsift's layout table; using the layouts of the same version built as %s: the walk's consistency checks decide",
-				    j->version, bid ? bid : "unknown", j->L->origin);
-			return NULL;
-		}
+	for (size_t i = 0; i < hs_je_nlayouts; i++) {
+		const struct hs_je_layout *L = &hs_je_layouts[i];
+		if (!j->version || strcmp(L->version, j->version))
+			continue;
+		/* another build of the same version: its configuration may
+		 * differ; the thread state (the library's whole TLS block)
+		 * must at least have the row's size */
+		uint64_t memsz = 0, align;
+		char why[96];
+		if (j->lib->is_exe)
+			snprintf(why, sizeof(why), "a copy linked into the executable, whose TLS block is not jemalloc's alone");
+		else if (!hs_dwarf_module_tls(j->dw, j->lib, &memsz, &align) || memsz != L->tsd_size)
+			snprintf(why, sizeof(why), "its TLS block is %llu bytes, theirs %u",
+				 (unsigned long long)memsz, L->tsd_size);
+		else
+			why[0] = '\0';
+		if (why[0])
+			return hs_error_create(HS_ERR_UNSUPPORTED,
+					       "jemalloc %s (%s, build-id %s) is not in heapsift's layout table, and the layouts of the same version (%s) do not fit it (%s); give heapsift its debug info, or generate a row with scripts/jemalloc-layout.sh",
+					       j->version, j->lib->name, bid ? bid : "unknown",
+					       L->origin, why);
+		j->L = L;
+		hs_log_warn(j->log,
+			    "jemalloc %s (build-id %s) is not in heapsift's layout table; using the layouts of the same version built as %s: the walk's consistency checks decide",
+			    j->version, bid ? bid : "unknown", j->L->origin);
+		return NULL;
+	}
 	return hs_error_create(HS_ERR_UNSUPPORTED,
 			       "jemalloc %s (%s, build-id %s): no layouts for this build in heapsift's table (it knows %s %s); generate them with scripts/jemalloc-layout.sh",
 			       j->version ? j->version : "of unknown version",

@@ -32,6 +32,11 @@ if(HS_JEMALLOC)
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_jemalloc_truth.py
               --dwarf je_threads_g)
     set_tests_properties(jemalloc_dwarf PROPERTIES ENVIRONMENT "${HS_TEST_ENV}" TIMEOUT 600)
+    # the same program stripped: no DWARF, no symbols, a configuration no
+    # table row has (test_jemalloc_bad.py: a clear refusal, never glibc)
+    add_custom_command(TARGET je_threads_g POST_BUILD
+      COMMAND ${CMAKE_STRIP} -o ${CMAKE_CURRENT_BINARY_DIR}/fixtures/je_threads_gs
+              $<TARGET_FILE:je_threads_g>)
   else()
     add_test(NAME jemalloc_dwarf COMMAND sh -c
       "echo 'no ${HS_JEMALLOC_G}/lib/libjemalloc.a: run scripts/setup.sh (it builds it)'; exit 1")

@@ -17,6 +17,9 @@ of formats/jelayout.c, the table the walker itself uses.  Cases:
   - a thread cache bin claiming an impossible count: a warning, partial;
   - the thread-cache ring of arena 0 looping without returning to its head:
     a warning, partial, no hang;
+  - a stripped program with its own static jemalloc of another
+    configuration: exit 1, one line naming jemalloc, its version and
+    build-id;
   - the core truncated at several lengths: exit 1 with one line or exit 0
     with a warning.
 Prints "N passed, M failed" last.
@@ -235,6 +238,20 @@ def main():
             c.put_u64(second + L["descriptor_next_off"], second)
         expect_warned("arena 0's thread cache ring looping: warning, partial, no hang", bad,
                       [r"ring is broken"])
+
+    # a static jemalloc of another configuration, stripped: no DWARF, no
+    # symbols; the table's row for its version does not fit: refused in
+    # one line naming jemalloc, its version and build-id (glibc's idle heap
+    # is not walked instead)
+    stripped = os.path.join(P["fixtures"], "je_threads_gs")
+    if not os.path.exists(stripped):
+        R.case("stripped static jemalloc: fixture built", ["%s missing (scripts/setup.sh builds "
+                                                            "the -g jemalloc it needs)" % stripped])
+    else:
+        score, _ = u.take_core(stripped, WORK, "je_threads_gs")
+        R.case("stripped static jemalloc of another configuration: list exits 1, one line",
+               tb.expect_error(run("list", score), 1,
+                               [r"jemalloc 5\.", r"build-id [0-9a-f]{40}", r"do not fit"]))
 
     # truncated cores
     size = os.path.getsize(good)
