@@ -975,7 +975,7 @@ struct hs_error *hs_other_allocator(struct hs_dwarf *dw)
 			}
 			if (by_name || by_symbol)
 				return hs_error_create(HS_ERR_UNSUPPORTED,
-						       "the program's malloc is %s (%s, build-id %s), whose heap heapsift does not read yet; only glibc's malloc is supported",
+						       "the program's malloc is %s (%s, build-id %s), whose heap heapsift does not read yet; it reads glibc's malloc and jemalloc",
 						       known[k].name, base,
 						       m->build_id ? m->build_id : "unknown");
 		}
