@@ -97,13 +97,16 @@ def wait_stopped(proc, timeout=60):
     raise RuntimeError("fixture did not stop within %ds" % timeout)
 
 
-def take_core(binary, workdir, name, args=(), record=True, timeout=120):
-    """Run a self-stopping fixture and gcore it.
+def take_core(binary, workdir, name, args=(), record=True, timeout=120, preload=None):
+    """Run a self-stopping fixture and gcore it.  preload: a library to
+    LD_PRELOAD into the fixture alone (another malloc).
 
     Returns (core_path, record_path or None).  The fixture is always killed.
     """
     os.makedirs(workdir, exist_ok=True)
     env = dict(os.environ)
+    if preload:
+        env["LD_PRELOAD"] = preload
     rec = None
     if record:
         rec = os.path.join(workdir, name + ".rec")

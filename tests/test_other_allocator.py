@@ -73,7 +73,33 @@ def main():
         if "mmap_threshold" in d["requests"]:
             problems.append("glibc's mmap_threshold reported for jemalloc")
     R.case("frag: jemalloc's size classes, no glibc notions", problems)
+    tcmalloc(R)
     return R.finish()
+
+
+TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+
+
+def tcmalloc(R):
+    """A glibc program run on tcmalloc (LD_PRELOAD, Debian's
+    libtcmalloc-minimal4): list, leaks and top refuse in one line naming
+    tcmalloc and its build-id; info works and says the same."""
+    if not os.path.exists(TCMALLOC):
+        R.case("tcmalloc: %s installed" % TCMALLOC, ["missing: run scripts/setup.sh"])
+        return
+    core, _ = u.take_core(os.path.join(P["fixtures"], "rc_global"), WORK, "tc", record=False,
+                          preload=TCMALLOC)
+    for cmd in (["list"], ["leaks"], ["top"]):
+        r = u.run([HS] + cmd + [core], timeout=120)
+        lines = [ln for ln in r.err.splitlines() if ln.strip()]
+        ok = r.rc == 1 and len(lines) == 1 and "tcmalloc" in lines[0] and "build-id" in lines[0]
+        R.case("tcmalloc: %s: one line naming tcmalloc, exit 1" % cmd[0],
+               [] if ok else ["exit %d, stderr %r" % (r.rc, r.err)])
+    r = u.run([HS, "info", core, "--format", "json"], timeout=120)
+    a = json.loads(r.out)["allocator"] if r.rc == 0 else {}
+    R.case("tcmalloc: info works and its allocator says tcmalloc",
+           [] if a.get("name") is None and "tcmalloc" in a.get("error", "") else
+           ["exit %d, allocator %s" % (r.rc, a)])
 
 
 if __name__ == "__main__":
