@@ -35,35 +35,14 @@ struct pred_part {
 	uint64_t m;
 };
 
-static void *pred_count(void *arg)
-{
-	struct pred_part *pp = arg;
-	const uint32_t *num = pp->num, *parent = pp->parent;
-	uint32_t *cnt = pp->cnt;
-	uint64_t m = 0;
-	for (uint32_t v = pp->from; v < pp->to; v++) {
-		if (!num[v])
-			continue;
-		const uint32_t *p, *e;
-		uint32_t shift, mask;
-		succ(pp->g, v, &p, &e, &shift, &mask);
-		for (; p < e; p++) {
-			uint32_t w = num[(*p & mask) + shift];
-			if (parent[w] != num[v]) {
-				cnt[w]++;
-				m++;
-			}
-		}
-	}
-	pp->m = m;
-	return NULL;
-}
-
-static void *pred_fill(void *arg)
+/* One pass over a part's edges, DFS tree edges left out: counts them per
+ * target (radj NULL), or files each source number in its target's row. */
+static void *pred_pass(void *arg)
 {
 	struct pred_part *pp = arg;
 	const uint32_t *num = pp->num, *parent = pp->parent;
 	uint32_t *cnt = pp->cnt, *radj = pp->radj;
+	uint64_t m = 0;
 	for (uint32_t v = pp->from; v < pp->to; v++) {
 		uint32_t i = num[v];
 		if (!i)
@@ -73,10 +52,16 @@ static void *pred_fill(void *arg)
 		succ(pp->g, v, &p, &e, &shift, &mask);
 		for (; p < e; p++) {
 			uint32_t w = num[(*p & mask) + shift];
-			if (parent[w] != i)
+			if (parent[w] == i)
+				continue;
+			if (radj)
 				radj[--cnt[w]] = i;
+			else
+				cnt[w]++;
+			m++;
 		}
 	}
+	pp->m = m;
 	return NULL;
 }
 
@@ -292,7 +277,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			goto out;
 		nparts = 2;
 	}
-	run_parts(parts, nparts, pred_count);
+	run_parts(parts, nparts, pred_pass);
 	uint64_t m = parts[0].m + (nparts == 2 ? parts[1].m : 0);
 	if (m >= UINT32_MAX) {
 		err = hs_error_create(HS_ERR_UNSUPPORTED, "graph too large");
@@ -318,7 +303,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	}
 	for (unsigned i = 0; i < nparts; i++)
 		parts[i].radj = radj;
-	run_parts(parts, nparts, pred_fill);
+	run_parts(parts, nparts, pred_pass);
 	free(cnt1);
 	free(num);   /* from here on, numbers map to nodes through vertex[] */
 	num = NULL;
