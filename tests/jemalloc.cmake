@@ -14,6 +14,20 @@ if(HS_JEMALLOC)
     target_compile_options(${fx} PRIVATE -Wall -Wextra -Werror)
   endforeach()
   hs_pytest(jemalloc_truth test_jemalloc_truth.py)
+  # the same fixtures under other jemalloc options (MALLOC_CONF): no thread
+  # caches; one arena and fewer cache bins; per-CPU arenas with immediate
+  # purging.  (retain:false is left out: jemalloc then unmaps and maps
+  # again, and a stale pointer the dynamic linker keeps to its unmapped
+  # ld.so.cache can land on a leaked block: a conservative scan's honest
+  # false positive, memcheck's too.)
+  foreach(conf "tcache:false" "narenas:1,tcache_max:1024"
+          "percpu_arena:percpu,dirty_decay_ms:0,muzzy_decay_ms:0")
+    string(REGEX REPLACE "[^a-z0-9]+" "_" tag "${conf}")
+    add_test(NAME jemalloc_conf_${tag}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_jemalloc_truth.py
+              --conf ${conf})
+    set_tests_properties(jemalloc_conf_${tag} PROPERTIES ENVIRONMENT "${HS_TEST_ENV}" TIMEOUT 600)
+  endforeach()
   # damaged jemalloc cores: one-line errors or warnings and partial results
   hs_pytest(jemalloc_bad test_jemalloc_bad.py)
 
