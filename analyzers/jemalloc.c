@@ -78,7 +78,6 @@ struct je {
 	struct hs_module *lib;
 	const struct hs_je_layout *L;
 	struct hs_je_layout dwarf_layout;  /* L points here when from DWARF */
-	bool sizes_from_memory;
 	char *version;
 	uint64_t *sizes;            /* usable size per size index */
 	uint64_t emap;              /* emap_t (its rtree) */
@@ -89,7 +88,6 @@ struct je {
 	struct u64set tcaches;      /* cache_bin_t arrays read */
 	struct u64set edatas;       /* extents seen */
 	struct u64set internal;     /* jemalloc's own allocations (tcaches) */
-	uint32_t nthread_tcaches;
 	struct hs_heap *heap;
 	struct hs_arena unassociated;  /* extents of no arena */
 	struct hs_je_class *classes;   /* [arena * nbins + szind], grown by arena */
@@ -311,7 +309,6 @@ static struct hs_error *layout_from_dwarf(struct je *j, bool *found)
 		return hs_error_create(HS_ERR_CORRUPT,
 				       "jemalloc in %s: its size table at %#llx is not in the core, or not filled",
 				       j->lib->name, (unsigned long long)tab);
-	j->sizes_from_memory = true;
 	L->large_minclass = (uint32_t)j->sizes[L->nbins];
 	L->lg_tiny_min = lg2(j->sizes[0]);
 	L->lg_ngroup = 2;
@@ -777,7 +774,6 @@ static struct hs_error *threads(struct je *j)
 			struct hs_error *err = read_tcache(j, slow, tcache + L->tcache_bins_off);
 			if (err)
 				return err;
-			j->nthread_tcaches++;
 			if (rd64(j, slow + L->tcache_slow_arena_off, &arena) &&
 			    arena_ok(j, arena, &ind) && (err = note_arena(j, arena, ind)))
 				return err;
