@@ -787,13 +787,29 @@ static struct hs_error *threads(struct je *j)
 	return NULL;
 }
 
+/* How many entries of a would-be arenas array at a are arenas that say
+ * they have that index. */
+static uint32_t arenas_at_index(struct je *j, uint64_t a)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < j->L->arenas_max; i++) {
+		uint64_t p;
+		uint32_t ind;
+		if (!rd64(j, a + 8ull * i, &p))
+			break;
+		if (p && arena_ok(j, p, &ind) && ind == i)
+			n++;
+	}
+	return n;
+}
+
 /* The arenas array: its symbol, or the place in the library's data where
  * every arena known from the threads sits at its own index. */
 static struct hs_error *find_arenas(struct je *j)
 {
 	const struct hs_je_layout *L = j->L;
 	uint64_t at = 0, ref = 0;
-	uint32_t refind = 0;
+	uint32_t refind = 0, best = 0;
 	if (!je_symbol(j, "arenas", &at, NULL)) {
 		at = 0;
 		for (uint32_t i = 0; i < j->narenas && !ref; i++)
@@ -810,10 +826,10 @@ static struct hs_error *find_arenas(struct je *j)
 			const uint64_t *w = hs_core_ptr(j->core, lo, hi - lo);
 			if (!w)
 				continue;
-			for (uint64_t k = 0; k < (hi - lo) / 8 && !at; k++) {
-				if (w[k] != ref || lo + 8 * k < 8ull * refind + lo)
+			for (uint64_t k = refind; k < (hi - lo) / 8; k++) {
+				if (w[k] != ref)
 					continue;
-				uint64_t cand = lo + 8 * k - 8ull * refind;
+				uint64_t cand = lo + 8 * (k - refind);
 				bool all = true;
 				for (uint32_t i = 0; i < j->narenas && all; i++) {
 					uint64_t x;
@@ -821,8 +837,14 @@ static struct hs_error *find_arenas(struct je *j)
 							     x != j->arenas[i]))
 						all = false;
 				}
-				if (all)
+				/* another global may hold a known arena too (jemalloc
+				 * keeps arena 0 in one): the array is the candidate
+				 * with the most arenas at their own index */
+				uint32_t n = all ? arenas_at_index(j, cand) : 0;
+				if (n > best) {
+					best = n;
 					at = cand;
+				}
 			}
 		}
 	}
