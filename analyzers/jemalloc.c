@@ -768,6 +768,13 @@ static struct hs_error *threads(struct je *j)
 			continue;
 		uint64_t tsd = block + tsd_off;
 		uint64_t tcache = tsd + L->tsd_tcache_off, slow, back, arena;
+		/* jemalloc's thread state is its metadata, not a root: its
+		 * rtree cache keeps page keys (a 1 GiB-aligned key looks like
+		 * a pointer to a block that starts there) */
+		struct hs_error *rerr = hs_heap_add_region(j->heap, tsd, tsd + L->tsd_size,
+							   HS_REGION_META);
+		if (rerr)
+			return rerr;
 		uint32_t ind;
 		if (rd64(j, tcache + L->tcache_slow_ptr_off, &slow) && slow &&
 		    rd64(j, slow + L->tcache_slow_tcache_off, &back) && back == tcache) {

@@ -20,6 +20,8 @@ of formats/jelayout.c, the table the walker itself uses.  Cases:
   - a stripped program with its own static jemalloc of another
     configuration: exit 1, one line naming jemalloc, its version and
     build-id;
+  - a leaked block's address written into a thread's jemalloc state (its
+    tsd): still a leak root (the tsd is jemalloc's metadata, not a root);
   - the core truncated at several lengths: exit 1 with one line or exit 0
     with a warning.
 Prints "N passed, M failed" last.
@@ -126,7 +128,7 @@ def main():
         shutil.rmtree(WORK)
     os.makedirs(WORK)
     exe = os.path.join(P["fixtures"], "je_threads")
-    good, _ = u.take_core(exe, WORK, "je_threads")
+    good, recpath = u.take_core(exe, WORK, "je_threads")
     r = run("info", good, "--format", "json")
     a = json.loads(r.out)["allocator"] if r.rc == 0 else {}
     if a.get("name") != "jemalloc" or "extent_map" not in a:
@@ -252,6 +254,41 @@ def main():
         R.case("stripped static jemalloc of another configuration: list exits 1, one line",
                tb.expect_error(run("list", score), 1,
                                [r"jemalloc 5\.", r"build-id [0-9a-f]{40}", r"do not fit"]))
+
+    # a leaked block's address in a thread's jemalloc state (the tsd's
+    # rtree cache keeps page keys; one 1 GiB-aligned key once equalled a
+    # leaked block's address): the state is jemalloc's metadata, no root
+    with open(recpath) as f:
+        rec = json.load(f)
+    leak = next(a for a in rec["allocations"] if a["expect"] == "leak-root")
+    with cc.Core(good) as c:
+        tsd = None
+        d = head
+        for _ in range(64):
+            b = c.u64(d + L["descriptor_bins_off"])
+            tcache = b - L["tcache_bins_off"]
+            cand = tcache - L["tsd_tcache_off"]
+            slow = c.u64(tcache + L["tcache_slow_ptr_off"])
+            if cand <= slow < cand + L["tsd_size"]:  # a thread's own tcache
+                tsd = cand
+                break
+            d = c.u64(d + L["descriptor_next_off"])
+            if d == head:
+                break
+    if tsd is None:
+        R.case("a thread's tsd found through arena 0's tcache ring", ["none"])
+    else:
+        bad = copy(good, "tsd_key.core")
+        with cc.Core(bad, writable=True) as c:
+            c.put_u64(tsd + L["tsd_size"] - 8, int(leak["address"], 16))
+        r = run("list", bad, "--format", "json")
+        probs = tb.basic_problems(r)
+        d = tb.parse_json(r, probs) if r.rc == 0 else None
+        got = next((x.get("reach") for x in (d or {}).get("allocations", [])
+                    if x["address"] == leak["address"]), None)
+        if got != "leak-root":
+            probs.append("%s is %s" % (leak["address"], got))
+        R.case("a leaked block's address in a thread's jemalloc state: still a leak root", probs)
 
     # truncated cores
     size = os.path.getsize(good)
