@@ -1151,9 +1151,23 @@ static struct hs_error *walk(struct je *j)
 	j->heap->version = j->version ? strdup(j->version) : NULL;
 	if ((err = threads(j)) || (err = find_arenas(j)) || (err = arena_rings(j)))
 		return err;
-	if ((err = hs_heap_add_region(j->heap, j->emap, j->emap + j->L->rtree_size,
+	/* a shared libjemalloc's writable data is jemalloc's state alone (the
+	 * program's pointers live elsewhere): metadata, not roots.  A copy
+	 * linked into the executable shares its data with the program: there
+	 * only the extent map is. */
+	if (j->lib->is_exe &&
+	    (err = hs_heap_add_region(j->heap, j->emap, j->emap + j->L->rtree_size,
 				      HS_REGION_META)))
 		return err;
+	for (size_t i = 0; i < j->core->nsegs && !j->lib->is_exe; i++) {
+		const struct hs_core_segment *seg = &j->core->segs[i];
+		uint64_t lo = seg->vaddr > j->lib->start ? seg->vaddr : j->lib->start;
+		uint64_t hi = seg->vaddr + seg->memsz < j->lib->end ?
+			seg->vaddr + seg->memsz : j->lib->end;
+		if ((seg->flags & HS_SEG_W) && lo < hi &&
+		    (err = hs_heap_add_region(j->heap, lo, hi, HS_REGION_META)))
+			return err;
+	}
 	j->heap->ntcaches = (uint32_t)j->tcaches.n;
 	if (j->narenas) {
 		struct hs_arena *ar;
