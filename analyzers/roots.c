@@ -430,6 +430,30 @@ static bool live_tid(const struct hs_core *core, int32_t tid)
 	return false;
 }
 
+/* Words of the dynamic linker that point at memory it has given back: when
+ * ld.so unloads /etc/ld.so.cache (cache set to NULL, the mapping unmapped)
+ * its cache_new keeps the old address, where a later mapping of the heap
+ * can start, and with it a block.  Explained, so no root. */
+static struct hs_error *stale_loader_words(struct builder *b)
+{
+	struct hs_module *ld = hs_dwarf_find_module(b->dw, "ld-linux");
+	uint64_t cache, cache_new, v;
+	if (!ld)
+		return NULL;
+	struct hs_error *err = hs_dwarf_symbol(b->dw, ld, "cache", &cache, NULL, NULL);
+	if (!err)
+		err = hs_dwarf_symbol(b->dw, ld, "cache_new", &cache_new, NULL, NULL);
+	if (err) {
+		/* without ld.so's symbols the word stays a root, as before */
+		bool nomem = err == &hs_error_nomem;
+		hs_error_destroy(err);
+		return nomem ? &hs_error_nomem : NULL;
+	}
+	if (!hs_core_read_u64(b->core, cache, &v) || v)
+		return NULL;  /* the cache is mapped: cache_new points into it */
+	return iv_add(&b->pending, cache_new, cache_new + 8);
+}
+
 /* The stacks glibc keeps for threads that have exited (ld.so's
  * _dl_stack_cache, and _dl_stack_used entries of threads not in the core):
  * their frames and TLS are dead, so they are explained and no root.  The
@@ -568,6 +592,8 @@ static struct hs_error *build(struct builder *b,
 	}
 	hs_dwarf_frames_free(tf, ntf);
 	if ((err = end_phase(b)))
+		return err;
+	if ((err = stale_loader_words(b)) || (err = end_phase(b)))
 		return err;
 	for (size_t i = 0; i < hs_dwarf_num_modules(b->dw); i++)
 		if ((err = module_globals(b, hs_dwarf_module(b->dw, i))))

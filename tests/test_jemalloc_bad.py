@@ -22,6 +22,8 @@ of formats/jelayout.c, the table the walker itself uses.  Cases:
     build-id;
   - a leaked block's address written into a thread's jemalloc state (its
     tsd): still a leak root (the tsd is jemalloc's metadata, not a root);
+  - the same address in the dynamic linker's stale cache_new (its cache
+    unloaded): still a leak root;
   - the core truncated at several lengths: exit 1 with one line or exit 0
     with a warning.
 Prints "N passed, M failed" last.
@@ -289,6 +291,39 @@ def main():
         if got != "leak-root":
             probs.append("%s is %s" % (leak["address"], got))
         R.case("a leaked block's address in a thread's jemalloc state: still a leak root", probs)
+
+    # a leaked block's address in the dynamic linker's stale cache_new
+    # (ld.so unmaps /etc/ld.so.cache and sets cache to NULL, but keeps
+    # cache_new; a heap mapping can start there later): no root
+    info = json.loads(run("info", good, "--format", "json").out)
+    ld = next((m for m in info["modules"] if "ld-linux" in m["name"]), None)
+    dbg = ld and ld.get("debug", {}).get("path")
+    syms = {}
+    if dbg:
+        r = u.run(["nm", dbg], timeout=60)
+        for ln in r.out.splitlines():
+            f = ln.split()
+            if len(f) == 3 and f[2] in ("cache", "cache_new"):
+                syms[f[2]] = int(f[0], 16) + int(ld["bias"], 16)
+    if len(syms) != 2:
+        R.case("ld.so's cache and cache_new symbols (libc6-dbg)", ["not found: %s" % dbg])
+    else:
+        bad = copy(good, "ld_cache_new.core")
+        with cc.Core(bad, writable=True) as c:
+            unloaded = c.u64(syms["cache"]) == 0
+            c.put_u64(syms["cache_new"], int(leak["address"], 16))
+        if not unloaded:
+            R.case("ld.so unloaded its cache in the fixture", ["cache is not NULL"])
+        else:
+            r = run("list", bad, "--format", "json")
+            probs = tb.basic_problems(r)
+            d = tb.parse_json(r, probs) if r.rc == 0 else None
+            got = next((x.get("reach") for x in (d or {}).get("allocations", [])
+                        if x["address"] == leak["address"]), None)
+            if got != "leak-root":
+                probs.append("%s is %s" % (leak["address"], got))
+            R.case("a leaked block's address in ld.so's stale cache_new: still a leak root",
+                   probs)
 
     # truncated cores
     size = os.path.getsize(good)
