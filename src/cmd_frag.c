@@ -1,10 +1,22 @@
 /* heapsift frag: where the memory goes, and why free memory cannot be used. */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyzers/frag.h"
 #include "formats/jsonw.h"
 #include "src/cli.h"
+#include "src/sort.h"
+
+/* jemalloc size classes, the most free bytes first (then by size) */
+static int cmp_free_bytes(const void *a, const void *b)
+{
+	const struct hs_frag_class *x = a, *y = b;
+	uint64_t fx = x->free * x->size, fy = y->free * y->size;
+	if (fx != fy)
+		return fx > fy ? -1 : 1;
+	return x->size < y->size ? -1 : x->size > y->size;
+}
 
 /* Free bytes fragmentation is about (not the top chunk, not retained
  * address space). */
@@ -258,22 +270,15 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 		printf("(* the main arena; FREE is outside the top chunk, in chunk bytes)\n");
 	if (f->jemalloc && all->nclasses) {
 		/* the classes with the most free bytes first */
-		size_t n = all->nclasses, *ord = malloc(n * sizeof(*ord));
-		if (ord) {
-			for (size_t i = 0; i < n; i++)
-				ord[i] = i;
-			for (size_t i = 1; i < n; i++)
-				for (size_t k = i; k > 0 &&
-				     all->classes[ord[k]].free * all->classes[ord[k]].size >
-				     all->classes[ord[k - 1]].free * all->classes[ord[k - 1]].size; k--) {
-					size_t t = ord[k];
-					ord[k] = ord[k - 1];
-					ord[k - 1] = t;
-				}
+		size_t n = all->nclasses;
+		struct hs_frag_class *byfree = malloc(n * sizeof(*byfree));
+		if (byfree) {
+			memcpy(byfree, all->classes, n * sizeof(*byfree));
+			hs_sort(byfree, n, sizeof(*byfree), cmp_free_bytes);
 			printf("\nSMALL SIZE CLASSES (all arenas), most free bytes first\n%9s %7s %9s %9s %9s %9s %11s %6s\n",
 			       "SIZE", "SLABS", "REGIONS", "USED", "TCACHE", "FREE", "FREE BYTES", "USED%");
 			for (size_t i = 0; i < n && i < 20; i++) {
-				const struct hs_frag_class *c = &all->classes[ord[i]];
+				const struct hs_frag_class *c = &byfree[i];
 				printf("%9" PRIu64 " %7" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64
 				       " %9" PRIu64 " %11s %5.0f%%\n", c->size, c->slabs, c->regions,
 				       c->used, c->tcache, c->free, hs_fmt_size(b1, c->free * c->size),
@@ -281,7 +286,7 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 			}
 			if (n > 20)
 				printf("(%zu more classes: --format json lists them all)\n", n - 20);
-			free(ord);
+			free(byfree);
 		}
 	}
 	printf("\nFREE CHUNKS BY SIZE\n%12s %9s %11s\n", "UP TO", "COUNT", "BYTES");
