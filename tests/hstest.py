@@ -109,7 +109,8 @@ def wait_stopped(proc, timeout=STOP_TIMEOUT):
         time.sleep(0.02)
 
 
-def _kill(proc):
+def kill_process(proc):
+    """SIGKILL a child (if still running) and reap it."""
     if proc.poll() is None:
         try:
             os.kill(proc.pid, signal.SIGKILL)
@@ -244,7 +245,7 @@ def take_core(name, workdir=None, args=(), kernel=True):
                     "no kernel core from %s (exit %s, files %s)"
                     % (name, proc.returncode, [os.path.basename(d) for d in dumped]))
     finally:
-        _kill(proc)
+        kill_process(proc)
 
     record = load_json(record_path, "record of fixture %s" % name)
     if "mallinfo2" not in record:

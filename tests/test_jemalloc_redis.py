@@ -73,6 +73,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
 P = u.paths()
 HS = P["heapsift"]
@@ -252,20 +253,8 @@ def start_redis(binary, tmp):
                 last = f.read()[-1500:]
         except OSError:
             last = "(no log)"
-        stop_process(proc)
+        hstest.kill_process(proc)
     raise RuntimeError("redis-server did not answer PING; its log ends:\n%s" % last)
-
-
-def stop_process(proc):
-    if proc.poll() is None:
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 # ---------------------------------------------------------------- load
@@ -398,7 +387,7 @@ def run_checks(redis_bin, tmp):
     try:
         return load_and_check(redis_bin, proc, port)
     finally:
-        stop_process(proc)
+        hstest.kill_process(proc)
 
 
 def load_and_check(redis_bin, proc, port):
@@ -503,7 +492,7 @@ def load_and_check(redis_bin, proc, port):
     je = mallctl_stats(ctl)
     expect_int(ctl.call("DEBUG", "MALLCTL", "epoch", "1"), "DEBUG MALLCTL epoch 1")
     je2 = mallctl_stats(ctl)
-    stop_process(proc)
+    hstest.kill_process(proc)
 
     m = {"je": je, "je2": je2, "used_memory": int(info["used_memory"]),
          "info_allocated": int(info["allocator_allocated"]),
