@@ -45,7 +45,6 @@ struct hs_dwarf {
 	char *debug_dir;
 	Dwfl *dwfl;
 	Elf *core_elf;
-	int core_fd;
 	struct hs_log *log;
 	struct hs_module *mods;
 	size_t nmods;
@@ -179,7 +178,6 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 	struct hs_dwarf *dw = calloc(1, sizeof(*dw));
 	if (!dw)
 		return &hs_error_nomem;
-	dw->core_fd = -1;
 	dw->log = log;
 	if (opts->sysroot && !(dw->sysroot = strdup(opts->sysroot)))
 		goto nomem;
@@ -212,12 +210,9 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 		err = dwfl_err("dwfl_begin");
 		goto fail;
 	}
-	dw->core_fd = open(core->path, O_RDONLY | O_CLOEXEC);
-	if (dw->core_fd < 0) {
-		err = hs_error_errno(errno, "%s", core->path);
-		goto fail;
-	}
-	dw->core_elf = elf_begin(dw->core_fd, ELF_C_READ_MMAP, NULL);
+	/* libelf reads the bytes hs_core_open checked and mapped: the path is
+	 * not opened a second time (it could name another file by now) */
+	dw->core_elf = elf_memory((char *)core->data, core->size);
 	if (!dw->core_elf) {
 		err = hs_error_create(HS_ERR_FORMAT, "%s: %s", core->path,
 				      elf_errmsg(-1));
@@ -316,8 +311,6 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 		dwfl_end(dw->dwfl);
 	if (dw->core_elf)
 		elf_end(dw->core_elf);
-	if (dw->core_fd >= 0)
-		close(dw->core_fd);
 	free(dw->debuginfo_path);
 	free(dw->sysroot);
 	free(dw->debug_dir);

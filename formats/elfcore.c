@@ -17,6 +17,7 @@
  */
 #include "src/sort.h"
 #include "formats/elfcore.h"
+#include "src/safeopen.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -221,6 +222,8 @@ static struct hs_error *parse_notes(struct hs_core *core, const uint8_t *p,
 	return NULL;
 }
 
+static struct hs_error *parse(struct hs_core *core, struct hs_log *log);
+
 struct hs_error *hs_core_open(const char *path, struct hs_log *log,
 			      struct hs_core **ret)
 {
@@ -235,20 +238,11 @@ struct hs_error *hs_core_open(const char *path, struct hs_log *log,
 		err = &hs_error_nomem;
 		goto fail;
 	}
-	core->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (core->fd < 0) {
-		err = hs_error_errno(errno, "%s", path);
-		goto fail;
-	}
+	/* never a FIFO or a device: looked at before it is opened */
 	struct stat st;
-	if (fstat(core->fd, &st) < 0) {
-		err = hs_error_errno(errno, "%s", path);
+	err = hs_open_regular(path, &core->fd, &st);
+	if (err)
 		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = hs_error_create(HS_ERR_FORMAT, "%s: not a regular file", path);
-		goto fail;
-	}
 	core->size = (size_t)st.st_size;
 	if (core->size < sizeof(Elf64_Ehdr)) {
 		err = hs_error_create(HS_ERR_FORMAT,
@@ -262,7 +256,55 @@ struct hs_error *hs_core_open(const char *path, struct hs_log *log,
 		goto fail;
 	}
 	core->data = map;
+	core->mapped = true;
+	err = parse(core, log);
+	if (err)
+		goto fail;
+	*ret = core;
+	return NULL;
+fail:
+	hs_core_destroy(core);
+	return err;
+}
 
+struct hs_error *hs_core_open_memory(const char *name, const void *data,
+				     size_t size, struct hs_log *log,
+				     struct hs_core **ret)
+{
+	struct hs_error *err = NULL;
+	struct hs_core *core = calloc(1, sizeof(*core));
+	if (!core)
+		return &hs_error_nomem;
+	core->fd = -1;
+	core->page_size = 4096;
+	core->path = strdup(name);
+	if (!core->path) {
+		err = &hs_error_nomem;
+		goto fail;
+	}
+	core->data = data;
+	core->size = size;
+	if (core->size < sizeof(Elf64_Ehdr)) {
+		err = hs_error_create(HS_ERR_FORMAT,
+				      "%s: not an ELF core file (%zu bytes, too short for an ELF header)",
+				      name, core->size);
+		goto fail;
+	}
+	err = parse(core, log);
+	if (err)
+		goto fail;
+	*ret = core;
+	return NULL;
+fail:
+	hs_core_destroy(core);
+	return err;
+}
+
+/* Validates the headers and reads the notes of core->data. */
+static struct hs_error *parse(struct hs_core *core, struct hs_log *log)
+{
+	struct hs_error *err = NULL;
+	const char *path = core->path;
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)core->data;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) {
 		err = hs_error_create(HS_ERR_FORMAT, "%s: not an ELF file", path);
@@ -389,10 +431,8 @@ struct hs_error *hs_core_open(const char *path, struct hs_log *log,
 	}
 	if (core->nthreads == 0)
 		hs_log_warn(log, "%s: no thread (NT_PRSTATUS) in the notes", path);
-	*ret = core;
 	return NULL;
 fail:
-	hs_core_destroy(core);
 	return err;
 }
 
@@ -400,7 +440,7 @@ void hs_core_destroy(struct hs_core *core)
 {
 	if (!core)
 		return;
-	if (core->data)
+	if (core->data && core->mapped)
 		munmap((void *)core->data, core->size);
 	if (core->fd >= 0)
 		close(core->fd);

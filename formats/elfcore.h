@@ -83,6 +83,7 @@ struct hs_core {
 	int fd;
 	const uint8_t *data;
 	size_t size;
+	bool mapped;        /* data is our mmap of fd (else the caller's) */
 
 	struct hs_core_segment *segs;   /* PT_LOAD, sorted by vaddr */
 	size_t nsegs;
@@ -107,6 +108,11 @@ struct hs_core {
 /* Opens and validates path; warnings (truncation ...) go to log. */
 struct hs_error *hs_core_open(const char *path, struct hs_log *log,
 			      struct hs_core **ret);
+/* The same for a core already in memory (tests, fuzzing): data must outlive
+ * the core and is not freed; name stands for the path in messages. */
+struct hs_error *hs_core_open_memory(const char *name, const void *data,
+				     size_t size, struct hs_log *log,
+				     struct hs_core **ret);
 void hs_core_destroy(struct hs_core *core);
 
 /* The segment containing addr, or NULL. */
