@@ -1123,6 +1123,13 @@ static struct hs_error *walk(struct gl *g)
 		struct hs_arena ar = {.addr = arena, .main = idx == 0};
 		memcpy(&ar.top, buf + g->ms_top, 8);
 		memcpy(&ar.system_mem, buf + g->ms_system_mem, 8);
+		if (ar.system_mem > g->core->mapped_bytes) {
+			/* a statistic, not a structure: the walk goes on */
+			hs_log_warn(g->log, "arena %zu at %#llx: system_mem says %llu bytes, more than the %llu bytes the core maps; its statistics are not trusted",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)ar.system_mem,
+				    (unsigned long long)g->core->mapped_bytes);
+		}
 		uint64_t att = 0;
 		memcpy(&att, buf + g->ms_attached, 8);
 		ar.attached_threads = (uint32_t)att;
@@ -1160,12 +1167,19 @@ static struct hs_error *walk(struct gl *g)
 	/* Now the chunks, arena by arena (fastbins of all arenas are known). */
 	if ((err = sort_specials(&g->special, &g->sorted, &g->nsorted)))
 		goto out;
-	/* room for every chunk there can be: untouched pages cost nothing */
-	uint64_t sys = 0;
-	for (size_t i = 0; i < g->heap->narenas; i++)
-		sys += g->heap->arenas[i].system_mem;
-	if ((err = hs_heap_reserve(g->heap, sys / MINSIZE + 1024)))
-		goto out;
+	/* Room for every chunk there can be (untouched pages cost nothing),
+	 * but never more than the core can hold: system_mem is read from the
+	 * core, and a chunk's header must be in the file to be walked.  The
+	 * reservation is a hint; the table still grows if it fails. */
+	uint64_t sys = 0, most = g->core->present_bytes / MINSIZE + 1024;
+	for (size_t i = 0; i < g->heap->narenas; i++) {
+		uint64_t s = g->heap->arenas[i].system_mem;
+		sys = s > most - sys ? most : sys + s;
+	}
+	err = hs_heap_reserve(g->heap, (size_t)(sys / MINSIZE + 1024 < most ?
+					       sys / MINSIZE + 1024 : most));
+	hs_error_destroy(err);
+	err = NULL;
 	for (size_t i = 0; i < g->heap->narenas; i++) {
 		struct hs_arena *ar = &g->heap->arenas[i];
 		if ((err = hs_core_read(g->core, ar->addr, buf, g->ms_size))) {

@@ -425,6 +425,8 @@ static struct hs_error *parse(struct hs_core *core, struct hs_log *log)
 	    !(pagesz & (pagesz - 1)))
 		core->page_size = pagesz;
 	for (size_t i = 0; i < core->nsegs; i++) {
+		core->mapped_bytes += core->segs[i].memsz;
+		core->present_bytes += core->segs[i].avail;
 		const struct hs_core_file *f = hs_core_find_file(core, core->segs[i].vaddr);
 		if (f)
 			core->segs[i].file = (int)(f - core->files);

@@ -97,6 +97,11 @@ struct hs_core {
 	struct hs_core_process process;
 	struct hs_core_siginfo siginfo;
 	uint64_t page_size;
+	/* Sums over the segments: of memsz (the address space the core
+	 * describes) and of avail (the bytes the file holds for them).  A
+	 * count or size read from the core is bounded by these before it
+	 * sizes anything. */
+	uint64_t mapped_bytes, present_bytes;
 	bool truncated;                 /* some segment or note cut short */
 	/* While set, reads through hs_core_read* and hs_core_touch mark the
 	 * file's 8-byte words they cover (one bit each): redaction keeps

@@ -45,6 +45,8 @@ ET_CORE = 4
 SIZE_BITS = 0x7
 MALLOC_STATE_TOP = 96
 MALLOC_STATE_FASTBINS = 16
+MALLOC_STATE_NEXT = 2160         # after bins[254] and binmap[4]
+MALLOC_STATE_SYSTEM_MEM = 2184   # after next, next_free, attached_threads
 WILD = 0x414141414140      # aligned, and never mapped in a test process
 
 
@@ -286,11 +288,24 @@ def recipe_patches(core, rec, name):
         top_field = main_arena_top_addr(core, rec)
         new = 0xdead00000000
         return [(top_field, new, "main_arena.top (at %#x) -> %#x" % (top_field, new))]
+    if name == "huge-system-mem":
+        # One statistic: main_arena.system_mem becomes huge.  The fixture
+        # has one arena, so main_arena.next points back at main_arena, and
+        # system_mem follows next, next_free and attached_threads.
+        arena = main_arena_top_addr(core, rec) - MALLOC_STATE_TOP
+        nxt = core.u64(arena + MALLOC_STATE_NEXT)
+        expect(nxt == arena, "main_arena.next %#x is not main_arena %#x" % (nxt, arena))
+        field = arena + MALLOC_STATE_SYSTEM_MEM
+        cur = core.u64(field)
+        expect(cur and cur % 4096 == 0 and cur < 1 << 32,
+               "main_arena.system_mem %#x is not a plausible size" % cur)
+        new = 0x7ffffffffffff000
+        return [(field, new, "main_arena.system_mem (at %#x) %#x -> %#x" % (field, cur, new))]
     raise CoreError("unknown recipe %r" % name)
 
 
 RECIPES = ("fastbin-loop", "tcache-loop", "fastbin-wild", "tcache-wild",
-           "huge-size", "zero-size", "wild-top")
+           "huge-size", "zero-size", "wild-top", "huge-system-mem")
 
 
 def make_corrupt(src, dst, rec, name):
