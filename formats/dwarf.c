@@ -1,5 +1,7 @@
 #include "src/sort.h"
 #include "formats/dwarf.h"
+#include "formats/dwflview.h"
+#include "src/safeopen.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -45,6 +47,8 @@ struct hs_dwarf {
 	char *debug_dir;
 	Dwfl *dwfl;
 	Elf *core_elf;
+	const struct hs_core *core;
+	struct hs_dwfl_view view;       /* the core as libdwfl reads it */
 	struct hs_log *log;
 	struct hs_module *mods;
 	size_t nmods;
@@ -78,30 +82,36 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		    Dwarf_Addr base, char **file_name, Elf **elfp)
 {
 	struct hs_dwarf *dw = userdata ? *userdata : NULL;
-	if (dw && dw->sysroot && modname && modname[0] == '/') {
-		char *path;
-		if (asprintf(&path, "%s%s", dw->sysroot, modname) >= 0) {
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A path the view overwrote names something that is not a regular
+	 * file here: only the build-id search and --sysroot are tried. */
+	const char *path = modname;
+	bool blanked = hs_dwfl_view_blanked(modname);
+	if (blanked)
+		path = dw ? hs_dwfl_view_name(dw->core, base) : NULL;
+	if (dw && dw->sysroot && path && path[0] == '/') {
+		char *full;
+		if (asprintf(&full, "%s%s", dw->sysroot, path) >= 0) {
+			int fd = hs_open_regular_fd(full);
 			if (fd >= 0) {
 				Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 				if (elf && build_id_matches(mod, elf)) {
-					*file_name = path;
+					*file_name = full;
 					*elfp = elf;
 					return fd;
 				}
 				elf_end(elf);
 				close(fd);
 			}
-			free(path);
+			free(full);
 		}
 	}
-	int fd = dwfl_build_id_find_elf(mod, userdata, modname, base,
-					file_name, elfp);
+	int fd = dwfl_build_id_find_elf(mod, userdata, blanked ? NULL : modname,
+					base, file_name, elfp);
 	if (fd >= 0 || *elfp)
 		return fd;
 	/* The path the core names, if it still holds the same build. */
-	if (modname && modname[0] == '/' && !(dw && dw->sysroot)) {
-		fd = open(modname, O_RDONLY | O_CLOEXEC);
+	if (!blanked && modname && modname[0] == '/' && !(dw && dw->sysroot)) {
+		fd = hs_open_regular_fd(modname);
 		if (fd >= 0) {
 			Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 			if (elf && build_id_matches(mod, elf)) {
@@ -114,6 +124,21 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		}
 	}
 	return -1;
+}
+
+/* find_debuginfo: libdwfl's standard search, but a .gnu_debuglink that is
+ * not a plain file name (it comes from the module's file, which the core
+ * chose) is not followed: "../../x" could lead anywhere. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata,
+			  const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	if (debuglink_file && strchr(debuglink_file, '/'))
+		debuglink_file = NULL;
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base,
+					    file_name, debuglink_file,
+					    debuglink_crc, debuginfo_file_name);
 }
 
 static char *hexdup(const unsigned char *p, int n)
@@ -147,6 +172,11 @@ static int collect_module(Dwfl_Module *mod, void **userdata, const char *name,
 	m = &dw->mods[dw->nmods++];
 	memset(m, 0, sizeof(*m));
 	m->mod = mod;
+	/* a path the view overwrote: the core's own name for it */
+	if (hs_dwfl_view_blanked(name)) {
+		const char *orig = hs_dwfl_view_name(dw->core, start);
+		name = orig ? orig : "(a path that is not a regular file)";
+	}
 	m->name = strdup(name ? name : "?");
 	Dwarf_Addr end;
 	dwfl_module_info(mod, NULL, NULL, &end, NULL, NULL, NULL, NULL);
@@ -201,7 +231,7 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 		dw->debuginfo_path = p;
 	}
 	dw->callbacks.find_elf = find_elf;
-	dw->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	dw->callbacks.find_debuginfo = find_debuginfo;
 	dw->callbacks.debuginfo_path = &dw->debuginfo_path;
 
 	elf_version(EV_CURRENT);
@@ -212,7 +242,19 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 	}
 	/* libelf reads the bytes hs_core_open checked and mapped: the path is
 	 * not opened a second time (it could name another file by now) */
-	dw->core_elf = elf_memory((char *)core->data, core->size);
+	dw->core = core;
+	if (opts->exe) {
+		/* the user's file, but libdwfl opens it itself */
+		int fd;
+		if ((err = hs_open_regular(opts->exe, &fd, NULL))) {
+			err = hs_error_wrap(err, "--exe");
+			goto fail;
+		}
+		close(fd);
+	}
+	if ((err = hs_dwfl_view_create(core, log, &dw->view)))
+		goto fail;
+	dw->core_elf = elf_memory((char *)dw->view.data, dw->view.size);
 	if (!dw->core_elf) {
 		err = hs_error_create(HS_ERR_FORMAT, "%s: %s", core->path,
 				      elf_errmsg(-1));
@@ -311,6 +353,7 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 		dwfl_end(dw->dwfl);
 	if (dw->core_elf)
 		elf_end(dw->core_elf);
+	hs_dwfl_view_destroy(&dw->view);
 	free(dw->debuginfo_path);
 	free(dw->sysroot);
 	free(dw->debug_dir);
