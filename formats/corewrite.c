@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include "src/sort.h"
 #include <unistd.h>
 
 #include "src/outfile.h"
@@ -26,6 +26,53 @@ static struct hs_error *write_all(int fd, const uint8_t *p, size_t n,
 	return NULL;
 }
 
+enum { CHUNK = 1 << 20 };
+
+static int cmp_seg_offset(const void *a, const void *b)
+{
+	const struct hs_core_segment *x = *(const struct hs_core_segment *const *)a;
+	const struct hs_core_segment *y = *(const struct hs_core_segment *const *)b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* The file's bytes [from, seg end) for a segment whose words may be zeroed,
+ * written through buf.  A target word starts at offset + 8k of the file
+ * (vaddr is page aligned); words of a hostile core's overlapping segments
+ * that were written already are not written again. */
+static struct hs_error *write_masked_seg(int fd, const char *name,
+					 const struct hs_core *core,
+					 const struct hs_core_segment *s,
+					 uint64_t from,
+					 const struct hs_core_writer *w,
+					 uint8_t *buf, uint64_t *zeroed)
+{
+	uint64_t end = s->offset + s->avail, words_end = s->offset + (s->avail & ~7ull);
+	uint64_t pos = from;
+	while (pos < end) {
+		uint64_t n = end - pos < CHUNK ? end - pos : CHUNK;
+		memcpy(buf, core->data + pos, n);
+		/* the first whole word at or after pos */
+		uint64_t k = s->offset + ((pos - s->offset + 7) & ~7ull);
+		for (; k + 8 <= pos + n && k < words_end; k += 8) {
+			uint64_t v;
+			memcpy(&v, buf + (k - pos), 8);
+			if (!v || w->keep(w->arg, k, v))
+				continue;
+			memset(buf + (k - pos), 0, 8);
+			(*zeroed)++;
+		}
+		/* a tail shorter than a word */
+		if (pos + n == end && end > words_end && words_end >= pos &&
+		    !w->keep(w->arg, words_end, 0))
+			memset(buf + (words_end - pos), 0, end - words_end);
+		struct hs_error *err = write_all(fd, buf, n, name);
+		if (err)
+			return err;
+		pos += n;
+	}
+	return NULL;
+}
+
 struct hs_error *hs_core_write_masked(const struct hs_core *core,
 				      const char *out_path,
 				      const struct hs_core_writer *w,
@@ -36,43 +83,43 @@ struct hs_error *hs_core_write_masked(const struct hs_core *core,
 	if (err)
 		return err;
 	int fd = o.fd;
-	const char *tmp = o.tmp;
-	err = write_all(fd, core->data, core->size, tmp);
-	uint8_t *map = MAP_FAILED;
-	if (!err && core->size) {
-		map = mmap(NULL, core->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (map == MAP_FAILED)
-			err = hs_error_errno(errno, "%s: mmap", tmp);
-	}
-	uint64_t zeroed = 0;
+	const char *name = o.tmp ? o.tmp : "standard output";
+	/* the segments to mask, in file order; the file is written in one
+	 * pass (standard output cannot be patched afterwards) */
+	const struct hs_core_segment **segs = malloc((core->nsegs + 1) * sizeof(*segs));
+	uint8_t *buf = malloc(CHUNK);
+	if (!segs || !buf)
+		err = &hs_error_nomem;
+	size_t n = 0;
 	for (size_t i = 0; !err && i < core->nsegs; i++) {
 		const struct hs_core_segment *s = &core->segs[i];
-		if (!s->avail || !w->zero_segment(w->arg, s))
+		if (s->avail && w->zero_segment(w->arg, s))
+			segs[n++] = s;
+	}
+	if (!err)
+		hs_sort(segs, n, sizeof(*segs), cmp_seg_offset);
+	uint64_t zeroed = 0, pos = 0;
+	for (size_t i = 0; !err && i < n; i++) {
+		const struct hs_core_segment *s = segs[i];
+		uint64_t end = s->offset + s->avail;
+		if (end <= pos)
 			continue;
-		/* words of the target: vaddr is page aligned, so a target word
-		 * starts at offset + 8k of the file */
-		for (uint64_t k = 0; k + 8 <= s->avail; k += 8) {
-			uint64_t off = s->offset + k, v;
-			memcpy(&v, map + off, 8);
-			if (!v || w->keep(w->arg, off, v))
-				continue;
-			memset(map + off, 0, 8);
-			zeroed++;
+		if (s->offset > pos) {
+			err = write_all(fd, core->data + pos, s->offset - pos, name);
+			pos = s->offset;
 		}
-		/* a tail shorter than a word */
-		uint64_t tail = s->avail & 7;
-		if (tail && !w->keep(w->arg, s->offset + s->avail - tail, 0))
-			memset(map + s->offset + s->avail - tail, 0, tail);
+		if (!err)
+			err = write_masked_seg(fd, name, core, s, pos, w, buf, &zeroed);
+		pos = end;
 	}
-	if (map != MAP_FAILED) {
-		if (!err && msync(map, core->size, MS_SYNC) != 0)
-			err = hs_error_errno(errno, "%s: msync", tmp);
-		munmap(map, core->size);
-	}
-	if (!err && fsync(fd) != 0)
-		err = hs_error_errno(errno, "%s: fsync", tmp);
+	if (!err && pos < core->size)
+		err = write_all(fd, core->data + pos, core->size - pos, name);
+	free(segs);
+	free(buf);
+	if (!err && o.tmp && fsync(fd) != 0)
+		err = hs_error_errno(errno, "%s: fsync", name);
 	if (close(fd) != 0 && !err)
-		err = hs_error_errno(errno, "%s: close", tmp);
+		err = hs_error_errno(errno, "%s: close", name);
 	err = hs_outfile_finish(&o, err);
 	if (!err && zeroed_words)
 		*zeroed_words = zeroed;

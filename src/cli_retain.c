@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "src/cli_retain.h"
+#include "src/outfile.h"
 
 const struct hs_error *hs_cli_retain_typed(struct hs_snapshot *snap,
 					   const struct hs_retain **ret,
@@ -200,4 +201,14 @@ void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap)
 	}
 	hs_jsonw_array_end(w);
 	free(s);
+}
+
+int hs_cli_output_ok(const struct hs_cli *cli, const char *path)
+{
+	struct hs_error *err = hs_outfile_check(path);
+	if (!err)
+		return 0;
+	int rc = hs_cli_fail(cli, err);
+	hs_error_destroy(err);
+	return rc;
 }

@@ -30,4 +30,8 @@ void hs_cli_json_node(struct hs_jsonw *w, struct hs_snapshot *snap,
 void hs_cli_suspects_text(struct hs_snapshot *snap);
 void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap);
 
+/* 0 when the output path can be written (hs_outfile_check), else the exit
+ * status after one error line: called before a long analysis. */
+int hs_cli_output_ok(const struct hs_cli *cli, const char *path);
+
 #endif

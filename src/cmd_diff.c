@@ -7,6 +7,7 @@
 #include "analyzers/diff.h"
 #include "formats/htmlpage.h"
 #include "src/cli_retain.h"
+#include "src/outfile.h"
 
 static const char *signed_size(char *buf, int64_t v)
 {
@@ -221,6 +222,9 @@ int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *unused)
 	size_t n = cli->ncores;
 	if (n < 2)
 		return hs_cli_usage(cli, "diff needs two cores or more");
+	int bad = cli->out ? hs_cli_output_ok(cli, cli->out) : 0;
+	if (bad)
+		return bad;
 	struct hs_snapshot **snaps = calloc(n, sizeof(*snaps));
 	struct hs_diff_snapshot *in = calloc(n, sizeof(*in));
 	int rc = HS_EXIT_OK;
@@ -269,7 +273,8 @@ int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *unused)
 			if (err) {
 				rc = hs_cli_fail(cli, err);
 				hs_error_destroy(err);
-			} else if (cli->format == HS_FORMAT_TEXT) {
+			} else if (cli->format == HS_FORMAT_TEXT &&
+				   !hs_outfile_is_stdout(cli->out)) {
 				printf("wrote %s\n", cli->out);
 			}
 		} else {

@@ -9,6 +9,11 @@ int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	if (!cli->pprof && !cli->folded)
 		return hs_cli_usage(cli, "export needs --pprof OUT.pb.gz or --folded OUT");
+	int bad = (cli->pprof ? hs_cli_output_ok(cli, cli->pprof) : 0);
+	if (!bad && cli->folded)
+		bad = hs_cli_output_ok(cli, cli->folded);
+	if (bad)
+		return bad;
 	const struct hs_retain *r;
 	const struct hs_types *types;
 	const struct hs_error *err = hs_cli_retain_typed(snap, &r, &types);

@@ -7,11 +7,16 @@
 #include "analyzers/redact.h"
 #include "formats/jsonw.h"
 #include "src/cli.h"
+#include "src/cli_retain.h"
+#include "src/outfile.h"
 
 int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	if (!cli->out)
 		return hs_cli_usage(cli, "redact needs -o OUT");
+	int bad = hs_cli_output_ok(cli, cli->out);
+	if (bad)
+		return bad;
 	struct stat a, b;
 	if (stat(cli->out, &b) == 0 && stat(cli->core, &a) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
@@ -44,7 +49,9 @@ int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_error_destroy(werr);
 		return rc;
 	}
-	if (cli->format == HS_FORMAT_JSON) {
+	if (hs_outfile_is_stdout(cli->out)) {
+		/* the core went to standard output: nothing else goes there */
+	} else if (cli->format == HS_FORMAT_JSON) {
 		struct hs_jsonw w;
 		hs_jsonw_init(&w, stdout, true);
 		hs_jsonw_object_begin(&w);

@@ -12,6 +12,7 @@
 #include "analyzers/summary.h"
 #include "formats/htmlpage.h"
 #include "src/cli_retain.h"
+#include "src/outfile.h"
 
 extern const char hs_report_html[];
 
@@ -245,6 +246,9 @@ int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	if (!cli->out)
 		return hs_cli_usage(cli, "report needs -o OUT.html");
+	int bad = hs_cli_output_ok(cli, cli->out);
+	if (bad)
+		return bad;
 	const struct hs_retain *r;
 	const struct hs_types *types;
 	const struct hs_error *err = hs_cli_retain_typed(snap, &r, &types);
@@ -270,7 +274,7 @@ out:
 		hs_error_destroy(e);
 		return rc;
 	}
-	if (cli->format == HS_FORMAT_TEXT)
+	if (cli->format == HS_FORMAT_TEXT && !hs_outfile_is_stdout(cli->out))
 		printf("wrote %s\n", cli->out);
 	return HS_EXIT_OK;
 }

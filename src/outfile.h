@@ -1,20 +1,37 @@
-/* Output files written beside their final path (PATH.tmp-XXXXXX) and
- * renamed over it only when complete: a failed write leaves nothing behind
- * and an existing PATH untouched. */
+/* Output files.
+ *
+ * A path is written beside its final name (PATH.tmp-XXXXXX) and renamed over
+ * it only when complete: a failed write leaves nothing behind and an existing
+ * PATH untouched.  What is at PATH already must be a regular file, or
+ * nothing: a symbolic link there is never followed nor replaced, and a
+ * device, FIFO, socket or directory is refused (renaming over /dev/null, run
+ * as root, would replace the system's /dev/null).  "-" is standard output,
+ * for whoever wants the bytes elsewhere (a pipe, a FIFO, a device).
+ */
 #ifndef HS_OUTFILE_H
 #define HS_OUTFILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "src/error.h"
 
 struct hs_outfile {
 	const char *path;
-	char *tmp;
+	char *tmp;          /* NULL when writing to standard output */
 	int fd;
 };
 
-/* Creates the temporary file; o->fd is open for writing. */
+/* True for "-". */
+bool hs_outfile_is_stdout(const char *path);
+
+/* Whether path can be written: an HS_ERR_IO error saying why not (a
+ * symbolic link, a device, ...), for commands to call before a long
+ * analysis.  hs_outfile_open checks again. */
+struct hs_error *hs_outfile_check(const char *path);
+
+/* Creates the temporary file (or takes standard output); o->fd is open for
+ * writing and belongs to the caller until hs_outfile_finish. */
 struct hs_error *hs_outfile_open(struct hs_outfile *o, const char *path);
 /* The same, as a stdio stream (closed with fclose by the caller). */
 struct hs_error *hs_outfile_fopen(struct hs_outfile *o, const char *path,
