@@ -12,6 +12,12 @@
  *
  * NT_FILE: u64 count, u64 page_size, count x {u64 start, end, pgoff},
  *          then count NUL-terminated paths.
+ * NT_FPREGSET (CORE, 512 bytes): FXSAVE; xmm0-15 at 160, 16 bytes each.
+ * NT_X86_XSTATE (LINUX): the XSAVE area in its standard (uncompacted)
+ *          form: FXSAVE's 512 bytes, XSTATE_BV at 512; YMM_Hi128 (bit 2) at
+ *          576, ZMM_Hi256 (bit 6) at 1152, Hi16_ZMM (bit 7) at 1664: the
+ *          offsets CPUID leaf 0xD gives on x86-64 CPUs (the kernel writes
+ *          the user ABI layout, arch/x86/kernel/fpu/xstate.c).
  * NT_SIGINFO: siginfo_t: si_signo, si_errno, si_code (int each), pad,
  *          then the union (si_addr at 16 for fault signals).
  */
@@ -40,6 +46,13 @@ enum {
 	PRSTATUS_PID = 32,
 	PRSTATUS_REG = 112,
 	PRPSINFO_SIZE = 136,
+	FXSAVE_SIZE = 512,
+	FXSAVE_XMM = 160,
+	XSTATE_BV = 512,
+	XSTATE_YMM = 576,
+	XSTATE_ZMM_HI256 = 1152,
+	XSTATE_HI16_ZMM = 1664,
+	NT_XSTATE = 0x202,
 	MAX_SEGMENTS = 1 << 24,
 	MAX_THREADS = 1 << 20,
 	MAX_FILES = 1 << 22,
@@ -99,6 +112,53 @@ static struct hs_error *parse_prstatus(struct hs_core *core,
 	t->tid = (int32_t)rd32(desc + PRSTATUS_PID);
 	for (int i = 0; i < HS_NREGS; i++)
 		t->regs[i] = rd64(desc + PRSTATUS_REG + 8 * i);
+	return NULL;
+}
+
+/* The vector registers of the thread whose NT_PRSTATUS came last. */
+static struct hs_error *parse_vector(struct hs_core *core, bool xstate,
+				     const uint8_t *desc, uint64_t descsz)
+{
+	if (!core->nthreads || descsz < FXSAVE_SIZE)
+		return NULL;
+	struct hs_core_thread *t = &core->threads[core->nthreads - 1];
+	if (!t->vec) {
+		t->vec = calloc(HS_VEC_REGS, sizeof(*t->vec));
+		if (!t->vec)
+			return &hs_error_nomem;
+	}
+	for (int r = 0; r < 16; r++) {
+		t->vec[r][0] = rd64(desc + FXSAVE_XMM + 16 * r);
+		t->vec[r][1] = rd64(desc + FXSAVE_XMM + 16 * r + 8);
+	}
+	if (t->vec_regs < 16)
+		t->vec_regs = 16;
+	if (t->vec_lanes < 2)
+		t->vec_lanes = 2;
+	if (!xstate || descsz < XSTATE_BV + 8)
+		return NULL;
+	uint64_t bv = rd64(desc + XSTATE_BV);
+	/* a component whose bit is clear is in its initial state: zero */
+	if ((bv & (1 << 2)) && descsz >= XSTATE_YMM + 256) {
+		for (int r = 0; r < 16; r++) {
+			t->vec[r][2] = rd64(desc + XSTATE_YMM + 16 * r);
+			t->vec[r][3] = rd64(desc + XSTATE_YMM + 16 * r + 8);
+		}
+		t->vec_lanes = 4;
+	}
+	if ((bv & (1 << 6)) && descsz >= XSTATE_ZMM_HI256 + 512) {
+		for (int r = 0; r < 16; r++)
+			for (int l = 0; l < 4; l++)
+				t->vec[r][4 + l] = rd64(desc + XSTATE_ZMM_HI256 + 32 * r + 8 * l);
+		t->vec_lanes = 8;
+	}
+	if ((bv & (1 << 7)) && descsz >= XSTATE_HI16_ZMM + 1024) {
+		for (int r = 0; r < 16; r++)
+			for (int l = 0; l < 8; l++)
+				t->vec[16 + r][l] = rd64(desc + XSTATE_HI16_ZMM + 64 * r + 8 * l);
+		t->vec_regs = 32;
+		t->vec_lanes = 8;
+	}
 	return NULL;
 }
 
@@ -178,6 +238,12 @@ static struct hs_error *parse_notes(struct hs_core *core, const uint8_t *p,
 		const char *name = (const char *)p + nameoff;
 		const uint8_t *desc = p + descoff;
 		bool is_core = namesz == 5 && !memcmp(name, "CORE", 5);
+		bool is_linux = namesz == 6 && !memcmp(name, "LINUX", 6);
+		if (is_linux && type == NT_XSTATE) {
+			struct hs_error *e = parse_vector(core, true, desc, descsz);
+			if (e)
+				return e;
+		}
 		struct hs_error *err = NULL;
 		if (is_core) {
 			switch (type) {
@@ -186,6 +252,9 @@ static struct hs_error *parse_notes(struct hs_core *core, const uint8_t *p,
 				break;
 			case NT_PRPSINFO:
 				parse_prpsinfo(core, desc, descsz);
+				break;
+			case NT_FPREGSET:
+				err = parse_vector(core, false, desc, descsz);
 				break;
 			case NT_AUXV:
 				if (!core->auxv) {
@@ -447,6 +516,8 @@ void hs_core_destroy(struct hs_core *core)
 	if (core->fd >= 0)
 		close(core->fd);
 	free(core->segs);
+	for (size_t i = 0; i < core->nthreads; i++)
+		free(core->threads[i].vec);
 	free(core->threads);
 	free(core->files);
 	free(core->auxv);

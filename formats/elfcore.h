@@ -52,10 +52,19 @@ struct hs_core_segment {
 	int file;           /* index into hs_core.files, -1 if anonymous */
 };
 
+enum { HS_VEC_REGS = 32, HS_VEC_LANES = 8 };
+
 struct hs_core_thread {
 	int32_t tid;
 	int32_t cursig;
 	uint64_t regs[HS_NREGS];
+	/* Vector registers as 8-byte lanes: vec[r][0..1] is xmm r (from
+	 * NT_FPREGSET or the legacy part of NT_X86_XSTATE), [2..3] the upper
+	 * half of ymm r, [4..7] the upper half of zmm r; registers 16-31 only
+	 * with AVX-512.  vec_regs registers of vec_lanes lanes each are
+	 * present (0 when the core has no floating-point notes). */
+	uint64_t (*vec)[HS_VEC_LANES];
+	uint8_t vec_regs, vec_lanes;
 };
 
 struct hs_core_file {
