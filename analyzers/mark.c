@@ -30,13 +30,18 @@ static bool spush(struct stack *s, uint32_t x)
 	return true;
 }
 
-bool hs_roots_scan(const struct hs_core *core, const struct hs_roots *roots,
-		   bool (*fn)(uint64_t v, const struct hs_root *r,
-			      uint64_t where, void *arg),
-		   void *arg)
+enum which { LIVE = 1, STALE = 2 };
+
+static bool scan(const struct hs_core *core, const struct hs_roots *roots,
+		 unsigned which,
+		 bool (*fn)(uint64_t v, const struct hs_root *r, uint64_t where,
+			    void *arg),
+		 void *arg)
 {
 	for (size_t i = 0; i < roots->n; i++) {
 		const struct hs_root *r = &roots->roots[i];
+		if (!(which & (r->stale ? STALE : LIVE)))
+			continue;
 		if (hs_root_is_value(r)) {
 			if (!fn(r->value, r, 0, arg))
 				return false;
@@ -65,6 +70,14 @@ bool hs_roots_scan(const struct hs_core *core, const struct hs_roots *roots,
 		}
 	}
 	return true;
+}
+
+bool hs_roots_scan(const struct hs_core *core, const struct hs_roots *roots,
+		   bool (*fn)(uint64_t v, const struct hs_root *r,
+			      uint64_t where, void *arg),
+		   void *arg)
+{
+	return scan(core, roots, LIVE, fn, arg);
 }
 
 struct mark_ctx {
@@ -343,6 +356,44 @@ out:
 	return err;
 }
 
+struct stale_ctx {
+	const struct hs_graph *g;
+	struct hs_mark *m;
+};
+
+static bool stale_word(uint64_t v, const struct hs_root *r, uint64_t where,
+		       void *arg)
+{
+	(void)r;
+	(void)where;
+	struct stale_ctx *c = arg;
+	if (v < c->g->map.lo || v >= c->g->map.hi)
+		return true;
+	bool interior;
+	uint32_t id = hs_graph_target(c->g, v, &interior);
+	if (id == HS_NO_ALLOC)
+		return true;
+	uint8_t r8 = c->m->reach[id];
+	if (r8 == HS_REACH_NONE || r8 == HS_REACH_REACHABLE)
+		return true;
+	c->m->stale_ref[id / 64] |= 1ull << (id % 64);
+	return true;
+}
+
+/* The blocks that a stale root word (a dead register, a red zone) points
+ * into, among those the live roots do not reach. */
+static struct hs_error *stale_refs(const struct hs_core *core,
+				   const struct hs_roots *roots,
+				   const struct hs_graph *g, struct hs_mark *m)
+{
+	m->stale_ref = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t));
+	if (!m->stale_ref)
+		return &hs_error_nomem;
+	struct stale_ctx c = {g, m};
+	scan(core, roots, STALE, stale_word, &c);
+	return NULL;
+}
+
 struct hs_error *hs_mark_compute(const struct hs_core *core,
 				 const struct hs_heap *heap,
 				 const struct hs_roots *roots,
@@ -415,9 +466,15 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 	}
 	if ((err = classify_leaks(heap, g, reach, m)))
 		goto fail;
+	if (roots->nstale && (err = stale_refs(core, roots, g, m)))
+		goto fail;
 	for (uint32_t v = 0; v < n; v++) {
 		m->total[reach[v]].count++;
 		m->total[reach[v]].bytes += heap->allocs[v].size;
+		if (hs_mark_stale_ref(m, v)) {
+			m->stale.count++;
+			m->stale.bytes += heap->allocs[v].size;
+		}
 	}
 	free(c.start.v);
 	free(c.interior.v);
@@ -434,6 +491,7 @@ void hs_mark_destroy(struct hs_mark *m)
 {
 	if (!m)
 		return;
+	free(m->stale_ref);
 	free(m->reach);
 	free(m->leak_roots);
 	free(m);
@@ -465,5 +523,5 @@ void hs_roots_scan_for(const struct hs_core *core, const struct hs_roots *roots,
 		       void *arg)
 {
 	struct scan_for s = {graph, id, fn, arg};
-	hs_roots_scan(core, roots, scan_for_word, &s);
+	scan(core, roots, LIVE | STALE, scan_for_word, &s);
 }

@@ -42,6 +42,11 @@ struct hs_leak_root {
 struct hs_mark {
 	uint8_t *reach;         /* enum hs_reach, per allocation */
 	struct hs_class_total total[HS_REACH_COUNT];
+	/* Blocks the live roots do not reach but a stale root word (a dead
+	 * register, a red zone) points into: one bit each, NULL when there is
+	 * no stale root; their count and bytes. */
+	uint64_t *stale_ref;
+	struct hs_class_total stale;
 	struct hs_leak_root *leak_roots;   /* by address */
 	size_t nleak_roots;
 };
@@ -53,16 +58,23 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 				 struct hs_mark **ret);
 void hs_mark_destroy(struct hs_mark *m);
 
+static inline bool hs_mark_stale_ref(const struct hs_mark *m, uint32_t id)
+{
+	return m->stale_ref && (m->stale_ref[id / 64] >> (id % 64) & 1);
+}
+
 /* Calls fn(value, root, address of the word) for every value root and every
  * aligned word of every memory root that is in the core, in root order;
- * stops early (returning false) when fn returns false. */
+ * stops early (returning false) when fn returns false.  Stale roots are
+ * left out. */
 bool hs_roots_scan(const struct hs_core *core, const struct hs_roots *roots,
 		   bool (*fn)(uint64_t v, const struct hs_root *r,
 			      uint64_t where, void *arg),
 		   void *arg);
 
 /* Calls fn for every root word in the core that points into allocation id
- * (start or interior); stops early when fn returns false. */
+ * (start or interior), stale roots included (root->stale says which);
+ * stops early when fn returns false. */
 void hs_roots_scan_for(const struct hs_core *core, const struct hs_roots *roots,
 		       const struct hs_graph *graph, uint32_t id,
 		       bool (*fn)(const struct hs_root *root, uint64_t where,

@@ -19,12 +19,112 @@ enum {
 	TCB_SIZE_FALLBACK = 2304,/* sizeof(struct pthread), glibc 2.36 */
 };
 
+const char *const hs_thread_stop_names[] = {
+	[HS_STOP_ASYNC] = "interrupted",
+	[HS_STOP_SYSCALL] = "syscall",
+	[HS_STOP_CALL] = "call",
+};
+
 /* General registers that can hold a pointer. */
 static const enum hs_reg pointer_regs[] = {
 	HS_REG_RAX, HS_REG_RBX, HS_REG_RCX, HS_REG_RDX, HS_REG_RSI, HS_REG_RDI,
 	HS_REG_RBP, HS_REG_RSP, HS_REG_R8, HS_REG_R9, HS_REG_R10, HS_REG_R11,
 	HS_REG_R12, HS_REG_R13, HS_REG_R14, HS_REG_R15,
 };
+
+/* ---- how a thread stopped, and which of its words are live ---- */
+
+/* Argument counts of the system calls a stopped thread is usually in
+ * (x86-64 numbers, arch/x86/entry/syscalls/syscall_64.tbl); any other call
+ * keeps all six argument registers. */
+static const struct {
+	uint16_t nr;
+	uint8_t args;
+} syscall_args[] = {
+	{0, 3}, {1, 3}, {3, 1}, {7, 3}, {9, 6}, {11, 2}, {12, 1}, {13, 4},
+	{14, 4}, {16, 3}, {17, 4}, {18, 4}, {19, 3}, {20, 3}, {23, 5}, {24, 0},
+	{34, 0}, {35, 2}, {39, 0}, {43, 3}, {44, 6}, {45, 6}, {46, 3}, {47, 3},
+	{60, 1}, {61, 4}, {62, 2}, {72, 3}, {128, 4}, {130, 2}, {202, 6},
+	{230, 4}, {231, 1}, {232, 4}, {234, 3}, {247, 5}, {270, 6}, {271, 5},
+	{281, 6}, {288, 4}, {318, 3}, {441, 6},
+};
+
+static int syscall_arity(int64_t nr)
+{
+	for (size_t i = 0; i < sizeof(syscall_args) / sizeof(syscall_args[0]); i++)
+		if (syscall_args[i].nr == nr)
+			return syscall_args[i].args;
+	return 6;
+}
+
+static bool fault_signal(int sig)
+{
+	return sig == 4 /* SIGILL */ || sig == 5 /* SIGTRAP */ ||
+	       sig == 7 /* SIGBUS */ || sig == 8 /* SIGFPE */ ||
+	       sig == 11 /* SIGSEGV */;
+}
+
+struct hs_thread_state hs_thread_state_of(const struct hs_core *core,
+					   struct hs_dwarf *dw, size_t t)
+{
+	const struct hs_core_thread *th = &core->threads[t];
+	int64_t orig_rax = (int64_t)th->regs[HS_REG_ORIG_RAX];
+	uint64_t pc = th->regs[HS_REG_RIP];
+	/* the thread that took a fault: its instruction was cut short */
+	if (t == 0 && core->siginfo.valid && fault_signal(core->siginfo.signo) &&
+	    core->siginfo.code > 0)
+		return (struct hs_thread_state){HS_STOP_ASYNC, -1,
+			"it took a fault (NT_SIGINFO)"};
+	if (orig_rax >= 0)
+		return (struct hs_thread_state){HS_STOP_SYSCALL, orig_rax,
+			"orig_rax holds a system call number"};
+	uint8_t before[2];
+	if (pc >= 2 && (hs_core_read_quiet(core, pc - 2, before, 2) ||
+			hs_dwarf_read_file(dw, pc - 2, before, 2)) &&
+	    before[0] == 0x0f && before[1] == 0x05)
+		return (struct hs_thread_state){HS_STOP_SYSCALL, -1,
+			"the instruction before the pc is syscall"};
+	const char *name;
+	uint64_t off;
+	struct hs_module *m;
+	if (hs_dwarf_symbolize(dw, pc, &name, &off, &m) && off == 0)
+		return (struct hs_thread_state){HS_STOP_CALL, -1,
+			"the pc is a function's first instruction"};
+	return (struct hs_thread_state){HS_STOP_ASYNC, -1,
+		"stopped between two instructions of user code"};
+}
+
+/* Whether general register reg is live in a thread stopped as st. */
+static bool reg_live(const struct hs_thread_state *st, enum hs_reg reg)
+{
+	switch (reg) {
+	case HS_REG_RBX: case HS_REG_RBP: case HS_REG_RSP: case HS_REG_R12:
+	case HS_REG_R13: case HS_REG_R14: case HS_REG_R15:
+		return true;    /* callee-saved: the frames' own values */
+	default:
+		break;
+	}
+	if (st->stop == HS_STOP_ASYNC)
+		return true;
+	static const enum hs_reg sys[] = {HS_REG_RDI, HS_REG_RSI, HS_REG_RDX,
+					  HS_REG_R10, HS_REG_R8, HS_REG_R9};
+	static const enum hs_reg call[] = {HS_REG_RDI, HS_REG_RSI, HS_REG_RDX,
+					   HS_REG_RCX, HS_REG_R8, HS_REG_R9};
+	int n = st->stop == HS_STOP_SYSCALL ?
+		(st->syscall >= 0 ? syscall_arity(st->syscall) : 6) : 6;
+	const enum hs_reg *args = st->stop == HS_STOP_SYSCALL ? sys : call;
+	for (int i = 0; i < n; i++)
+		if (args[i] == reg)
+			return true;
+	return false;   /* rax, rcx, r11 at a syscall; rax, r10, r11 at a call */
+}
+
+/* Vector register r is live: everywhere in an interrupted thread, xmm0-7
+ * (arguments) at a call; no vector register is callee-saved. */
+static bool vec_live(const struct hs_thread_state *st, int r)
+{
+	return st->stop == HS_STOP_ASYNC || (st->stop == HS_STOP_CALL && r < 8);
+}
 
 /* ---- sorted disjoint interval sets ---- */
 
@@ -100,6 +200,8 @@ struct builder {
 	struct hs_roots *r;
 	struct ivset claimed;    /* normalized between phases */
 	struct ivset pending;    /* claimed by the current phase */
+	bool conservative;       /* every register and red zone is live */
+	bool stale;              /* add_range makes stale roots */
 };
 
 static struct hs_error *push_root(struct hs_roots *r, const struct hs_root *root)
@@ -113,6 +215,40 @@ static struct hs_error *push_root(struct hs_roots *r, const struct hs_root *root
 		r->cap = cap;
 	}
 	r->roots[r->n++] = *root;
+	return NULL;
+}
+
+static const char *stale_why(const struct hs_thread_state *st)
+{
+	return st->stop == HS_STOP_SYSCALL ? " (dead: the thread is in a system call)" :
+	       " (dead: the thread is at a function's entry)";
+}
+
+/* A register's value as a root; live false makes it stale. */
+__attribute__((format(printf, 5, 6)))
+static struct hs_error *value_root(struct builder *b, size_t t, uint64_t v,
+				   bool live, const char *fmt, ...)
+{
+	char *name = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vasprintf(&name, fmt, ap);
+	va_end(ap);
+	if (rc < 0)
+		return &hs_error_nomem;
+	struct hs_root root = {
+		.value = v, .kind = HS_ROOT_REGISTER, .thread = (int)t,
+		.name = name, .stale = !live,
+	};
+	struct hs_error *err = push_root(b->r, &root);
+	if (err) {
+		free(name);
+		return err;
+	}
+	if (live)
+		b->r->bytes[HS_ROOT_REGISTER] += 8;
+	else
+		b->r->nstale++;
 	return NULL;
 }
 
@@ -148,13 +284,17 @@ static struct hs_error *add_range(struct builder *b, enum hs_root_kind kind,
 		struct hs_root root = {
 			.start = cur, .end = piece_hi, .kind = kind,
 			.thread = thread, .name = strdup(name),
+			.stale = b->stale,
 		};
 		if (!root.name) {
 			err = &hs_error_nomem;
 		} else if ((err = push_root(b->r, &root))) {
 			free(root.name);
 		} else {
-			b->r->bytes[kind] += piece_hi - cur;
+			if (b->stale)
+				b->r->nstale++;
+			else
+				b->r->bytes[kind] += piece_hi - cur;
 			err = iv_add(&b->pending, cur, piece_hi);
 		}
 		cur = piece_hi;
@@ -309,6 +449,20 @@ static struct hs_error *thread_stack(struct builder *b, size_t t,
 	}
 	uint64_t lo = sp >= seg->vaddr + RED_ZONE ? sp - RED_ZONE : seg->vaddr;
 	uint64_t hi = seg->vaddr + seg->memsz;
+	const struct hs_thread_state *st = &b->r->threads[t];
+	if (!b->conservative && st->stop != HS_STOP_ASYNC && lo < sp) {
+		/* the red zone of a thread stopped at a system call or a call:
+		 * what is there belongs to calls that have returned */
+		b->stale = true;
+		struct hs_error *err = add_range(b, HS_ROOT_STACK, (int)t, lo,
+						 sp < hi ? sp : hi,
+						 "thread %d (tid %d) red zone below the stack pointer%s",
+						 n, th->tid, stale_why(st));
+		b->stale = false;
+		if (err)
+			return err;
+		lo = sp;
+	}
 	if (!tf || !tf->n) {
 		b->r->unwound = false;
 		return add_range(b, HS_ROOT_STACK, (int)t, lo, hi,
@@ -546,23 +700,37 @@ static struct hs_error *build(struct builder *b,
 			return err;
 	iv_normalize(&b->claimed);
 
+	b->r->threads = calloc(core->nthreads ? core->nthreads : 1,
+			       sizeof(*b->r->threads));
+	if (!b->r->threads)
+		return &hs_error_nomem;
 	for (size_t t = 0; t < core->nthreads; t++) {
+		b->r->threads[t] = hs_thread_state_of(core, b->dw, t);
+		const struct hs_thread_state *st = &b->r->threads[t];
+		bool all = opts->conservative;
 		const struct hs_core_thread *th = &core->threads[t];
 		for (size_t k = 0; k < sizeof(pointer_regs) / sizeof(pointer_regs[0]); k++) {
-			char *name;
-			if (asprintf(&name, "thread %zu (tid %d) %s", t + 1, th->tid,
-				     hs_reg_names[pointer_regs[k]]) < 0)
-				return &hs_error_nomem;
-			struct hs_root root = {
-				.value = th->regs[pointer_regs[k]],
-				.kind = HS_ROOT_REGISTER, .thread = (int)t,
-				.name = name,
-			};
-			if ((err = push_root(b->r, &root))) {
-				free(name);
+			bool live = all || reg_live(st, pointer_regs[k]);
+			if ((err = value_root(b, t, th->regs[pointer_regs[k]], live,
+					      "thread %zu (tid %d) %s%s", t + 1,
+					      th->tid, hs_reg_names[pointer_regs[k]],
+					      live ? "" : stale_why(st))))
 				return err;
+		}
+		for (int r = 0; r < th->vec_regs; r++) {
+			bool live = all || vec_live(st, r);
+			for (int l = 0; l < th->vec_lanes; l++) {
+				uint64_t v = th->vec[r][l];
+				/* only lanes that could point into the core */
+				if (!v || !hs_core_find_segment(core, v))
+					continue;
+				const char *reg = l < 2 ? "xmm" : l < 4 ? "ymm" : "zmm";
+				if ((err = value_root(b, t, v, live,
+						      "thread %zu (tid %d) %s%d[%d]%s",
+						      t + 1, th->tid, reg, r, l,
+						      live ? "" : stale_why(st))))
+					return err;
 			}
-			b->r->bytes[HS_ROOT_REGISTER] += 8;
 		}
 	}
 	uint64_t tcb, static_size;
@@ -632,7 +800,7 @@ struct hs_error *hs_roots_build(const struct hs_core *core, struct hs_dwarf *dw,
 	if (!r)
 		return &hs_error_nomem;
 	struct builder b = {.core = core, .dw = dw, .heap = heap, .log = log,
-			    .r = r};
+			    .r = r, .conservative = opts->conservative};
 	struct hs_error *err = build(&b, opts);
 	free(b.claimed.v);
 	free(b.pending.v);
@@ -653,6 +821,7 @@ void hs_roots_destroy(struct hs_roots *roots)
 	for (size_t i = 0; i < roots->n; i++)
 		free(roots->roots[i].name);
 	free(roots->roots);
+	free(roots->threads);
 	free(roots);
 }
 

@@ -15,6 +15,16 @@
  *
  * Allocator state is never a root: every heap region (arena heaps, mmapped
  * chunks, main_arena, mp_) is cut out of every root range.
+ *
+ * Live words only (docs/roots.md): how each thread stopped decides which of
+ * its registers and whether the 128 bytes below its stack pointer (the
+ * red zone) can hold a live pointer.  A thread interrupted asynchronously in
+ * user code (a fault; a signal or a stop outside a system call) may be
+ * using all of them.  A thread stopped in or right after a system call
+ * keeps only its callee-saved registers and the call's own arguments; a
+ * thread stopped at a function's entry keeps its callee-saved and argument
+ * registers.  The words this rule rejects are still roots, flagged stale:
+ * the mark does not follow them, and says which blocks only they point to.
  */
 #ifndef HS_ROOTS_H
 #define HS_ROOTS_H
@@ -40,6 +50,8 @@ extern const char *const hs_root_kind_names[HS_ROOT_KIND_COUNT];
 
 struct hs_root {
 	uint64_t start, end;    /* memory range; empty for a value root */
+	bool stale;             /* a word the live rule rejects (a dead
+				 * register, a red zone): not followed */
 	uint64_t value;         /* a value root's pointer (a register; the
 				 * dtv, which the TCB points 16 bytes into) */
 	enum hs_root_kind kind;
@@ -47,8 +59,29 @@ struct hs_root {
 	char *name;
 };
 
+enum hs_thread_stop {
+	HS_STOP_ASYNC,          /* interrupted in user code: all words live */
+	HS_STOP_SYSCALL,        /* in (or just out of) a system call */
+	HS_STOP_CALL,           /* at a function's first instruction */
+};
+extern const char *const hs_thread_stop_names[];
+
+struct hs_thread_state {
+	enum hs_thread_stop stop;
+	int64_t syscall;        /* HS_STOP_SYSCALL: its number, or -1 */
+	const char *why;        /* the evidence, a static string */
+};
+
+/* How thread t (an index into core->threads) stopped, from the core: the
+ * signal information, orig_rax, the instruction before the pc, whether the
+ * pc is a function's entry. */
+struct hs_thread_state hs_thread_state_of(const struct hs_core *core,
+					   struct hs_dwarf *dw, size_t t);
+
 struct hs_roots {
 	struct hs_root *roots;
+	struct hs_thread_state *threads;   /* per core thread */
+	size_t nstale;          /* stale roots */
 	size_t n, cap;
 	uint64_t bytes[HS_ROOT_KIND_COUNT];
 	bool unwound;           /* every thread's stack was split into frames */
@@ -56,6 +89,8 @@ struct hs_roots {
 
 struct hs_roots_options {
 	bool unexplained;       /* include unexplained writable memory */
+	bool conservative;      /* every register and red zone is live (no
+				 * stale roots) */
 };
 
 struct hs_error *hs_roots_build(const struct hs_core *core, struct hs_dwarf *dw,

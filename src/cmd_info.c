@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "formats/jsonw.h"
+#include "analyzers/roots.h"
 #include "src/cli.h"
 
 static const char *sig_name(int sig)
@@ -121,6 +122,16 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kstring(&w, "function", name);
 		if (t->cursig)
 			hs_jsonw_kint(&w, "signal", t->cursig);
+		if (dw) {
+			struct hs_thread_state st = hs_thread_state_of(core, dw, i);
+			hs_jsonw_key(&w, "stopped");
+			hs_jsonw_object_begin(&w);
+			hs_jsonw_kstring(&w, "at", hs_thread_stop_names[st.stop]);
+			if (st.syscall >= 0)
+				hs_jsonw_kint(&w, "syscall", st.syscall);
+			hs_jsonw_kstring(&w, "evidence", st.why);
+			hs_jsonw_object_end(&w);
+		}
 		hs_jsonw_object_end(&w);
 	}
 	hs_jsonw_array_end(&w);
@@ -265,6 +276,17 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 		printf("  tid %-8d pc %#" PRIx64, t->tid, t->regs[HS_REG_RIP]);
 		if (dw && hs_dwarf_symbolize(dw, t->regs[HS_REG_RIP], &name, &off, NULL))
 			printf(" %s+%#" PRIx64, name, off);
+		if (dw) {
+			struct hs_thread_state st = hs_thread_state_of(core, dw, i);
+			if (st.stop == HS_STOP_SYSCALL && st.syscall >= 0)
+				printf(", in system call %" PRId64, st.syscall);
+			else if (st.stop == HS_STOP_SYSCALL)
+				printf(", after a system call");
+			else if (st.stop == HS_STOP_CALL)
+				printf(", at a function's entry");
+			else
+				printf(", interrupted");
+		}
 		printf("\n");
 	}
 	if (derr) {

@@ -124,6 +124,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		json_total(&w, "leak_root", &t[HS_REACH_LEAK_ROOT]);
 		json_total(&w, "indirect", &t[HS_REACH_INDIRECT]);
 		json_total(&w, "leaked", &leaked);
+		json_total(&w, "stale_ref", &mark->stale);
 		hs_jsonw_object_end(&w);
 		if (!rerr)
 			hs_cli_suspects_json(&w, snap);
@@ -195,6 +196,9 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			       t[order_cls[k]].count, hs_fmt_size(b1, t[order_cls[k]].bytes));
 		printf("%-10s %10" PRIu64 " %12s\n", "leaked", leaked.count,
 		       hs_fmt_size(b1, leaked.bytes));
+		if (mark->stale.count)
+			printf("(%" PRIu64 " of these blocks, %s, are pointed to by a word the live rule rejects: a dead register or a red zone; `show` names it, --conservative-roots counts it)\n",
+			       mark->stale.count, hs_fmt_size(b1, mark->stale.bytes));
 		if (ngroups) {
 			printf("\nLeak roots by type (by size when untyped), biggest total first:\n");
 			printf("%-32s %8s %12s   %s\n", "TYPE OR SIZE", "ROOTS", "BYTES",

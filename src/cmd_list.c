@@ -70,6 +70,8 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			const char *reach = reach_of(mark, heap, a);
 			if (reach)
 				hs_jsonw_kstring(&w, "reach", reach);
+			if (mark && hs_mark_stale_ref(mark, (uint32_t)i))
+				hs_jsonw_kbool(&w, "stale_ref", true);
 			if (retain && hs_alloc_state(a) == HS_STATE_USED)
 				hs_jsonw_kuint(&w, "retained", retain->tree->retained[
 						       hs_retain_node(retain, (uint32_t)i)]);
@@ -99,6 +101,12 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		if (a->arena != HS_ARENA_NONE)
 			snprintf(arena, sizeof(arena), "%u", (unsigned)a->arena);
 		const char *reach = reach_of(mark, heap, a);
+		char rbuf[24];
+		if (reach && mark && hs_mark_stale_ref(mark, (uint32_t)i)) {
+			/* only a dead register or red zone points to it */
+			snprintf(rbuf, sizeof(rbuf), "%s*", reach);
+			reach = rbuf;
+		}
 		const char *type = hs_alloc_state(a) == HS_STATE_USED ?
 			hs_types_name(types, heap, (uint32_t)i, tname, sizeof(tname)) : NULL;
 		printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %-5s %-10s %s\n", a->addr,
@@ -112,5 +120,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 	char b[32];
 	printf("%" PRIu64 " allocations, %s%s\n", n, hs_fmt_size(b, bytes),
 	       heap->partial ? " (PARTIAL: the walk met damaged or missing metadata; see warnings)" : "");
+	if (mark && mark->stale.count)
+		printf("*: a word the live rule rejects (a dead register or a red zone) points to it; heapsift show ADDR names it\n");
 	return HS_EXIT_OK;
 }

@@ -155,6 +155,8 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kuint(&w, "arena", a->arena);
 		if (hs_alloc_state(a) == HS_STATE_USED) {
 			hs_jsonw_kstring(&w, "reach", reach_of(mark, id));
+			if (mark && hs_mark_stale_ref(mark, id))
+				hs_jsonw_kbool(&w, "stale_ref", true);
 			hs_jsonw_kstring(&w, "type", type_of(snap, id, tname, sizeof(tname)));
 		}
 		if (lr) {
@@ -169,6 +171,8 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (r->from_root) {
 				hs_jsonw_kstring(&w, "root", r->root->name);
 				hs_jsonw_kstring(&w, "kind", hs_root_kind_names[r->root->kind]);
+				if (r->root->stale)
+					hs_jsonw_kbool(&w, "stale", true);
 				if (!hs_root_is_value(r->root))
 					hs_jsonw_kaddr(&w, "at", r->where);
 			} else {
@@ -225,6 +229,8 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			const char *type = type_of(snap, id, tname, sizeof(tname));
 			printf("class: %s\ntype: %s\n", reach_of(mark, id),
 			       type ? type : "unknown");
+			if (mark && hs_mark_stale_ref(mark, id))
+				printf("stale: a word the live rule rejects points to it (a dead register or a red zone, marked below); --conservative-roots counts such words\n");
 		}
 		if (lr)
 			printf("holds indirectly: %u blocks, %s\n", lr->held_count,
@@ -236,13 +242,15 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			for (size_t i = 0; i < in->n; i++) {
 				const struct ref *r = &in->v[i];
 				const char *how = r->value == a->addr ? "start" : "interior";
+				const char *mark_ = r->from_root && r->root->stale ?
+					" [stale, not a root]" : "";
 				if (r->from_root && hs_root_is_value(r->root))
-					printf("  %s  -> %s +%#" PRIx64 "\n", r->root->name,
-					       how, r->value - a->addr);
+					printf("  %s  -> %s +%#" PRIx64 "%s\n", r->root->name,
+					       how, r->value - a->addr, mark_);
 				else if (r->from_root)
-					printf("  %s (at %#" PRIx64 ")  -> %s +%#" PRIx64 "\n",
+					printf("  %s (at %#" PRIx64 ")  -> %s +%#" PRIx64 "%s\n",
 					       r->root->name, r->where, how,
-					       r->value - a->addr);
+					       r->value - a->addr, mark_);
 				else {
 					const struct hs_alloc *s = &heap->allocs[r->id];
 					char *field = hs_cli_field(snap, r->id, r->where - s->addr);

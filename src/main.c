@@ -47,6 +47,8 @@ static const char usage_text[] =
 	"  --format text|json output format (default text)\n"
 	"  --quiet            no warnings or progress on stderr\n"
 	"  --no-unexplained   writable memory nothing explains is not a root\n"
+	"  --conservative-roots  every register and the red zone below each stack\n"
+	"                     pointer are roots, however the thread stopped\n"
 	"  --threads N        worker threads (default: one per CPU)\n"
 	"  --stats            time and memory of each phase, on stderr\n"
 	"  --help             this text\n"
@@ -131,6 +133,7 @@ enum {
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
 	OPT_FORCE, OPT_PPROF, OPT_FOLDED, OPT_HTML, OPT_RAW,
+	OPT_CONSERVATIVE_ROOTS,
 };
 
 /* Which command takes which command-specific option. */
@@ -168,6 +171,7 @@ static const struct option long_opts[] = {
 	{"folded", required_argument, NULL, OPT_FOLDED},
 	{"html", required_argument, NULL, OPT_HTML},
 	{"raw", no_argument, NULL, OPT_RAW},
+	{"conservative-roots", no_argument, NULL, OPT_CONSERVATIVE_ROOTS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -374,6 +378,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_UNEXPLAINED:
 			cli.opts.no_unexplained = true;
+			break;
+		case OPT_CONSERVATIVE_ROOTS:
+			cli.opts.conservative_roots = true;
 			break;
 		case OPT_THREADS: {
 			uint64_t n;

@@ -125,6 +125,7 @@ const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 		} else {
 			struct hs_roots_options o = {
 				.unexplained = !snap->opts.no_unexplained,
+				.conservative = snap->opts.conservative_roots,
 			};
 			{
 				double t0 = hs_now();

@@ -27,6 +27,7 @@ struct hs_options {
 	FILE *warnings;         /* where warnings go as they happen, or NULL */
 	bool progress;          /* progress lines on the warnings stream */
 	bool no_unexplained;    /* no roots for unexplained writable memory */
+	bool conservative_roots;/* every register and red zone is a root */
 	unsigned threads;       /* worker threads (0: one per CPU) */
 };
 

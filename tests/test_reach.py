@@ -6,7 +6,10 @@ For every reachability fixture (tests/fixtures/rc_*.c, recorder in
 tests/fixtures/reach_record.h): run it until it stops, take a core with
 gcore, and compare with the record the fixture wrote:
   - `list --state all`: every recorded allocation has exactly its expected
-    class; with --no-unexplained, its expected class in that mode;
+    class; with --no-unexplained, and with --conservative-roots (every
+    register and red zone a root), its expected class in that mode; a block
+    the fixture says only a stale word holds (a red zone of a thread in a
+    system call) has "stale_ref": true;
   - `leaks` (both modes): every expected leak root is one, holding exactly
     the allocations charged to it (count and usable bytes); the summary
     agrees with `list`; no allocation the fixture did not make is leaked;
@@ -159,7 +162,7 @@ def check_fixture_claims(ck, name, snap):
         for h in a["holders"]:
             kind = h["kind"]
             tid = tid_of(rec, h["thread"]) if "thread" in h else None
-            if kind == "frame" or (kind == "dead" and tid is not None):
+            if kind in ("frame", "stale") or (kind == "dead" and tid is not None):
                 stack_tids.add(tid)
             if kind == "register":
                 ask({"op": "reg", "tid": tid, "reg": h["name"]}, a, h, "value")
@@ -216,13 +219,18 @@ def check_fixture_claims(ck, name, snap):
                                                    ans["size"]))
     for a in rec["allocations"]:
         for h in a["holders"]:
-            if h["kind"] not in ("frame", "dead") or "thread" not in h:
+            if h["kind"] not in ("frame", "dead", "stale") or "thread" not in h:
                 continue  # a dead word of an exited thread: no frames
             fr = frames.get(tid_of(rec, h["thread"]))
             at = holder_at(rec, h, frames)
             if not fr or at is None:
                 continue  # reported above
-            if h["kind"] == "frame":
+            if h["kind"] == "stale":
+                sp = fr[0]["sp"]
+                ck.check("%s: fixture: %s: word %#x is in the red zone (sp - %d .. sp)"
+                         % (name, desc(a), at, RED_ZONE), sp - RED_ZONE <= at < sp,
+                         "sp %#x" % sp)
+            elif h["kind"] == "frame":
                 f = frame_of(fr, at)
                 ck.check("%s: fixture: %s: slot %#x is in a %s frame"
                          % (name, desc(a), at, h["name"]),
@@ -259,6 +267,13 @@ def check_classes(ck, name, rec, lst, key, mode):
             ck.check("%s: %s listed size" % (name, desc(a)),
                      e.get("size") == a["usable"],
                      "record usable %s, listed %s" % (a["usable"], e.get("size")))
+        stale = any(h["kind"] == "stale" for h in a["holders"])
+        if stale and mode != "conservative-roots":
+            ck.check("%s: %s is flagged stale_ref (%s)" % (name, desc(a), mode),
+                     e.get("stale_ref") is True, "entry %s" % e)
+        if mode == "conservative-roots":
+            ck.check("%s: %s: no stale_ref with --conservative-roots" % (name, desc(a)),
+                     "stale_ref" not in e, "entry %s" % e)
     recorded = {hx(a["address"]) for a in rec["allocations"]}
     others = ["%s size %s %s (%s)" % (e["address"], e.get("size"), e.get("reach"),
                                       e.get("where"))
@@ -394,6 +409,18 @@ def check_show(ck, name, snap, a, shown, frames, values, expected_class):
             continue
         tid = tid_of(rec, h["thread"]) if "thread" in h else None
         want_at = holder_at(rec, h, frames)
+        if kind == "stale":
+            # a root word the live rule rejects: shown, flagged stale
+            hits = [p for p in roots if p.get("stale") is True and
+                    (want_at is None or hx(p.get("at", "0x0")) == want_at & ~7)]
+            ck.check("%s: show %s: the stale word at %s is shown as stale"
+                     % (name, d, "%#x" % want_at if want_at else "?"), bool(hits),
+                     "roots in pointed_by: %s" % roots)
+            live = [p["root"] for p in roots
+                    if want_at is not None and not p.get("stale") and
+                    want_at & ~7 <= hx(p.get("at", "0x0")) < want_at + 8]
+            ck.errors("%s: show %s: the stale word is no live root" % (name, d), live)
+            continue
         if kind in ("dead", "unaligned"):
             if want_at is None:
                 continue
@@ -443,7 +470,8 @@ def check_show(ck, name, snap, a, shown, frames, values, expected_class):
     # the definitions, as `show` reports them
     if got in LEAKED:
         bad = [json.dumps(p) for p in pointed
-               if "root" in p or p.get("reach") not in LEAKED]
+               if ("root" in p and not p.get("stale"))
+               or ("root" not in p and p.get("reach") not in LEAKED)]
         ck.errors("%s: show %s: a leaked block is pointed to by leaked blocks only"
                   % (name, d), bad)
     if got == "reachable":
@@ -472,7 +500,8 @@ def show_all(snap, addrs):
 def check_heapsift(ck, name, snap, frames, values):
     rec = snap.record
     modes = [("default", (), "expect"),
-             ("no-unexplained", ("--no-unexplained",), "expect_strict")]
+             ("no-unexplained", ("--no-unexplained",), "expect_strict"),
+             ("conservative-roots", ("--conservative-roots",), "expect_conservative")]
     for mode, extra, key in modes:
         try:
             lst = hstest.heapsift_json("list", snap, "--state", "all", *extra)
