@@ -741,7 +741,7 @@ static struct hs_error *build(struct builder *b,
 	b->r->unwound = true;
 	struct hs_thread_frames *tf = NULL;
 	size_t ntf = 0;
-	err = hs_dwarf_unwind_all(b->dw, &tf, &ntf);
+	err = hs_dwarf_unwind_all(b->dw, core, &tf, &ntf);
 	if (err && err->code == HS_ERR_NOMEM)
 		return err;
 	if (err) {
@@ -749,11 +749,8 @@ static struct hs_error *build(struct builder *b,
 		hs_error_destroy(err);
 	}
 	for (size_t t = 0; t < core->nthreads; t++) {
-		const struct hs_thread_frames *mine = NULL;
-		for (size_t k = 0; k < ntf; k++)
-			if (tf[k].tid == core->threads[t].tid)
-				mine = &tf[k];
-		if ((err = thread_stack(b, t, mine))) {
+		/* tf[t] is thread t's, whatever its thread id says */
+		if ((err = thread_stack(b, t, t < ntf ? &tf[t] : NULL))) {
 			hs_dwarf_frames_free(tf, ntf);
 			return err;
 		}

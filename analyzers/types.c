@@ -340,7 +340,7 @@ static struct hs_error *seed_variables(struct ctx *c)
 	 * the stack pointer of frame k + 1 (its caller) */
 	struct hs_thread_frames *tf = NULL;
 	size_t ntf = 0;
-	struct hs_error *uerr = err ? NULL : hs_dwarf_unwind_all(c->dw, &tf, &ntf);
+	struct hs_error *uerr = err ? NULL : hs_dwarf_unwind_all(c->dw, c->core, &tf, &ntf);
 	if (uerr == &hs_error_nomem)
 		err = uerr;
 	else

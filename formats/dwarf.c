@@ -930,6 +930,177 @@ bool hs_dwarf_tls_block(struct hs_dwarf *dw, const struct hs_core *core,
 	return false;
 }
 
+/* Unwinding.  libdwfl's core backend (dwfl_core_file_attach) is not used:
+ * in elfutils 0.188 its next_thread callback hands each NT_PRSTATUS pr_pid
+ * to dwfl_getthreads as it is, and a pr_pid of 0 or below, which the
+ * iteration takes for "no more threads" or "error", ends it there: the
+ * threads after that note are never seen, and the 16 bytes the backend
+ * allocated for the iteration are lost (docs/dependencies.md).  libdwfl gets
+ * the core's threads from hs_core instead, thread i under the id i + 1
+ * (always valid), with its registers from the note and the stack from the
+ * core's segments.  Nothing is allocated per iteration, so an iteration that
+ * stops early loses nothing either. */
+
+/* The dwfl_arg of the callbacks, for as long as the Dwfl: unwind_detach
+ * (called by dwfl_end) frees it. */
+struct unwind_src {
+	const struct hs_core *core;
+	size_t next;            /* threads handed out in this iteration */
+};
+
+static pid_t unwind_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	struct unwind_src *src = arg;
+	if (!*thread_argp) {
+		src->next = 0;
+		*thread_argp = src;
+	}
+	if (src->next >= src->core->nthreads)
+		return 0;
+	return (pid_t)++src->next;  /* nthreads is at most 2^20 */
+}
+
+static bool unwind_memory_read(Dwfl *dwfl, Dwarf_Addr addr,
+			       Dwarf_Word *result, void *arg)
+{
+	(void)dwfl;
+	const struct unwind_src *src = arg;
+	/* the bytes as they are in the file, untraced, as libdwfl's own
+	 * backend reads them; pages the dumper left out are no stack */
+	const void *p = hs_core_ptr(src->core, addr, sizeof(*result));
+	if (!p)
+		return false;
+	memcpy(result, p, sizeof(*result));
+	return true;
+}
+
+static bool unwind_set_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct unwind_src *src = arg;
+	pid_t id = dwfl_thread_tid(thread);
+	if (id <= 0 || (size_t)id > src->core->nthreads)
+		return false;
+	const uint64_t *r = src->core->threads[id - 1].regs;
+	/* DWARF register numbers 0-16 of x86-64 */
+	const Dwarf_Word regs[] = {
+		r[HS_REG_RAX], r[HS_REG_RDX], r[HS_REG_RCX], r[HS_REG_RBX],
+		r[HS_REG_RSI], r[HS_REG_RDI], r[HS_REG_RBP], r[HS_REG_RSP],
+		r[HS_REG_R8], r[HS_REG_R9], r[HS_REG_R10], r[HS_REG_R11],
+		r[HS_REG_R12], r[HS_REG_R13], r[HS_REG_R14], r[HS_REG_R15],
+		r[HS_REG_RIP],
+	};
+	if (!dwfl_thread_state_registers(thread, 0, sizeof(regs) / sizeof(*regs),
+					 regs))
+		return false;
+	dwfl_thread_state_register_pc(thread, r[HS_REG_RIP]);
+	return true;
+}
+
+static void unwind_detach(Dwfl *dwfl, void *arg)
+{
+	(void)dwfl;
+	free(arg);
+}
+
+static const Dwfl_Thread_Callbacks unwind_callbacks = {
+	.next_thread = unwind_next_thread,
+	.memory_read = unwind_memory_read,
+	.set_initial_registers = unwind_set_registers,
+	.detach = unwind_detach,
+};
+
+/* Linux's PID_MAX_LIMIT on 64-bit machines: no thread id is above it. */
+enum { TID_MAX = 4 * 1024 * 1024 };
+
+struct tid_at {
+	int32_t tid;
+	uint32_t index;
+};
+
+static int cmp_tid_at(const void *a, const void *b)
+{
+	const struct tid_at *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* One warning for the threads whose NT_PRSTATUS pr_pid no thread can have:
+ * 0 or below, above TID_MAX, or an earlier thread's. */
+static struct hs_error *check_tids(struct hs_dwarf *dw,
+				   const struct hs_core *core)
+{
+	size_t n = core->nthreads;
+	if (!n)
+		return NULL;
+	struct tid_at *v = malloc(n * sizeof(*v));
+	uint32_t *same = calloc(n, sizeof(*same));  /* 1 + earlier thread */
+	if (!v || !same) {
+		free(v);
+		free(same);
+		return &hs_error_nomem;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct tid_at){core->threads[i].tid, (uint32_t)i};
+	hs_sort(v, n, sizeof(*v), cmp_tid_at);
+	for (size_t i = 1; i < n; i++)
+		if (v[i].tid == v[i - 1].tid)
+			same[v[i].index] = same[v[i - 1].index] ?
+					   same[v[i - 1].index] :
+					   v[i - 1].index + 1;
+	free(v);
+	char list[256] = "";
+	size_t bad = 0, len = 0;
+	for (size_t i = 0; i < n; i++) {
+		int32_t tid = core->threads[i].tid;
+		bool range = tid > 0 && tid <= TID_MAX;
+		if (range && !same[i])
+			continue;
+		if (++bad > 3)
+			continue;
+		int m = range ?
+			snprintf(list + len, sizeof(list) - len,
+				 "%sthread %zu has %d (thread %u's)",
+				 len ? ", " : "", i + 1, tid, same[i]) :
+			snprintf(list + len, sizeof(list) - len,
+				 "%sthread %zu has %d", len ? ", " : "", i + 1,
+				 tid);
+		if (m > 0)
+			len += (size_t)m < sizeof(list) - len ?
+			       (size_t)m : sizeof(list) - len - 1;
+	}
+	free(same);
+	if (bad > 3)
+		hs_log_warn(dw->log, "%s: impossible thread ids (NT_PRSTATUS pr_pid): %s, and %zu more threads; these are unwound all the same, named by their place in the core",
+			    core->path, list, bad - 3);
+	else if (bad)
+		hs_log_warn(dw->log, "%s: impossible thread ids (NT_PRSTATUS pr_pid): %s; these threads are unwound all the same, named by their place in the core",
+			    core->path, list);
+	return NULL;
+}
+
+static struct hs_error *unwind_attach(struct hs_dwarf *dw,
+				      const struct hs_core *core)
+{
+	struct hs_error *err = check_tids(dw, core);
+	if (err)
+		return err;
+	struct unwind_src *src = calloc(1, sizeof(*src));
+	if (!src)
+		return &hs_error_nomem;
+	src->core = core;
+	pid_t pid = core->process.valid ? core->process.pid : 0;
+	if (dwfl_attach_state(dw->dwfl, dw->core_elf, pid, &unwind_callbacks,
+			      src)) {
+		dw->attached = true;
+	} else {
+		free(src);
+		dw->attach_failed = true;
+	}
+	return NULL;
+}
+
 struct unwind_arg {
 	struct hs_frame *frames;
 	size_t n, cap;
@@ -961,49 +1132,46 @@ static int frame_cb(Dwfl_Frame *state, void *varg)
 }
 
 struct threads_arg {
-	struct hs_thread_frames *t;
-	size_t n, cap;
+	struct hs_thread_frames *t;  /* one per thread of the core */
+	size_t n;
 	bool nomem;
 };
 
 static int thread_cb(Dwfl_Thread *thread, void *varg)
 {
 	struct threads_arg *ta = varg;
-	if (ta->n == ta->cap) {
-		size_t cap = ta->cap ? 2 * ta->cap : 16;
-		struct hs_thread_frames *t = realloc(ta->t, cap * sizeof(*t));
-		if (!t) {
-			ta->nomem = true;
-			return DWARF_CB_OK;  /* run to the end all the same */
-		}
-		ta->t = t;
-		ta->cap = cap;
-	}
+	pid_t id = dwfl_thread_tid(thread);  /* index + 1 */
+	if (id <= 0 || (size_t)id > ta->n)
+		return DWARF_CB_OK;
 	struct unwind_arg a = {0};
 	dwfl_thread_getframes(thread, frame_cb, &a);
 	if (a.nomem)
 		ta->nomem = true;
-	ta->t[ta->n++] = (struct hs_thread_frames){
-		.tid = dwfl_thread_tid(thread), .frames = a.frames, .n = a.n,
-	};
+	ta->t[id - 1].frames = a.frames;
+	ta->t[id - 1].n = a.n;
 	return DWARF_CB_OK;
 }
 
 struct hs_error *hs_dwarf_unwind_all(struct hs_dwarf *dw,
+				     const struct hs_core *core,
 				     struct hs_thread_frames **ret,
 				     size_t *count)
 {
 	if (!dw->attached && !dw->attach_failed) {
-		if (dwfl_core_file_attach(dw->dwfl, dw->core_elf) < 0)
-			dw->attach_failed = true;
-		else
-			dw->attached = true;
+		struct hs_error *err = unwind_attach(dw, core);
+		if (err)
+			return err;
 	}
 	if (!dw->attached)
 		return hs_error_create(HS_ERR_DWARF,
 				       "cannot attach to the core for unwinding: %s",
 				       dwfl_errmsg(-1));
-	struct threads_arg ta = {0};
+	struct threads_arg ta = {.n = core->nthreads};
+	ta.t = calloc(ta.n ? ta.n : 1, sizeof(*ta.t));
+	if (!ta.t)
+		return &hs_error_nomem;
+	for (size_t i = 0; i < ta.n; i++)
+		ta.t[i].tid = core->threads[i].tid;
 	dwfl_getthreads(dw->dwfl, thread_cb, &ta);
 	if (ta.nomem) {
 		hs_dwarf_frames_free(ta.t, ta.n);

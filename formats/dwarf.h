@@ -141,12 +141,14 @@ struct hs_thread_frames {
 	size_t n;
 };
 
-/* Unwinds every thread of the core (CFI, through libdwfl).  *ret is
- * malloc'ed, as is each frames array; hs_dwarf_frames_free() frees them.
- * Threads libdwfl cannot unwind have n == 0.  (All threads in one pass:
- * libdwfl's core backend frees its per-thread state only when an
- * iteration runs to the end.) */
+/* Unwinds every thread of the core (CFI, through libdwfl), core being the
+ * one dw was made from: (*ret)[i] is core->threads[i], *count is
+ * core->nthreads.  *ret is malloc'ed, as is each frames array;
+ * hs_dwarf_frames_free() frees them.  Threads libdwfl cannot unwind have
+ * n == 0.  The first call warns once about thread ids (pr_pid) no thread
+ * can have: those threads are unwound all the same. */
 struct hs_error *hs_dwarf_unwind_all(struct hs_dwarf *dw,
+				     const struct hs_core *core,
 				     struct hs_thread_frames **ret,
 				     size_t *count);
 void hs_dwarf_frames_free(struct hs_thread_frames *t, size_t count);

@@ -11,7 +11,10 @@ Two ways to use it:
   Low level, any core:
     corrupt_core.py IN OUT --u64 VADDR=VALUE ... --bytes VADDR=HEX ...
                            --safe-ptr FIELD_VADDR=TARGET ...
+                           --pr-pid N=TID ...
     corrupt_core.py IN --read VADDR[:LEN]
+  (--pr-pid patches the notes, not memory: pr_pid of the Nth CORE/NT_PRSTATUS
+  note, 1 being the first thread's)
 
   Recipes for the corruptme fixture (tests/fixtures/corruptme.c), whose
   record file (written through $HS_RECORD) lists the addresses involved:
@@ -106,6 +109,47 @@ def note_segment(path):
         if s.type == PT_NOTE:
             return s
     raise CoreError("%s: no PT_NOTE" % path)
+
+
+NT_PRSTATUS = 1
+PRSTATUS_PID = 32   # pr_pid in the NT_PRSTATUS descriptor (formats/elfcore.c)
+
+
+def prstatus_pids(path):
+    """[(file offset of pr_pid, pr_pid)] for each CORE/NT_PRSTATUS note of the
+    first PT_NOTE segment, in note order (the order of the core's threads)."""
+    note = note_segment(path)
+    with open(path, "rb") as f:
+        f.seek(note.offset)
+        data = f.read(note.filesz)
+    out = []
+    p = 0
+    while p + 12 <= len(data):
+        namesz, descsz, ntype = struct.unpack_from("<III", data, p)
+        desc = p + 12 + ((namesz + 3) & ~3)
+        if desc + descsz > len(data):
+            break
+        name = data[p + 12:p + 12 + namesz].rstrip(b"\0")
+        if name == b"CORE" and ntype == NT_PRSTATUS and descsz >= PRSTATUS_PID + 4:
+            pid = struct.unpack_from("<i", data, desc + PRSTATUS_PID)[0]
+            out.append((note.offset + desc + PRSTATUS_PID, pid))
+        p = desc + ((descsz + 3) & ~3)
+    return out
+
+
+def set_pr_pids(path, values):
+    """values: {thread number (1 = the first NT_PRSTATUS note): pr_pid}.
+    Patches path in place; returns the old values."""
+    pids = prstatus_pids(path)
+    old = {}
+    with open(path, "r+b") as f:
+        for n, tid in values.items():
+            if not 1 <= n <= len(pids):
+                raise CoreError("%s: no thread %d (the core has %d)" % (path, n, len(pids)))
+            off, old[n] = pids[n - 1]
+            f.seek(off)
+            f.write(struct.pack("<I", tid & 0xFFFFFFFF))
+    return old
 
 
 def segment_of(segs, vaddr):
@@ -340,6 +384,8 @@ def main(argv=None):
     ap.add_argument("--safe-ptr", action="append", default=[], type=parse_assign,
                     metavar="FIELD=TARGET",
                     help="store PROTECT_PTR(FIELD, TARGET) at FIELD")
+    ap.add_argument("--pr-pid", action="append", default=[], type=parse_assign,
+                    metavar="N=TID", help="set pr_pid of the Nth NT_PRSTATUS note")
     ap.add_argument("--record")
     ap.add_argument("--recipe", choices=RECIPES)
     args = ap.parse_args(argv)
@@ -368,6 +414,8 @@ def main(argv=None):
                 core.write(vaddr, bytes.fromhex(val))
             for vaddr, val in args.safe_ptr:
                 core.put_u64(vaddr, protect_ptr(vaddr, int(val, 0)))
+        if args.pr_pid:
+            set_pr_pids(args.out, {n: int(v, 0) for n, v in args.pr_pid})
         return 0
     except (CoreError, OSError) as e:
         print("corrupt_core: %s" % e, file=sys.stderr)

@@ -13,7 +13,11 @@ Cases:
   - allocator metadata corrupted by tests/corrupt_core.py (fastbin loop,
     tcache loop, impossible chunk sizes, main_arena.top out of range): exit 0
     with a warning naming the problem, and the allocations before the
-    corruption still listed.
+    corruption still listed;
+  - impossible thread ids (NT_PRSTATUS pr_pid 0, -1, 2^31-1, -2^31, another
+    thread's) in the two-thread rc_stack core: leaks exits 0 with one
+    warning naming the thread, and every thread's stack is still unwound
+    (show names the frame of each thread that holds a block).
 
 Standard library only.  Prints "N passed, M failed" last and exits 1 on any
 failure.
@@ -532,6 +536,118 @@ def test_corrupted(core, rec):
 
 
 # ---------------------------------------------------------------------------
+# Impossible thread ids.
+
+TID_WARN = r"impossible thread id"
+
+
+def frame_held(rec):
+    """[(address, thread number, function)]: for each thread of the rc_stack
+    record, the shallowest and the deepest block of its recursion
+    (deep_holder, worker_holder), each held by one frame only."""
+    by_thread = {}
+    for a in rec.get("allocations", []):
+        frames = [h for h in a.get("holders", []) if h.get("kind") == "frame"]
+        if (len(frames) == 1 and a.get("expect") == "reachable"
+                and str(frames[0].get("name")).endswith("_holder")):
+            by_thread.setdefault(a["thread"], []).append(
+                (int(a["address"], 16), a["thread"] + 1, frames[0]["name"]))
+    out = []
+    for t in sorted(by_thread):
+        blocks = by_thread[t]
+        out += [blocks[0], blocks[-1]] if len(blocks) > 1 else blocks
+    return out
+
+
+def check_frames(path, blocks):
+    """Each block's holder is a frame of its own thread, named for the
+    function: that thread was unwound."""
+    probs = []
+    for addr, thread, func in blocks:
+        r = hs("show", path, "%#x" % addr, "--format", "json")
+        p = basic_problems(r)
+        if not p and r.rc != 0:
+            p.append("exit %s, want 0: %s" % (r.rc, r.describe()))
+        doc = parse_json(r, p) if not p else None
+        if doc is not None:
+            roots = [x.get("root", "") for x in doc.get("pointed_by", [])
+                     if isinstance(x, dict)]
+            pat = r"^thread %d \(tid -?\d+\) frame #\d+ %s\b" % (thread, re.escape(func))
+            if not any(re.search(pat, str(x)) for x in roots):
+                p.append("%#x: held by %r, want a root matching /%s/" % (addr, roots, pat))
+        probs += p
+    return probs
+
+
+def test_thread_ids():
+    fixture = os.path.join(P["fixtures"], "rc_stack")
+    try:
+        core, recpath = u.take_core(fixture, WORK, "rc_stack")
+        with open(recpath) as f:
+            rec = json.load(f)
+        tids = [tid for _, tid in cc.prstatus_pids(core)]
+    except (RuntimeError, OSError, ValueError, cc.CoreError) as e:
+        R.case("impossible thread ids: take the rc_stack core", [str(e)])
+        return
+    blocks = frame_held(rec)
+    if len(tids) != 2 or len({t for _, t, _ in blocks}) != 2:
+        R.case("impossible thread ids: the rc_stack core",
+               ["want 2 threads with frame-held blocks, got %d NT_PRSTATUS notes and %r"
+                % (len(tids), blocks)])
+        return
+
+    def leaks_case(path, warn):
+        r = hs("leaks", path, "--format", "json")
+        probs = basic_problems(r)
+        if not probs and r.rc != 0:
+            probs.append("exit %s, want 0: %s" % (r.rc, r.describe()))
+        if probs:
+            return probs
+        doc = parse_json(r, probs)
+        if doc is None:
+            return probs
+        roots = doc.get("roots") if isinstance(doc.get("roots"), dict) else {}
+        if roots.get("stacks_unwound") is not True:
+            probs.append("roots.stacks_unwound is %r, want true" % roots.get("stacks_unwound"))
+        said = [ln for ln in stderr_lines(r) if re.search(TID_WARN, ln, re.I)]
+        if warn is None:
+            if said:
+                probs.append("warns about thread ids: %r" % said)
+            return probs
+        probs += expect_error_or_warned(r, warn)[0]
+        if len(said) != 1:
+            probs.append("want the thread id warning once on stderr, got %d: %r"
+                         % (len(said), said))
+        return probs
+
+    R.case("impossible thread ids: control (uncorrupted core): leaks",
+           leaks_case(core, None))
+    R.case("impossible thread ids: control: each thread's frames",
+           check_frames(core, blocks))
+
+    # The core itself is patched for each variant, and restored.
+    path = core
+    variants = [
+        ("pr_pid 0 in the first thread", {1: 0}),
+        ("pr_pid -1 in the second thread", {2: -1}),
+        ("pr_pid 2^31-1 in the first thread", {1: 0x7FFFFFFF}),
+        ("pr_pid -2^31 in the second thread", {2: -0x80000000}),
+        ("the second thread's pr_pid equal to the first's", {2: tids[0]}),
+        ("pr_pid 0 in every thread", {1: 0, 2: 0}),
+    ]
+    for name, values in variants:
+        old = cc.set_pr_pids(path, values)
+        try:
+            n = min(values)
+            warn = [TID_WARN, r"pr_pid", r"\bthread %d has %d\b" % (n, values[n])]
+            R.case("impossible thread ids, %s: leaks" % name, leaks_case(path, warn))
+            R.case("impossible thread ids, %s: each thread's frames" % name,
+                   check_frames(path, blocks))
+        finally:
+            cc.set_pr_pids(path, old)
+
+
+# ---------------------------------------------------------------------------
 
 def main():
     if not os.access(HS, os.X_OK):
@@ -554,6 +670,7 @@ def main():
     test_missing_debuginfo(core)
     test_control(core, rec)
     test_corrupted(core, rec)
+    test_thread_ids()
     status = R.finish()
     if status == 0:
         shutil.rmtree(WORK, ignore_errors=True)
