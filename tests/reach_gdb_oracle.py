@@ -49,7 +49,10 @@ def answer(q):
         return {"addr": addr, "value": int.from_bytes(raw, "little")}
     if op == "reg":
         thread_by_tid(q["tid"]).switch()
-        return {"value": u64(gdb.newest_frame().read_register(q["reg"]))}
+        reg = gdb.newest_frame().read_register(q["reg"])
+        if q["reg"].startswith(("xmm", "ymm", "zmm")):
+            reg = reg["v2_int64"][0] if q["reg"].startswith("xmm") else reg["v4_int64"][0]
+        return {"value": u64(reg)}
     if op == "frames":
         thread_by_tid(q["tid"]).switch()
         frames = []

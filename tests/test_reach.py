@@ -164,7 +164,8 @@ def check_fixture_claims(ck, name, snap):
             tid = tid_of(rec, h["thread"]) if "thread" in h else None
             if kind in ("frame", "stale") or (kind == "dead" and tid is not None):
                 stack_tids.add(tid)
-            if kind == "register":
+            if kind == "register" or (kind == "stale" and "sp_offset" not in h
+                                      and "at" not in h):
                 ask({"op": "reg", "tid": tid, "reg": h["name"]}, a, h, "value")
                 continue
             if "sp_offset" in h:
@@ -349,7 +350,9 @@ def root_name_re(h, tid, exe):
     if kind == "global":
         return r"global %s in %s$" % (re.escape(h["name"]), re.escape(module))
     if kind == "register":
-        return t + re.escape(h["name"]) + "$"
+        # a vector register's root is one of its 8-byte lanes: xmm0[0]
+        lane = r"\[\d\]" if h["name"][:3] in ("xmm", "ymm", "zmm") else ""
+        return t + re.escape(h["name"]) + lane + "$"
     if kind == "tls":
         return t + r"TLS %s in %s$" % (re.escape(h["name"]), re.escape(module))
     if kind == "frame":
@@ -412,7 +415,9 @@ def check_show(ck, name, snap, a, shown, frames, values, expected_class):
         if kind == "stale":
             # a root word the live rule rejects: shown, flagged stale
             hits = [p for p in roots if p.get("stale") is True and
-                    (want_at is None or hx(p.get("at", "0x0")) == want_at & ~7)]
+                    (want_at is None or hx(p.get("at", "0x0")) == want_at & ~7) and
+                    ("at" in p or "sp_offset" in h or
+                     re.search(r"\b%s \(dead" % re.escape(h.get("name") or ""), p["root"]))]
             ck.check("%s: show %s: the stale word at %s is shown as stale"
                      % (name, d, "%#x" % want_at if want_at else "?"), bool(hits),
                      "roots in pointed_by: %s" % roots)
