@@ -149,24 +149,26 @@ static bool push_edge(struct part *p, uint32_t e)
 	return true;
 }
 
-/* Sorts a source's edges by target with the start edge first, and keeps
- * one per target. */
+/* Sorts a source's edges by target with the start edge first, then a
+ * rule's, then an interior one, and keeps one per target. */
 static size_t unique_edges(uint32_t *e, size_t n)
 {
 	if (n < 2)
 		return n;
-	/* sort by (id, interior): start (0) before interior */
+	/* sort by (id, rank): start 0, rule 1, interior 2 */
 	for (size_t i = 0; i < n; i++)
-		e[i] = (HS_EDGE_ID(e[i]) << 1 | (e[i] >> 31)) ;
+		e[i] = HS_EDGE_ID(e[i]) << 2 |
+		       ((e[i] & HS_EDGE_INTERIOR) ? 2 : (e[i] & HS_EDGE_RULE) ? 1 : 0);
 	hs_sort(e, n, sizeof(*e), cmp_u32);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (k && (e[k - 1] >> 1) == (e[i] >> 1))
+		if (k && (e[k - 1] >> 2) == (e[i] >> 2))
 			continue;
 		e[k++] = e[i];
 	}
 	for (size_t i = 0; i < k; i++)
-		e[i] = (e[i] >> 1) | ((e[i] & 1) ? HS_EDGE_INTERIOR : 0);
+		e[i] = (e[i] >> 2) | ((e[i] & 3) == 2 ? HS_EDGE_INTERIOR :
+				      (e[i] & 3) == 1 ? HS_EDGE_RULE : 0);
 	return k;
 }
 
@@ -199,7 +201,15 @@ static void *scan_part(void *arg)
 				uint32_t t = hs_graph_target(g, v, &interior);
 				if (t == HS_NO_ALLOC || t == src)
 					continue;
-				if (!push_edge(p, t | (interior ? HS_EDGE_INTERIOR : 0))) {
+				uint32_t flag = 0;
+				if (interior) {
+					enum hs_rule rule = hs_rules_check(g->rules, &allocs[t], v);
+					flag = rule ? HS_EDGE_RULE : HS_EDGE_INTERIOR;
+					if (rule)
+						__atomic_store_n(&g->rule_of[t], (uint8_t)rule,
+								 __ATOMIC_RELAXED);
+				}
+				if (!push_edge(p, t | flag)) {
 					p->nomem = true;
 					return NULL;
 				}
@@ -214,10 +224,11 @@ static void *scan_part(void *arg)
 }
 
 struct hs_error *hs_graph_build(const struct hs_core *core,
-				const struct hs_heap *heap, unsigned nthreads,
+				const struct hs_heap *heap,
+				const struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret)
 {
-	if (heap->nallocs >= HS_EDGE_INTERIOR)
+	if (heap->nallocs >= HS_EDGE_MAX_IDS)
 		return hs_error_create(HS_ERR_UNSUPPORTED,
 				       "%zu allocations: more than the graph can index",
 				       heap->nallocs);
@@ -229,7 +240,11 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		goto fail;
 	g->n = (uint32_t)heap->nallocs;
 	g->offsets = malloc(((size_t)g->n + 1) * sizeof(*g->offsets));
-	if (!g->offsets) {
+	if (rules && rules->enabled) {
+		g->rules = rules;
+		g->rule_of = calloc((size_t)g->n + 1, 1);
+	}
+	if (!g->offsets || (g->rules && !g->rule_of)) {
 		err = &hs_error_nomem;
 		goto fail;
 	}
@@ -321,6 +336,7 @@ void hs_graph_destroy(struct hs_graph *g)
 	if (!g)
 		return;
 	addrmap_destroy(&g->map);
+	free(g->rule_of);
 	free(g->offsets);
 	free(g->edges);
 	free(g);

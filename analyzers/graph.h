@@ -10,9 +10,11 @@
  *
  * Graph: compressed sparse rows.  offsets[i]..offsets[i+1] index the edges
  * of allocation i; an edge is the target's id with HS_EDGE_INTERIOR set
- * when the pointer hit the target's interior rather than its start.  Edges
- * of one source are sorted and unique (a start pointer wins over interior
- * ones), self-pointers are dropped.  Sources and targets are the used
+ * when the pointer hit the target's interior rather than its start, or
+ * HS_EDGE_RULE when it hit the interior where a header rule (rules.h) takes
+ * it for a start.  Edges of one source are sorted and unique (a start
+ * pointer wins over a rule's, which wins over an interior one),
+ * self-pointers are dropped.  Sources and targets are the used
  * allocations that belong to the program (not free, not allocator-internal).
  * Which word of the source held the pointer is not stored: rescan the
  * source (hs_graph_edges_at) when it is needed.
@@ -25,11 +27,15 @@
 #include <stdint.h>
 
 #include "analyzers/heap.h"
+#include "analyzers/rules.h"
 #include "formats/elfcore.h"
 #include "src/log.h"
 
 #define HS_EDGE_INTERIOR 0x80000000u
-#define HS_EDGE_ID(e) ((e) & ~HS_EDGE_INTERIOR)
+#define HS_EDGE_RULE 0x40000000u
+#define HS_EDGE_FLAGS (HS_EDGE_INTERIOR | HS_EDGE_RULE)
+#define HS_EDGE_ID(e) ((e) & ~HS_EDGE_FLAGS)
+#define HS_EDGE_MAX_IDS HS_EDGE_RULE    /* ids are below this */
 #define HS_NO_ALLOC UINT32_MAX
 
 struct hs_addrmap_span {
@@ -53,6 +59,10 @@ struct hs_graph {
 	uint32_t *edges;
 	uint64_t nedges;
 	uint64_t words_scanned;
+	/* Per allocation, the header rule that some pointer into it matched
+	 * (enum hs_rule), or NULL when no rule is on. */
+	uint8_t *rule_of;
+	const struct hs_rules *rules;
 };
 
 static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
@@ -64,9 +74,11 @@ static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
 /* The allocation whose usable range holds addr (any state), or HS_NO_ALLOC. */
 uint32_t hs_addrmap_lookup(const struct hs_addrmap *map, uint64_t addr);
 
-/* Builds the graph with up to nthreads threads. */
+/* Builds the graph with up to nthreads threads; rules (may be NULL) must
+ * outlive the graph. */
 struct hs_error *hs_graph_build(const struct hs_core *core,
-				const struct hs_heap *heap, unsigned nthreads,
+				const struct hs_heap *heap,
+				const struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret);
 void hs_graph_destroy(struct hs_graph *g);
 

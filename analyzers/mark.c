@@ -83,7 +83,8 @@ bool hs_roots_scan(const struct hs_core *core, const struct hs_roots *roots,
 struct mark_ctx {
 	const struct hs_graph *g;
 	uint8_t *reach;
-	struct stack start, interior;
+	uint8_t *via;
+	struct stack start, interior, rule;
 	bool nomem;
 };
 
@@ -99,7 +100,17 @@ static bool root_word(uint64_t v, const struct hs_root *r, uint64_t where,
 	uint32_t id = hs_graph_target(c->g, v, &interior);
 	if (id == HS_NO_ALLOC)
 		return true;
-	if (!spush(interior ? &c->interior : &c->start, id)) {
+	struct stack *st = interior ? &c->interior : &c->start;
+	if (interior && c->via) {
+		enum hs_rule rule = hs_rules_check(c->g->rules,
+						   &c->g->map.heap->allocs[id], v);
+		if (rule) {
+			st = &c->rule;
+			if (!c->via[id])
+				c->via[id] = (uint8_t)rule;
+		}
+	}
+	if (!spush(st, id)) {
 		c->nomem = true;
 		return false;
 	}
@@ -356,6 +367,61 @@ out:
 	return err;
 }
 
+/* From the blocks start pointers reach (and the root words in `seeds`, whose
+ * via is set), follows the edges a rule accepted, then start and rule
+ * edges from there; what is newly reached inherits the rule that led to it. */
+static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
+				   uint8_t *via, struct stack *seeds)
+{
+	struct stack st = {0};
+	/* root words set via on what they hit; start pointers win */
+	for (uint32_t v = 0; v < g->n; v++)
+		if (reach[v] == HS_REACH_REACHABLE)
+			via[v] = HS_RULE_NONE;
+	for (size_t i = 0; i < seeds->n; i++) {
+		uint32_t x = seeds->v[i];
+		if (reach[x] != HS_REACH_NONE)
+			continue;
+		reach[x] = HS_REACH_REACHABLE;
+		if (!spush(&st, x))
+			goto nomem;
+	}
+	for (uint32_t v = 0; v < g->n; v++) {
+		if (reach[v] != HS_REACH_REACHABLE || via[v])
+			continue;
+		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t x = g->edges[e];
+			if (!(x & HS_EDGE_RULE) || reach[HS_EDGE_ID(x)] != HS_REACH_NONE)
+				continue;
+			x = HS_EDGE_ID(x);
+			reach[x] = HS_REACH_REACHABLE;
+			via[x] = g->rule_of[x];
+			if (!spush(&st, x))
+				goto nomem;
+		}
+	}
+	while (st.n) {
+		uint32_t v = st.v[--st.n];
+		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t x = g->edges[e];
+			if (x & HS_EDGE_INTERIOR)
+				continue;
+			x = HS_EDGE_ID(x);
+			if (reach[x] != HS_REACH_NONE)
+				continue;
+			reach[x] = HS_REACH_REACHABLE;
+			via[x] = via[v];
+			if (!spush(&st, x))
+				goto nomem;
+		}
+	}
+	free(st.v);
+	return NULL;
+nomem:
+	free(st.v);
+	return &hs_error_nomem;
+}
+
 struct stale_ctx {
 	const struct hs_graph *g;
 	struct hs_mark *m;
@@ -404,9 +470,11 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 		return &hs_error_nomem;
 	uint32_t n = g->n;
 	m->reach = calloc(n ? n : 1, 1);
-	struct mark_ctx c = {.g = g, .reach = m->reach};
+	if (g->rule_of)
+		m->via = calloc(n ? n : 1, 1);
+	struct mark_ctx c = {.g = g, .reach = m->reach, .via = m->via};
 	struct hs_error *err = &hs_error_nomem;
-	if (!m->reach)
+	if (!m->reach || (g->rule_of && !m->via))
 		goto fail;
 	hs_roots_scan(core, roots, root_word, &c);
 	if (c.nomem)
@@ -420,7 +488,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 		uint32_t v = st->v[--st->n];
 		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
 			uint32_t x = g->edges[e];
-			if (x & HS_EDGE_INTERIOR)
+			if (x & HS_EDGE_FLAGS)
 				continue;
 			if (reach[x] == HS_REACH_NONE) {
 				reach[x] = HS_REACH_REACHABLE;
@@ -429,6 +497,11 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 			}
 		}
 	}
+	/* 1b. pointers a header rule accepts count as starts: what only
+	 * they reach is reachable, and says through which rule */
+	if (m->via && (err = rule_reach(g, reach, m->via, &c.rule)))
+		goto fail;
+	err = &hs_error_nomem;
 	/* 2. interior pointers too: possible */
 	st = &c.interior;
 	for (uint32_t v = 0; v < n; v++) {
@@ -475,14 +548,22 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 			m->stale.count++;
 			m->stale.bytes += heap->allocs[v].size;
 		}
+		if (m->via && m->via[v] && reach[v] == HS_REACH_REACHABLE) {
+			m->via_total[m->via[v]].count++;
+			m->via_total[m->via[v]].bytes += heap->allocs[v].size;
+		} else if (m->via) {
+			m->via[v] = HS_RULE_NONE;
+		}
 	}
 	free(c.start.v);
 	free(c.interior.v);
+	free(c.rule.v);
 	*ret = m;
 	return NULL;
 fail:
 	free(c.start.v);
 	free(c.interior.v);
+	free(c.rule.v);
 	hs_mark_destroy(m);
 	return err;
 }
@@ -492,6 +573,7 @@ void hs_mark_destroy(struct hs_mark *m)
 	if (!m)
 		return;
 	free(m->stale_ref);
+	free(m->via);
 	free(m->reach);
 	free(m->leak_roots);
 	free(m);

@@ -1,6 +1,7 @@
 /* The conservative mark: memcheck's leak classes, from the core alone.
  *
- *   reachable  a chain of start pointers from a root
+ *   reachable  a chain of start pointers from a root (a pointer that a
+ *              header rule accepts counts as a start: see rules.h)
  *   possible   reachable only when interior pointers count
  *   leak-root  leaked, and no other leaked allocation points to it (a
  *              pointer to itself does not count); of a cycle of leaked
@@ -17,6 +18,7 @@
 #include <stdint.h>
 
 #include "analyzers/graph.h"
+#include "analyzers/rules.h"
 #include "analyzers/roots.h"
 
 enum hs_reach {
@@ -47,6 +49,12 @@ struct hs_mark {
 	 * no stale root; their count and bytes. */
 	uint64_t *stale_ref;
 	struct hs_class_total stale;
+	/* Per allocation, the header rule (enum hs_rule) without which it
+	 * would not be reachable: it is reachable only through a pointer that
+	 * rule accepted, directly or through blocks so held.  NULL when no
+	 * rule is on.  Totals per rule. */
+	uint8_t *via;
+	struct hs_class_total via_total[HS_RULE_COUNT];
 	struct hs_leak_root *leak_roots;   /* by address */
 	size_t nleak_roots;
 };

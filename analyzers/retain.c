@@ -88,7 +88,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 				   unsigned nthreads,
 				   struct hs_retain **ret)
 {
-	if ((uint64_t)roots->n + HS_NODE_FIRST_ROOT + graph->n >= HS_EDGE_INTERIOR)
+	if ((uint64_t)roots->n + HS_NODE_FIRST_ROOT + graph->n >= HS_EDGE_MAX_IDS)
 		return hs_error_create(HS_ERR_UNSUPPORTED, "too many roots and allocations");
 	struct hs_retain *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -130,7 +130,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 		.n = r->base + graph->n, .na = r->base,
 		.head_off = r->head_off, .head_adj = r->head_adj,
 		.tail_off = graph->offsets, .tail_adj = graph->edges,
-		.tail_mask = ~HS_EDGE_INTERIOR,
+		.tail_mask = ~HS_EDGE_FLAGS,
 		.nthreads = nthreads,
 	};
 	struct weight_arg wa = {heap, r->base};

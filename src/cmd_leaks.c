@@ -125,6 +125,11 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		json_total(&w, "indirect", &t[HS_REACH_INDIRECT]);
 		json_total(&w, "leaked", &leaked);
 		json_total(&w, "stale_ref", &mark->stale);
+		hs_jsonw_key(&w, "via");
+		hs_jsonw_object_begin(&w);
+		for (int k = 1; k < HS_RULE_COUNT; k++)
+			json_total(&w, hs_rule_names[k], &mark->via_total[k]);
+		hs_jsonw_object_end(&w);
 		hs_jsonw_object_end(&w);
 		if (!rerr)
 			hs_cli_suspects_json(&w, snap);
@@ -196,6 +201,12 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			       t[order_cls[k]].count, hs_fmt_size(b1, t[order_cls[k]].bytes));
 		printf("%-10s %10" PRIu64 " %12s\n", "leaked", leaked.count,
 		       hs_fmt_size(b1, leaked.bytes));
+		for (int k = 1; k < HS_RULE_COUNT; k++)
+			if (mark->via_total[k].count)
+				printf("(reachable: %" PRIu64 " blocks, %s, only through pointers past a header that the %s rule accepts)\n",
+				       mark->via_total[k].count,
+				       hs_fmt_size(b1, mark->via_total[k].bytes),
+				       hs_rule_names[k]);
 		if (mark->stale.count)
 			printf("(%" PRIu64 " of these blocks, %s, are pointed to by a word the live rule rejects: a dead register or a red zone; `show` names it, --conservative-roots counts it)\n",
 			       mark->stale.count, hs_fmt_size(b1, mark->stale.bytes));

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyzers/rules.h"
 #include "formats/jsonw.h"
 #include "src/cli.h"
 
@@ -47,6 +48,8 @@ static const char usage_text[] =
 	"  --format text|json output format (default text)\n"
 	"  --quiet            no warnings or progress on stderr\n"
 	"  --no-unexplained   writable memory nothing explains is not a root\n"
+	"  --no-rule NAMES    header rules not to apply: all, stdstring, length64,\n"
+	"                     newarray, multipleinheritance (comma-separated)\n"
 	"  --conservative-roots  every register and the red zone below each stack\n"
 	"                     pointer are roots, however the thread stopped\n"
 	"  --threads N        worker threads (default: one per CPU)\n"
@@ -133,7 +136,7 @@ enum {
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
 	OPT_FORCE, OPT_PPROF, OPT_FOLDED, OPT_HTML, OPT_RAW,
-	OPT_CONSERVATIVE_ROOTS,
+	OPT_CONSERVATIVE_ROOTS, OPT_NO_RULE,
 };
 
 /* Which command takes which command-specific option. */
@@ -172,6 +175,7 @@ static const struct option long_opts[] = {
 	{"html", required_argument, NULL, OPT_HTML},
 	{"raw", no_argument, NULL, OPT_RAW},
 	{"conservative-roots", no_argument, NULL, OPT_CONSERVATIVE_ROOTS},
+	{"no-rule", required_argument, NULL, OPT_NO_RULE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -382,6 +386,14 @@ int main(int argc, char **argv)
 		case OPT_CONSERVATIVE_ROOTS:
 			cli.opts.conservative_roots = true;
 			break;
+		case OPT_NO_RULE: {
+			unsigned on = HS_RULES_ALL;
+			if (!hs_rules_parse_off(optarg, &on))
+				return usage_error("--no-rule takes all, stdstring, length64, newarray or multipleinheritance (separated by commas), not '%s'",
+						   optarg);
+			cli.opts.rules_off = optarg;
+			break;
+		}
 		case OPT_THREADS: {
 			uint64_t n;
 			if (!parse_size(optarg, &n) || n < 1 || n > 64)

@@ -45,6 +45,7 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 	hs_mark_destroy(snap->mark);
 	hs_error_destroy(snap->mark_err);
 	hs_graph_destroy(snap->graph);
+	hs_rules_fini(&snap->rules);
 	hs_error_destroy(snap->graph_err);
 	hs_roots_destroy(snap->roots);
 	hs_error_destroy(snap->roots_err);
@@ -161,8 +162,19 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 			unsigned n = worker_threads(snap);
 			{
 				double t0 = hs_now();
-				snap->graph_err = hs_graph_build(snap->core, heap, n,
-								 &snap->log, &snap->graph);
+				unsigned on = HS_RULES_ALL;
+				if (snap->opts.rules_off &&
+				    !hs_rules_parse_off(snap->opts.rules_off, &on))
+					on = HS_RULES_ALL;
+				struct hs_dwarf *dw = NULL;
+				if (hs_snapshot_dwarf(snap, &dw))
+					dw = NULL;
+				snap->graph_err = hs_rules_init(&snap->rules, snap->core,
+								heap, dw, on);
+				if (!snap->graph_err)
+					snap->graph_err = hs_graph_build(snap->core, heap,
+									 &snap->rules, n,
+									 &snap->log, &snap->graph);
 				snap->t_graph = hs_now() - t0;
 			}
 		}

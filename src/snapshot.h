@@ -28,6 +28,8 @@ struct hs_options {
 	bool progress;          /* progress lines on the warnings stream */
 	bool no_unexplained;    /* no roots for unexplained writable memory */
 	bool conservative_roots;/* every register and red zone is a root */
+	const char *rules_off;  /* header rules turned off ("all", or names
+				 * separated by commas), or NULL */
 	unsigned threads;       /* worker threads (0: one per CPU) */
 };
 
@@ -43,6 +45,7 @@ struct hs_snapshot {
 	struct hs_error *roots_err;
 	struct hs_graph *graph;
 	struct hs_error *graph_err;
+	struct hs_rules rules;          /* header rules the graph applies */
 	struct hs_mark *mark;
 	struct hs_error *mark_err;
 	struct hs_retain *retain;

@@ -1,0 +1,212 @@
+#include "analyzers/rules.h"
+
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/sort.h"
+
+const char *const hs_rule_names[HS_RULE_COUNT] = {
+	[HS_RULE_NONE] = "none",
+	[HS_RULE_STDSTRING] = "stdstring",
+	[HS_RULE_LENGTH64] = "length64",
+	[HS_RULE_NEWARRAY] = "newarray",
+	[HS_RULE_MULTIPLE_INHERITANCE] = "multipleinheritance",
+};
+
+enum { VTABLE_WORDS = 20, PAGE0 = 4096 };
+
+bool hs_rules_parse_off(const char *names, unsigned *enabled)
+{
+	while (*names) {
+		const char *end = strchr(names, ',');
+		size_t len = end ? (size_t)(end - names) : strlen(names);
+		bool found = false;
+		if (len == 3 && !strncmp(names, "all", 3)) {
+			*enabled = 0;
+			found = true;
+		}
+		for (int r = 1; r < HS_RULE_COUNT && !found; r++) {
+			if (strlen(hs_rule_names[r]) == len &&
+			    !strncmp(names, hs_rule_names[r], len)) {
+				*enabled &= ~(1u << r);
+				found = true;
+			}
+		}
+		if (!found)
+			return false;
+		names += len + (end ? 1 : 0);
+	}
+	return true;
+}
+
+/* How far below a block's usable size a request it served can be: the
+ * allocator's rounding (glibc: 16 bytes, a page for an mmapped chunk;
+ * jemalloc: the spacing of its size classes). */
+static uint64_t slack(const struct hs_rules *r, const struct hs_alloc *a)
+{
+	uint64_t s = a->size;
+	if (a->where == HS_WHERE_MMAPPED)
+		return 4096;
+	if (!r->heap->headerless)
+		return s <= 24 ? s + 1 : 16;
+	if (s <= 128)
+		return 16;
+	int lg = 63 - __builtin_clzll(s - 1);
+	return 1ull << (lg - 2);
+}
+
+/* A request of req bytes could have given this block. */
+static bool served(const struct hs_rules *r, const struct hs_alloc *a,
+		   uint64_t req)
+{
+	return req <= a->size && req + slack(r, a) > a->size;
+}
+
+static bool word(const struct hs_rules *r, uint64_t addr, uint64_t *v)
+{
+	return hs_core_read_u64(r->core, addr, v);
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct hs_exec_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static struct hs_error *add_exec(struct hs_rules *r, size_t *cap, uint64_t lo,
+				 uint64_t hi)
+{
+	if (r->nexec == *cap) {
+		*cap = *cap ? 2 * *cap : 64;
+		struct hs_exec_range *v = realloc(r->exec, *cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		r->exec = v;
+	}
+	r->exec[r->nexec++] = (struct hs_exec_range){lo, hi};
+	return NULL;
+}
+
+struct hs_error *hs_rules_init(struct hs_rules *r, const struct hs_core *core,
+			       const struct hs_heap *heap, struct hs_dwarf *dw,
+			       unsigned enabled)
+{
+	*r = (struct hs_rules){.core = core, .heap = heap, .enabled = enabled};
+	size_t cap = 0;
+	struct hs_error *err = NULL;
+	for (size_t i = 0; dw && !err && i < hs_dwarf_num_modules(dw); i++) {
+		struct hs_module *m = hs_dwarf_module(dw, i);
+		uint64_t bias;
+		Elf *elf = hs_dwarf_module_elf(dw, m, &bias);
+		size_t n;
+		if (!elf || elf_getphdrnum(elf, &n) != 0)
+			continue;
+		for (size_t k = 0; k < n && !err; k++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(elf, (int)k, &ph) && ph.p_type == PT_LOAD &&
+			    (ph.p_flags & PF_X) && ph.p_memsz)
+				err = add_exec(r, &cap, ph.p_vaddr + bias,
+					       ph.p_vaddr + bias + ph.p_memsz);
+		}
+	}
+	for (size_t i = 0; !err && i < core->nsegs; i++) {
+		const struct hs_core_segment *s = &core->segs[i];
+		if ((s->flags & HS_SEG_X) && s->file >= 0)
+			err = add_exec(r, &cap, s->vaddr, s->vaddr + s->memsz);
+	}
+	if (err) {
+		hs_rules_fini(r);
+		return err;
+	}
+	hs_sort(r->exec, r->nexec, sizeof(*r->exec), cmp_range);
+	return NULL;
+}
+
+void hs_rules_fini(struct hs_rules *r)
+{
+	free(r->exec);
+	r->exec = NULL;
+	r->nexec = 0;
+}
+
+/* In an executable segment of a module. */
+static bool executable(const struct hs_rules *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->nexec;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->exec[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges may overlap (a module's and the core's): look back a few */
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;)
+		if (addr >= r->exec[i].lo && addr < r->exec[i].hi)
+			return true;
+	return false;
+}
+
+/* A file-backed mapping of the process that the core holds, readable. */
+static bool file_readable(const struct hs_rules *r, uint64_t addr)
+{
+	const struct hs_core_segment *s = hs_core_find_segment(r->core, addr);
+	return s && (s->flags & HS_SEG_R) && hs_core_find_file(r->core, addr);
+}
+
+/* memcheck's vtable test: in a readable file mapping, and among its first
+ * 20 words at least two pointers into executable file mappings before any
+ * word that is neither null nor one. */
+static bool is_vtable(const struct hs_rules *r, uint64_t p)
+{
+	if (p % 8 || p < PAGE0 || !file_readable(r, p))
+		return false;
+	const struct hs_core_segment *s = hs_core_find_segment(r->core, p);
+	int fns = 0;
+	for (int i = 0; i < VTABLE_WORDS; i++) {
+		uint64_t at = p + 8 * (uint64_t)i, fn;
+		if (at + 8 > s->vaddr + s->memsz || !word(r, at, &fn))
+			return false;
+		if (!fn)
+			continue;
+		if (!executable(r, fn))
+			return false;
+		if (++fns == 2)
+			return true;
+	}
+	return false;
+}
+
+enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
+			    uint64_t v)
+{
+	if (!r || !r->enabled || v <= a->addr)
+		return HS_RULE_NONE;
+	uint64_t off = v - a->addr, w0, w1;
+	unsigned on = r->enabled;
+	if ((on & 1u << HS_RULE_STDSTRING) && off == 24 &&
+	    word(r, a->addr + 8, &w1) && w1 < a->size &&
+	    served(r, a, 24 + w1 + 1) && word(r, a->addr, &w0) && w0 <= w1)
+		return HS_RULE_STDSTRING;
+	if (off == 8 && word(r, a->addr, &w0) && w0 > 0 && w0 < a->size) {
+		if ((on & 1u << HS_RULE_LENGTH64) && served(r, a, w0 + 8))
+			return HS_RULE_LENGTH64;
+		if (on & 1u << HS_RULE_NEWARRAY) {
+			/* some request this block served leaves n elements
+			 * of equal size after the count */
+			uint64_t lo = a->size + 1 > slack(r, a) ? a->size + 1 - slack(r, a) : 8;
+			if (lo < 8 + w0)
+				lo = 8 + w0;
+			/* the first request >= lo that is 8 + a multiple of n */
+			uint64_t m = (lo - 8 + w0 - 1) / w0;
+			if (8 + m * w0 <= a->size)
+				return HS_RULE_NEWARRAY;
+		}
+	}
+	if ((on & 1u << HS_RULE_MULTIPLE_INHERITANCE) && off % 8 == 0 &&
+	    word(r, v, &w1) && word(r, a->addr, &w0) && is_vtable(r, w1) &&
+	    is_vtable(r, w0))
+		return HS_RULE_MULTIPLE_INHERITANCE;
+	return HS_RULE_NONE;
+}

@@ -1,0 +1,78 @@
+/* Header rules: when a pointer into a block's interior holds the block as
+ * a pointer to its start would.
+ *
+ * Programs point past a header of their own: a length before the data
+ * (sqlite), an element count before a C++ array (new T[n]), a string rep
+ * before the characters (pre-C++11 libstdc++), the second base of a class
+ * with multiple inheritance.  These are memcheck's four heuristics
+ * (valgrind's manual, --leak-check-heuristics), with memcheck's tests on
+ * the block's first words.  memcheck knows each block's requested size; a
+ * core records only the usable size, so where memcheck compares with the
+ * request, heapsift accepts any request that the usable size could have
+ * served (the allocator's rounding: 16 bytes for glibc, the size class's
+ * spacing for jemalloc).
+ *
+ *   stdstring            at +24: {length, capacity, refcount} then the
+ *                        characters; 24 + capacity + 1 is the request and
+ *                        length <= capacity
+ *   length64             at +8: the first word is the request less 8, > 0
+ *   newarray             at +8: the first word n > 0 divides the request
+ *                        less 8 (the elements)
+ *   multipleinheritance  at an aligned offset: the word there and the
+ *                        block's first word both point to vtables (at least
+ *                        two pointers into executable file mappings among
+ *                        the first 20 words, the rest null)
+ */
+#ifndef HS_RULES_H
+#define HS_RULES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analyzers/heap.h"
+#include "formats/dwarf.h"
+#include "formats/elfcore.h"
+#include "src/error.h"
+
+enum hs_rule {
+	HS_RULE_NONE,
+	HS_RULE_STDSTRING,
+	HS_RULE_LENGTH64,
+	HS_RULE_NEWARRAY,
+	HS_RULE_MULTIPLE_INHERITANCE,
+	HS_RULE_COUNT
+};
+extern const char *const hs_rule_names[HS_RULE_COUNT];
+
+struct hs_exec_range {
+	uint64_t lo, hi;
+};
+
+struct hs_rules {
+	const struct hs_core *core;
+	const struct hs_heap *heap;
+	unsigned enabled;       /* 1 << rule */
+	/* the modules' executable segments, sorted: a core leaves text out
+	 * (gcore dumps no read-only file mapping) */
+	struct hs_exec_range *exec;
+	size_t nexec;
+};
+
+/* Sets up r; the modules' executable ranges come from their ELF files (dw
+ * may be NULL: then from the core's executable file-backed segments). */
+struct hs_error *hs_rules_init(struct hs_rules *r, const struct hs_core *core,
+			       const struct hs_heap *heap, struct hs_dwarf *dw,
+			       unsigned enabled);
+void hs_rules_fini(struct hs_rules *r);
+
+/* All rules on; names turns off (names of hs_rule_names, comma-separated,
+ * "all" for every rule).  False when a name is unknown. */
+bool hs_rules_parse_off(const char *names, unsigned *enabled);
+#define HS_RULES_ALL (((1u << HS_RULE_COUNT) - 1) & ~1u)
+
+/* The rule that makes the pointer value v, inside allocation a but not at
+ * its start, hold a; HS_RULE_NONE when none does. */
+enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
+			    uint64_t v);
+
+#endif
