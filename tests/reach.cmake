@@ -14,6 +14,7 @@ set(HS_REACH_FIXTURES
   rc_pool
   rc_leaks
   rc_exited
+  rc_rules
 )
 
 foreach(fx ${HS_REACH_FIXTURES})

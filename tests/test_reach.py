@@ -56,6 +56,7 @@ FIXTURES = [
     "rc_leaks",
     "rc_exited",
     "rc_lib",
+    "rc_rules",
 ]
 
 CLASSES = ("reachable", "possible", "leak-root", "indirect")
@@ -268,6 +269,12 @@ def check_classes(ck, name, rec, lst, key, mode):
             ck.check("%s: %s listed size" % (name, desc(a)),
                      e.get("size") == a["usable"],
                      "record usable %s, listed %s" % (a["usable"], e.get("size")))
+        if mode == "default":
+            ck.check("%s: %s held via %s" % (name, desc(a), a.get("via")),
+                     e.get("via") == a.get("via"), "entry %s" % e)
+        if mode == "no-rule":
+            ck.check("%s: %s: no via with --no-rule all" % (name, desc(a)),
+                     "via" not in e, "entry %s" % e)
         stale = any(h["kind"] == "stale" for h in a["holders"])
         if stale and mode != "conservative-roots":
             ck.check("%s: %s is flagged stale_ref (%s)" % (name, desc(a), mode),
@@ -479,7 +486,14 @@ def check_show(ck, name, snap, a, shown, frames, values, expected_class):
                or ("root" not in p and p.get("reach") not in LEAKED)]
         ck.errors("%s: show %s: a leaked block is pointed to by leaked blocks only"
                   % (name, d), bad)
-    if got == "reachable":
+    if got == "reachable" and shown.get("via"):
+        # held past a header: some pointer from a root or a reachable block
+        ok = any("root" in p and not p.get("stale") for p in pointed) or \
+            any(p.get("reach") == "reachable" for p in allocs)
+        ck.check("%s: show %s: a block held via %s has a pointer from a root "
+                 "or a reachable block" % (name, d, shown["via"]), ok,
+                 "pointed_by %s" % pointed)
+    elif got == "reachable":
         ok = any("root" in p and p.get("target_offset") == 0 for p in pointed) or \
             any(p.get("reach") == "reachable" and p.get("target_offset") == 0
                 for p in allocs)
@@ -506,7 +520,8 @@ def check_heapsift(ck, name, snap, frames, values):
     rec = snap.record
     modes = [("default", (), "expect"),
              ("no-unexplained", ("--no-unexplained",), "expect_strict"),
-             ("conservative-roots", ("--conservative-roots",), "expect_conservative")]
+             ("conservative-roots", ("--conservative-roots",), "expect_conservative"),
+             ("no-rule", ("--no-rule", "all"), "expect_norule")]
     for mode, extra, key in modes:
         try:
             lst = hstest.heapsift_json("list", snap, "--state", "all", *extra)
