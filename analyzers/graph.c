@@ -127,6 +127,8 @@ struct part {
 	bool nomem;
 	uint64_t unreadable;    /* sources not (wholly) in the core */
 	struct hs_log *log;     /* progress, from the first part only */
+	struct hs_offstats stats;       /* interior pointers, for learning */
+	bool learn;
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -208,6 +210,12 @@ static void *scan_part(void *arg)
 					if (rule)
 						__atomic_store_n(&g->rule_of[t], (uint8_t)rule,
 								 __ATOMIC_RELAXED);
+					else if (p->learn && v - allocs[t].addr < HS_LEARN_MAX_OFFSET &&
+						 !hs_offstats_add(&p->stats, allocs[t].size,
+								  v - allocs[t].addr)) {
+						p->nomem = true;
+						return NULL;
+					}
 				}
 				if (!push_edge(p, t | flag)) {
 					p->nomem = true;
@@ -223,9 +231,54 @@ static void *scan_part(void *arg)
 	return NULL;
 }
 
+/* Edges into blocks whose size has learned offsets become rule edges where
+ * the pointer uses such an offset: the rows of the sources that have such
+ * an interior edge are scanned again (same edges, other flags). */
+static void apply_learned(const struct hs_core *core, struct hs_graph *g)
+{
+	const struct hs_alloc *allocs = g->map.heap->allocs;
+	for (uint32_t src = 0; src < g->n; src++) {
+		uint32_t *row = g->edges + g->offsets[src];
+		uint32_t n = g->offsets[src + 1] - g->offsets[src];
+		bool any = false;
+		for (uint32_t k = 0; k < n && !any; k++)
+			any = (row[k] & HS_EDGE_INTERIOR) &&
+			      hs_rules_learned(g->rules, allocs[HS_EDGE_ID(row[k])].size);
+		if (!any)
+			continue;
+		const struct hs_alloc *a = &allocs[src];
+		for (uint64_t w = 0; w < a->size / 8; w++) {
+			uint64_t v;
+			if (!hs_core_read_u64(core, a->addr + 8 * w, &v))
+				break;
+			if (v < g->map.lo || v >= g->map.hi)
+				continue;
+			bool interior;
+			uint32_t t = hs_graph_target(g, v, &interior);
+			if (t == HS_NO_ALLOC || t == src || !interior ||
+			    hs_rules_check(g->rules, &allocs[t], v) != HS_RULE_LEARNED)
+				continue;
+			/* the row is sorted by id */
+			uint32_t lo = 0, hi = n;
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+				if (HS_EDGE_ID(row[mid]) < t)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < n && HS_EDGE_ID(row[lo]) == t &&
+			    (row[lo] & HS_EDGE_INTERIOR)) {
+				row[lo] = t | HS_EDGE_RULE;
+				g->rule_of[t] = HS_RULE_LEARNED;
+			}
+		}
+	}
+}
+
 struct hs_error *hs_graph_build(const struct hs_core *core,
 				const struct hs_heap *heap,
-				const struct hs_rules *rules, unsigned nthreads,
+				struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret)
 {
 	if (heap->nallocs >= HS_EDGE_MAX_IDS)
@@ -267,6 +320,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		parts[t].g = g;
 		parts[t].from = cur;
 		parts[t].log = t == 0 ? log : NULL;
+		parts[t].learn = g->rules && (g->rules->enabled & 1u << HS_RULE_LEARNED);
 		uint64_t goal = total / nthreads * (t + 1);
 		while (cur < g->n && (t == nthreads - 1 || acc < goal))
 			acc += heap->allocs[cur++].size;
@@ -294,6 +348,15 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		unreadable += parts[t].unreadable;
 		g->words_scanned += parts[t].words;
 	}
+	if (!nomem && rules && parts[0].learn) {
+		struct hs_offstats stats[16];
+		for (unsigned t = 0; t < nthreads; t++)
+			stats[t] = parts[t].stats;
+		err = hs_rules_learn(rules, stats, nthreads);
+		nomem |= err != NULL;
+	}
+	for (unsigned t = 0; t < nthreads; t++)
+		hs_offstats_free(&parts[t].stats);
 	if (nomem || nedges >= UINT32_MAX) {
 		err = nomem ? &hs_error_nomem :
 			hs_error_create(HS_ERR_UNSUPPORTED, "too many pointers (%llu)",
@@ -324,6 +387,8 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	if (unreadable)
 		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
 			    (unsigned long long)unreadable);
+	if (g->rules && g->rules->nlearned)
+		apply_learned(core, g);
 	*ret = g;
 	return NULL;
 fail:

@@ -75,10 +75,10 @@ static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
 uint32_t hs_addrmap_lookup(const struct hs_addrmap *map, uint64_t addr);
 
 /* Builds the graph with up to nthreads threads; rules (may be NULL) must
- * outlive the graph. */
+ * outlive the graph, and get their learned offsets from it. */
 struct hs_error *hs_graph_build(const struct hs_core *core,
 				const struct hs_heap *heap,
-				const struct hs_rules *rules, unsigned nthreads,
+				struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret);
 void hs_graph_destroy(struct hs_graph *g);
 

@@ -410,7 +410,8 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 			if (reach[x] != HS_REACH_NONE)
 				continue;
 			reach[x] = HS_REACH_REACHABLE;
-			via[x] = via[v];
+			/* through another rule's pointer: that rule's */
+			via[x] = (g->edges[e] & HS_EDGE_RULE) ? g->rule_of[x] : via[v];
 			if (!spush(&st, x))
 				goto nomem;
 		}

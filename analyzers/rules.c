@@ -12,6 +12,7 @@ const char *const hs_rule_names[HS_RULE_COUNT] = {
 	[HS_RULE_LENGTH64] = "length64",
 	[HS_RULE_NEWARRAY] = "newarray",
 	[HS_RULE_MULTIPLE_INHERITANCE] = "multipleinheritance",
+	[HS_RULE_LEARNED] = "learned",
 };
 
 enum { VTABLE_WORDS = 20, PAGE0 = 4096 };
@@ -126,8 +127,201 @@ struct hs_error *hs_rules_init(struct hs_rules *r, const struct hs_core *core,
 void hs_rules_fini(struct hs_rules *r)
 {
 	free(r->exec);
+	free(r->learned);
 	r->exec = NULL;
 	r->nexec = 0;
+	r->learned = NULL;
+	r->nlearned = 0;
+}
+
+/* ---- learned offsets ---- */
+
+enum {
+	STATS_FIRST = 1 << 12,
+	STATS_MAX = 1 << 22,    /* keys; then only known keys are counted */
+	LEARN_MIN_BLOCKS = 8,
+};
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static bool stats_grow(struct hs_offstats *s)
+{
+	size_t cap = s->cap ? 2 * s->cap : STATS_FIRST;
+	uint64_t *keys = calloc(cap, sizeof(*keys));
+	uint32_t *counts = calloc(cap, sizeof(*counts));
+	if (!keys || !counts) {
+		free(keys);
+		free(counts);
+		return false;
+	}
+	for (size_t i = 0; i < s->cap; i++) {
+		if (!s->keys[i])
+			continue;
+		size_t h = mix(s->keys[i]) & (cap - 1);
+		while (keys[h])
+			h = (h + 1) & (cap - 1);
+		keys[h] = s->keys[i];
+		counts[h] = s->counts[i];
+	}
+	free(s->keys);
+	free(s->counts);
+	s->keys = keys;
+	s->counts = counts;
+	s->cap = cap;
+	return true;
+}
+
+bool hs_offstats_add(struct hs_offstats *s, uint64_t size, uint64_t off)
+{
+	uint64_t key = size << 20 | off;
+	if (!s->cap && !stats_grow(s))
+		return false;
+	size_t h = mix(key) & (s->cap - 1);
+	while (s->keys[h] && s->keys[h] != key)
+		h = (h + 1) & (s->cap - 1);
+	if (s->keys[h]) {
+		if (s->counts[h] < UINT32_MAX)
+			s->counts[h]++;
+		return true;
+	}
+	if (s->n >= s->cap / 2) {
+		if (s->cap >= STATS_MAX)
+			return true;    /* full: new keys are not counted */
+		if (!stats_grow(s))
+			return false;
+		return hs_offstats_add(s, size, off);
+	}
+	s->keys[h] = key;
+	s->counts[h] = 1;
+	s->n++;
+	return true;
+}
+
+void hs_offstats_free(struct hs_offstats *s)
+{
+	free(s->keys);
+	free(s->counts);
+	memset(s, 0, sizeof(*s));
+}
+
+struct keycount {
+	uint64_t key, count;
+};
+
+static int cmp_keycount(const void *a, const void *b)
+{
+	const struct keycount *x = a, *y = b;
+	if (x->key >> 20 != y->key >> 20)
+		return x->key >> 20 < y->key >> 20 ? -1 : 1;
+	return x->count > y->count ? -1 : x->count < y->count;  /* most first */
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct hs_error *hs_rules_learn(struct hs_rules *r,
+				const struct hs_offstats *parts, size_t nparts)
+{
+	size_t total = 0;
+	for (size_t p = 0; p < nparts; p++)
+		total += parts[p].n;
+	if (!total || !(r->enabled & 1u << HS_RULE_LEARNED))
+		return NULL;
+	/* merge: every (key, count), then sum equal keys */
+	struct keycount *kc = malloc(total * sizeof(*kc));
+	uint64_t *sizes = malloc((r->heap->nallocs + 1) * sizeof(*sizes));
+	struct hs_error *err = &hs_error_nomem;
+	if (!kc || !sizes)
+		goto out;
+	size_t n = 0;
+	for (size_t p = 0; p < nparts; p++)
+		for (size_t i = 0; i < parts[p].cap; i++)
+			if (parts[p].keys[i])
+				kc[n++] = (struct keycount){parts[p].keys[i],
+							    parts[p].counts[i]};
+	hs_sort(kc, n, sizeof(*kc), cmp_u64);  /* by key (first field) */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && kc[m - 1].key == kc[i].key)
+			kc[m - 1].count += kc[i].count;
+		else
+			kc[m++] = kc[i];
+	}
+	hs_sort(kc, m, sizeof(*kc), cmp_keycount);
+	/* blocks per usable size: the sizes, sorted */
+	size_t ns = 0;
+	for (size_t i = 0; i < r->heap->nallocs; i++)
+		if (hs_alloc_state(&r->heap->allocs[i]) == HS_STATE_USED)
+			sizes[ns++] = r->heap->allocs[i].size;
+	hs_sort(sizes, ns, sizeof(*sizes), cmp_u64);
+	size_t cap = 0;
+	for (size_t i = 0; i < m;) {
+		uint64_t size = kc[i].key >> 20;
+		size_t j = i;
+		while (j < m && kc[j].key >> 20 == size)
+			j++;
+		/* blocks of this size: a range of the sorted sizes */
+		size_t lo = 0, hi = ns;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (sizes[mid] < size)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		size_t end = lo;
+		while (end < ns && sizes[end] == size)
+			end++;
+		uint64_t blocks = end - lo;
+		struct hs_learned l = {.size = size, .blocks = blocks};
+		for (size_t k = i; k < j && l.noff < HS_LEARN_MAX_OFFSETS; k++) {
+			if (blocks < LEARN_MIN_BLOCKS || 2 * kc[k].count < blocks)
+				break;  /* sorted by count: the rest are fewer */
+			l.off[l.noff] = (uint32_t)(kc[k].key & (HS_LEARN_MAX_OFFSET - 1));
+			l.pointers[l.noff++] = kc[k].count;
+		}
+		if (l.noff) {
+			if (r->nlearned == cap) {
+				cap = cap ? 2 * cap : 16;
+				struct hs_learned *v = realloc(r->learned, cap * sizeof(*v));
+				if (!v)
+					goto out;
+				r->learned = v;
+			}
+			r->learned[r->nlearned++] = l;
+		}
+		i = j;
+	}
+	err = NULL;
+out:
+	free(kc);
+	free(sizes);
+	return err;
+}
+
+const struct hs_learned *hs_rules_learned(const struct hs_rules *r,
+					  uint64_t size)
+{
+	size_t lo = 0, hi = r->nlearned;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->learned[mid].size < size)
+			lo = mid + 1;
+		else if (r->learned[mid].size > size)
+			hi = mid;
+		else
+			return &r->learned[mid];
+	}
+	return NULL;
 }
 
 /* In an executable segment of a module. */
@@ -208,5 +402,11 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 	    word(r, v, &w1) && word(r, a->addr, &w0) && is_vtable(r, w1) &&
 	    is_vtable(r, w0))
 		return HS_RULE_MULTIPLE_INHERITANCE;
+	if ((on & 1u << HS_RULE_LEARNED) && r->nlearned) {
+		const struct hs_learned *l = hs_rules_learned(r, a->size);
+		for (int i = 0; l && i < l->noff; i++)
+			if (l->off[i] == off)
+				return HS_RULE_LEARNED;
+	}
 	return HS_RULE_NONE;
 }

@@ -22,6 +22,18 @@
  *                        block's first word both point to vtables (at least
  *                        two pointers into executable file mappings among
  *                        the first 20 words, the rest null)
+ *
+ * and one learned from the heap itself:
+ *
+ *   learned              for the blocks of one usable size, an offset that
+ *                        pointers into them use for at least half of the
+ *                        blocks (at most four offsets a size, at least 8
+ *                        blocks): a program's own convention, such as
+ *                        sqlite's page cache (each page's header sits after
+ *                        the page), sds strings or lua's lua_State.  The
+ *                        graph scan counts the interior pointers per (size,
+ *                        offset) and decides (hs_rules_learn); the evidence
+ *                        is kept for info and leaks.
  */
 #ifndef HS_RULES_H
 #define HS_RULES_H
@@ -40,6 +52,7 @@ enum hs_rule {
 	HS_RULE_LENGTH64,
 	HS_RULE_NEWARRAY,
 	HS_RULE_MULTIPLE_INHERITANCE,
+	HS_RULE_LEARNED,
 	HS_RULE_COUNT
 };
 extern const char *const hs_rule_names[HS_RULE_COUNT];
@@ -47,6 +60,30 @@ extern const char *const hs_rule_names[HS_RULE_COUNT];
 struct hs_exec_range {
 	uint64_t lo, hi;
 };
+
+enum { HS_LEARN_MAX_OFFSETS = 4, HS_LEARN_MAX_OFFSET = 1 << 20 };
+
+/* A learned convention: pointers into blocks of `size` bytes at these
+ * offsets hold them; pointers[i] pointers used off[i]; blocks of that size. */
+struct hs_learned {
+	uint64_t size;
+	uint32_t off[HS_LEARN_MAX_OFFSETS];
+	uint64_t pointers[HS_LEARN_MAX_OFFSETS];
+	uint8_t noff;
+	uint64_t blocks;
+};
+
+/* Counts of interior pointers per (size, offset): a hash table that stops
+ * taking new keys when full (counts of keys it has go on). */
+struct hs_offstats {
+	uint64_t *keys;         /* size << 20 | offset; 0 is empty */
+	uint32_t *counts;
+	size_t cap, n;
+};
+/* Adds one pointer at offset off (0 < off < HS_LEARN_MAX_OFFSET) into a
+ * block of usable size `size`; false when out of memory. */
+bool hs_offstats_add(struct hs_offstats *s, uint64_t size, uint64_t off);
+void hs_offstats_free(struct hs_offstats *s);
 
 struct hs_rules {
 	const struct hs_core *core;
@@ -56,7 +93,17 @@ struct hs_rules {
 	 * (gcore dumps no read-only file mapping) */
 	struct hs_exec_range *exec;
 	size_t nexec;
+	struct hs_learned *learned;     /* sorted by size */
+	size_t nlearned;
 };
+
+/* Decides the learned offsets from the counts the scan's parts made. */
+struct hs_error *hs_rules_learn(struct hs_rules *r,
+				const struct hs_offstats *parts, size_t nparts);
+
+/* The learned convention for blocks of this size, or NULL. */
+const struct hs_learned *hs_rules_learned(const struct hs_rules *r,
+					  uint64_t size);
 
 /* Sets up r; the modules' executable ranges come from their ELF files (dw
  * may be NULL: then from the core's executable file-backed segments). */

@@ -212,3 +212,45 @@ int hs_cli_output_ok(const struct hs_cli *cli, const char *path)
 	hs_error_destroy(err);
 	return rc;
 }
+
+void hs_cli_json_learned(struct hs_jsonw *w, struct hs_snapshot *snap)
+{
+	const struct hs_rules *r = &snap->rules;
+	hs_jsonw_key(w, "learned");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < r->nlearned; i++) {
+		const struct hs_learned *l = &r->learned[i];
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kuint(w, "size", l->size);
+		hs_jsonw_kuint(w, "blocks", l->blocks);
+		hs_jsonw_key(w, "offsets");
+		hs_jsonw_array_begin(w);
+		for (int k = 0; k < l->noff; k++) {
+			hs_jsonw_object_begin(w);
+			hs_jsonw_kuint(w, "offset", l->off[k]);
+			hs_jsonw_kuint(w, "pointers", l->pointers[k]);
+			hs_jsonw_object_end(w);
+		}
+		hs_jsonw_array_end(w);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+}
+
+void hs_cli_learned_text(struct hs_snapshot *snap)
+{
+	const struct hs_rules *r = &snap->rules;
+	enum { SHOWN = 8 };
+	for (size_t i = 0; i < r->nlearned && i < SHOWN; i++) {
+		const struct hs_learned *l = &r->learned[i];
+		printf("(learned: pointers into the %" PRIu64 " blocks of %" PRIu64 " bytes hold them at",
+		       l->blocks, l->size);
+		for (int k = 0; k < l->noff; k++)
+			printf("%s +%#x (%" PRIu64 " pointers)", k ? "," : "",
+			       (unsigned)l->off[k], l->pointers[k]);
+		printf(")\n");
+	}
+	if (r->nlearned > SHOWN)
+		printf("(learned: %zu more sizes; --format json lists them)\n",
+		       r->nlearned - SHOWN);
+}

@@ -34,4 +34,9 @@ void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap);
  * status after one error line: called before a long analysis. */
 int hs_cli_output_ok(const struct hs_cli *cli, const char *path);
 
+/* The offsets the graph learned (rules.h), with their evidence: a
+ * "learned" array, or lines of text. */
+void hs_cli_json_learned(struct hs_jsonw *w, struct hs_snapshot *snap);
+void hs_cli_learned_text(struct hs_snapshot *snap);
+
 #endif

@@ -125,6 +125,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		json_total(&w, "indirect", &t[HS_REACH_INDIRECT]);
 		json_total(&w, "leaked", &leaked);
 		json_total(&w, "stale_ref", &mark->stale);
+		hs_cli_json_learned(&w, snap);
 		hs_jsonw_key(&w, "via");
 		hs_jsonw_object_begin(&w);
 		for (int k = 1; k < HS_RULE_COUNT; k++)
@@ -201,6 +202,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			       t[order_cls[k]].count, hs_fmt_size(b1, t[order_cls[k]].bytes));
 		printf("%-10s %10" PRIu64 " %12s\n", "leaked", leaked.count,
 		       hs_fmt_size(b1, leaked.bytes));
+		hs_cli_learned_text(snap);
 		for (int k = 1; k < HS_RULE_COUNT; k++)
 			if (mark->via_total[k].count)
 				printf("(reachable: %" PRIu64 " blocks, %s, only through pointers past a header that the %s rule accepts)\n",
