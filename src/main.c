@@ -9,6 +9,7 @@
 
 #include "formats/jsonw.h"
 #include "src/cli.h"
+#include "src/escape.h"
 
 static const char usage_text[] =
 	"usage: heapsift COMMAND CORE [options]\n"
@@ -233,7 +234,28 @@ static void print_stats(const struct hs_snapshot *s, double total)
 		status_kib("VmHWM"), status_kib("RssAnon"), status_kib("RssFile"));
 }
 
-int main(int argc, char **argv)
+/* Text output goes through the text policy of src/escape.h whatever prints
+ * it: in text mode stdout is an escaping stream, and so is stderr always
+ * (errors and warnings name paths and symbols from the core, and the
+ * command line's own arguments).  The stdio streams they replace stay for
+ * what must pass raw: progress lines (terminal control sequences of our
+ * own) and the library's warnings, which src/log.c escapes itself.  JSON is
+ * escaped by formats/jsonw.c and goes to stdout as it is. */
+static FILE *raw_stdout, *raw_stderr;
+
+/* In text mode, stdout becomes an escaping stream. */
+static bool escape_stdout(void)
+{
+	fflush(stdout);
+	FILE *f = hs_escape_stream(STDOUT_FILENO,
+				   isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF);
+	if (!f)
+		return false;
+	stdout = f;
+	return true;
+}
+
+static int run(int argc, char **argv)
 {
 	struct hs_cli cli = {.prog = "heapsift", .state = HS_STATE_USED, .top_n = 20};
 	/* heapdiff is heapsift diff */
@@ -423,13 +445,14 @@ int main(int argc, char **argv)
 					   addr);
 	}
 
-	cli.opts.warnings = cli.quiet ? NULL : stderr;
+	if (cli.format == HS_FORMAT_TEXT && !escape_stdout())
+		return usage_error("%s", "out of memory");
+	/* warnings are escaped by the log; its progress lines must pass */
+	cli.opts.warnings = cli.quiet ? NULL : raw_stderr;
 	cli.opts.progress = !cli.quiet && isatty(STDERR_FILENO);
 	if (cmd->takes & TAKES_CORES) {
 		int rc = cmd->run(&cli, NULL);
 		free(cli.cores);
-		if (fflush(stdout) != 0)
-			return rc ? rc : HS_EXIT_ANALYSIS;
 		return rc;
 	}
 	struct hs_snapshot *snap;
@@ -444,11 +467,35 @@ int main(int argc, char **argv)
 	if (stats)
 		print_stats(snap, hs_now() - t_start);
 	hs_snapshot_destroy(snap);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno != EPIPE)
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	raw_stdout = stdout;
+	raw_stderr = stderr;
+	FILE *err = hs_escape_stream(STDERR_FILENO, _IONBF);
+	if (err)
+		stderr = err;
+	int rc = run(argc, argv);
+	/* closing the escaping stream writes what it still holds */
+	bool bad = stdout != raw_stdout && fclose(stdout) != 0;
+	int errnum = errno;
+	stdout = raw_stdout;
+	if (!bad) {
+		bad = fflush(stdout) != 0 || ferror(stdout);
+		errnum = errno;
+	}
+	if (bad) {
+		if (errnum != EPIPE)
 			fprintf(stderr, "heapsift: writing output: %s\n",
-				strerror(errno));
-		return rc ? rc : HS_EXIT_ANALYSIS;
+				strerror(errnum));
+		if (!rc)
+			rc = HS_EXIT_ANALYSIS;
+	}
+	if (err) {
+		stderr = raw_stderr;
+		fclose(err);
 	}
 	return rc;
 }
