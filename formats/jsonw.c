@@ -102,13 +102,19 @@ void hs_jsonw_array_begin(struct hs_jsonw *w) { open(w, '['); }
 void hs_jsonw_array_end(struct hs_jsonw *w) { close_(w, ']'); }
 
 /* A string through the JSON policy (src/escape.h): whatever bytes it holds,
- * the document stays valid UTF-8 JSON.  Long strings go in steps that fit
+ * the document stays valid UTF-8 JSON.  Most strings are short and plain
+ * (keys, states, type names): they are copied byte by byte until the first
+ * byte that needs a look, and the policy takes the rest, in steps that fit
  * the buffer. */
 static void put_string(struct hs_jsonw *w, const char *s)
 {
 	enum { STEP = HS_JSONW_BUF / (2 * HS_ESCAPE_JSON_MAX) };
 	put(w, '"');
-	size_t n = strlen(s);
+	for (unsigned char c; (c = (unsigned char)*s) >= 0x20 && c < 0x7f &&
+		     c != '"' && c != '\\' &&
+		     !(w->html && (c == '<' || c == '>' || c == '&')); s++)
+		put(w, (char)c);
+	size_t n = *s ? strlen(s) : 0;
 	while (n) {
 		size_t k = n > STEP ? STEP : n, used;
 		char *b = room(w, HS_ESCAPE_JSON_MAX * k);
