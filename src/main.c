@@ -51,6 +51,8 @@ static const char usage_text[] =
 	"  --threads N        worker threads (default: one per CPU)\n"
 	"  --stats            time and memory of each phase, on stderr\n"
 	"  --help             this text\n"
+	"  --                 the end of the options: what follows is CORE (ADDR),\n"
+	"                     even when it starts with '-'\n"
 	"\n"
 	"exit status: 0 success, 1 analysis error, 2 usage error\n";
 
