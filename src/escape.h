@@ -25,7 +25,7 @@
  *
  * The policies work on buffers and stream well: with `more`, a sequence cut
  * by the end of the input is left unconsumed (at most 3 bytes) for the next
- * call.  Plain ASCII is scanned eight bytes at a time.
+ * call.  Plain ASCII is scanned sixteen (SSE2) or eight bytes at a time.
  */
 #ifndef HS_ESCAPE_H
 #define HS_ESCAPE_H
