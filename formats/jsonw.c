@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "src/escape.h"
+
 void hs_jsonw_init(struct hs_jsonw *w, FILE *out, bool pretty)
 {
 	w->out = out;
@@ -21,7 +23,7 @@ static void flush(struct hs_jsonw *w)
 	w->len = 0;
 }
 
-/* Room for n more bytes (n is small: at most a formatted number). */
+/* Room for n more bytes (n <= HS_JSONW_BUF). */
 static inline char *room(struct hs_jsonw *w, size_t n)
 {
 	if (w->len + n > sizeof(w->buf))
@@ -99,25 +101,26 @@ void hs_jsonw_object_end(struct hs_jsonw *w) { close_(w, '}'); }
 void hs_jsonw_array_begin(struct hs_jsonw *w) { open(w, '['); }
 void hs_jsonw_array_end(struct hs_jsonw *w) { close_(w, ']'); }
 
+/* A string through the JSON policy (src/escape.h): whatever bytes it holds,
+ * the document stays valid UTF-8 JSON.  Most strings are short and plain
+ * (keys, states, type names): they are copied byte by byte until the first
+ * byte that needs a look, and the policy takes the rest, in steps that fit
+ * the buffer. */
 static void put_string(struct hs_jsonw *w, const char *s)
 {
+	enum { STEP = HS_JSONW_BUF / (2 * HS_ESCAPE_JSON_MAX) };
 	put(w, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': puts_(w, "\\\"", 2); break;
-		case '\\': puts_(w, "\\\\", 2); break;
-		case '\n': puts_(w, "\\n", 2); break;
-		case '\t': puts_(w, "\\t", 2); break;
-		case '\r': puts_(w, "\\r", 2); break;
-		default:
-			if (*p < 0x20 || *p == 0x7f ||
-			    (w->html && (*p == '<' || *p == '>' || *p == '&'))) {
-				char *b = room(w, 8);
-				w->len += (size_t)snprintf(b, 8, "\\u%04x", *p);
-			} else {
-				put(w, (char)*p);
-			}
-		}
+	for (unsigned char c; (c = (unsigned char)*s) >= 0x20 && c < 0x7f &&
+		     c != '"' && c != '\\' &&
+		     !(w->html && (c == '<' || c == '>' || c == '&')); s++)
+		put(w, (char)c);
+	size_t n = *s ? strlen(s) : 0;
+	while (n) {
+		size_t k = n > STEP ? STEP : n, used;
+		char *b = room(w, HS_ESCAPE_JSON_MAX * k);
+		w->len += hs_escape_json(s, k, w->html, k < n, b, &used);
+		s += used;
+		n -= used;
 	}
 	put(w, '"');
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "src/escape.h"
 #include "src/outfile.h"
 
 struct buf {
@@ -148,8 +149,17 @@ struct hs_error *hs_pprof_write(const struct hs_stacks *s, const char *path)
 		field_msg(&out, 5, &m);
 	}
 	field_bytes(&out, 6, "", 0);
-	for (size_t l = 0; l < s->nlabels; l++)
-		field_bytes(&out, 6, s->labels[l], strlen(s->labels[l]));
+	/* protobuf strings must be UTF-8 (go tool pprof refuses the file
+	 * otherwise), and pprof prints them to terminals: the text policy
+	 * gives both */
+	for (size_t l = 0; l < s->nlabels && !out.nomem; l++) {
+		char *name = hs_escape_text_dup(s->labels[l]);
+		if (name)
+			field_bytes(&out, 6, name, strlen(name));
+		else
+			out.nomem = true;
+		free(name);
+	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		field_bytes(&out, 6, names[i], strlen(names[i]));
 	value_type(&out, 11, base + S_SPACE, base + S_BYTES);
@@ -164,40 +174,61 @@ struct hs_error *hs_pprof_write(const struct hs_stacks *s, const char *path)
 	return err;
 }
 
-/* Folded stacks: "root;frame;frame bytes"; a ';' in a name would split a
- * frame, so it is written as ':'. */
-static void put_name(FILE *f, const char *s)
+/* Folded stacks: "root;frame;frame bytes", one line per stack; a name goes
+ * through the text policy (src/escape.h: the file is read in terminals
+ * and by flame graph tools that want UTF-8), then a ';' in it, which would
+ * split a frame, is written as ':' and a newline as a space. */
+static char *folded_name(const char *label)
 {
-	for (; *s; s++)
-		putc(*s == ';' ? ':' : *s == '\n' ? ' ' : *s, f);
+	char *name = hs_escape_text_dup(label);
+	for (char *p = name; p && *p; p++) {
+		if (*p == ';')
+			*p = ':';
+		else if (*p == '\n')
+			*p = ' ';
+	}
+	return name;
 }
 
 struct hs_error *hs_folded_write(const struct hs_stacks *s, const char *path,
 				 bool leaked_only)
 {
+	char **names = calloc(s->nlabels ? s->nlabels : 1, sizeof(*names));
+	if (!names)
+		return &hs_error_nomem;
+	struct hs_error *err = NULL;
+	for (size_t l = 0; l < s->nlabels && !err; l++)
+		if (!(names[l] = folded_name(s->labels[l])))
+			err = &hs_error_nomem;
 	struct hs_outfile o;
-	FILE *f;
-	struct hs_error *err = hs_outfile_fopen(&o, path, &f);
-	if (err)
-		return err;
-	uint32_t chain[HS_STACK_DEPTH + 2];
-	for (size_t i = 0; i < s->nframes; i++) {
-		const struct hs_stack_frame *fr = &s->frames[i];
-		uint64_t v = leaked_only ? fr->leaked_bytes : fr->bytes;
-		if (!v)
-			continue;
-		size_t n = 0;
-		for (uint32_t x = (uint32_t)i; x != UINT32_MAX && n < HS_STACK_DEPTH + 2;
-		     x = s->frames[x].parent)
-			chain[n++] = x;
-		while (n--) {
-			put_name(f, s->labels[s->frames[chain[n]].label]);
-			if (n)
-				putc(';', f);
+	FILE *f = NULL;
+	if (!err)
+		err = hs_outfile_fopen(&o, path, &f);
+	if (!err) {
+		uint32_t chain[HS_STACK_DEPTH + 2];
+		for (size_t i = 0; i < s->nframes; i++) {
+			const struct hs_stack_frame *fr = &s->frames[i];
+			uint64_t v = leaked_only ? fr->leaked_bytes : fr->bytes;
+			if (!v)
+				continue;
+			size_t n = 0;
+			for (uint32_t x = (uint32_t)i;
+			     x != UINT32_MAX && n < HS_STACK_DEPTH + 2;
+			     x = s->frames[x].parent)
+				chain[n++] = x;
+			while (n--) {
+				fputs(names[s->frames[chain[n]].label], f);
+				if (n)
+					putc(';', f);
+			}
+			fprintf(f, " %llu\n", (unsigned long long)v);
 		}
-		fprintf(f, " %llu\n", (unsigned long long)v);
+		if (fclose(f) != 0)
+			err = hs_error_errno(errno, "%s", o.tmp);
+		err = hs_outfile_finish(&o, err);
 	}
-	if (fclose(f) != 0)
-		err = hs_error_errno(errno, "%s", o.tmp);
-	return hs_outfile_finish(&o, err);
+	for (size_t l = 0; l < s->nlabels; l++)
+		free(names[l]);
+	free(names);
+	return err;
 }

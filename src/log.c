@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/escape.h"
+
 void hs_log_init(struct hs_log *log, FILE *stream, bool progress)
 {
 	memset(log, 0, sizeof(*log));
@@ -29,9 +31,14 @@ void hs_log_warn(struct hs_log *log, const char *fmt, ...)
 		msg = NULL;
 	va_end(ap);
 	log->nwarnings++;
-	if (log->stream)
+	if (log->stream) {
+		/* a warning names paths and symbols from the core: never
+		 * echo its bytes raw to a terminal */
+		char *shown = msg ? hs_escape_text_dup(msg) : NULL;
 		fprintf(log->stream, "heapsift: warning: %s\n",
-			msg ? msg : "(out of memory formatting a warning)");
+			shown ? shown : "(out of memory formatting a warning)");
+		free(shown);
+	}
 	if (msg && log->nkept < HS_LOG_KEEP)
 		log->kept[log->nkept++] = msg;
 	else

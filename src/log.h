@@ -2,8 +2,9 @@
  *
  * A struct hs_log belongs to one snapshot (no process-wide state).  Warnings
  * are counted, kept (the first HS_LOG_KEEP of them, for JSON reports) and
- * echoed to a stream when one is set.  Analysis goes on after a warning: the
- * result is partial and says so.
+ * echoed to a stream when one is set, through the text policy of
+ * src/escape.h (the stream may be a terminal).  Analysis goes on after a
+ * warning: the result is partial and says so.
  */
 #ifndef HS_LOG_H
 #define HS_LOG_H

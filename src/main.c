@@ -10,6 +10,7 @@
 #include "analyzers/rules.h"
 #include "formats/jsonw.h"
 #include "src/cli.h"
+#include "src/escape.h"
 
 static const char usage_text[] =
 	"usage: heapsift COMMAND CORE [options]\n"
@@ -55,6 +56,8 @@ static const char usage_text[] =
 	"  --threads N        worker threads (default: one per CPU)\n"
 	"  --stats            time and memory of each phase, on stderr\n"
 	"  --help             this text\n"
+	"  --                 the end of the options: what follows is CORE (ADDR),\n"
+	"                     even when it starts with '-'\n"
 	"\n"
 	"exit status: 0 success, 1 analysis error, 2 usage error\n";
 
@@ -241,7 +244,261 @@ static void print_stats(const struct hs_snapshot *s, double total)
 		status_kib("VmHWM"), status_kib("RssAnon"), status_kib("RssFile"));
 }
 
-int main(int argc, char **argv)
+/* Text output goes through the text policy of src/escape.h whatever prints
+ * it: in text mode stdout is an escaping stream, and so is stderr always
+ * (errors and warnings name paths and symbols from the core, and the
+ * command line's own arguments).  The stdio streams they replace stay for
+ * what must pass raw: progress lines (terminal control sequences of our
+ * own) and the library's warnings, which src/log.c escapes itself.  JSON is
+ * escaped by formats/jsonw.c and goes to stdout as it is. */
+static FILE *raw_stdout, *raw_stderr;
+
+/* In text mode, stdout becomes an escaping stream. */
+static bool escape_stdout(void)
+{
+	fflush(stdout);
+	FILE *f = hs_escape_stream(STDOUT_FILENO,
+				   isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF);
+	if (!f)
+		return false;
+	stdout = f;
+	return true;
+}
+
+/* A positional argument: the core (the cores of diff), then an address.
+ * Returns -1, or the exit code of a usage error. */
+static int positional(struct hs_cli *cli, const struct command *cmd, int argc,
+		      const char *arg, const char **addr)
+{
+	if (cmd->takes & TAKES_CORES) {
+		if (!cli->cores)
+			cli->cores = calloc((size_t)argc, sizeof(*cli->cores));
+		if (!cli->cores)
+			return usage_error("%s", "out of memory");
+		cli->cores[cli->ncores++] = arg;
+		if (!cli->core)
+			cli->core = cli->cores[0];
+	} else if (!cli->core) {
+		cli->core = arg;
+	} else if ((cmd->takes & TAKES_ADDR) && !*addr) {
+		*addr = arg;
+	} else {
+		return usage_error("unexpected argument '%s'", arg);
+	}
+	return -1;
+}
+
+/* An option getopt does not know, in the argument arg: a short one inside a
+ * cluster ("-x.core": 'x'), a long one, or a long one given a value it does
+ * not take. */
+static int bad_option(const char *arg)
+{
+	static const char hint[] =
+		"to name a file that starts with '-', put '--' before it or write ./";
+	if (optopt != 0 && optopt < 256) {      /* a short one (char may be signed) */
+		if (strlen(arg) > 2)
+			return usage_error("unknown option '-%c' in '%s'; %s%s",
+					   (char)optopt, arg, hint, arg);
+		return usage_error("unknown option '-%c'; %s%s", (char)optopt, hint,
+				   arg);
+	}
+	int n = (int)strcspn(arg, "=");
+	if (optopt >= 256)
+		return usage_error("option '%.*s' takes no value", n, arg);
+	/* a prefix of several long options */
+	char names[512] = "";
+	size_t len = 0;
+	int matches = 0;
+	for (const struct option *o = long_opts; o->name; o++) {
+		if (n > 2 && !strncmp(o->name, arg + 2, (size_t)n - 2) &&
+		    len < sizeof(names)) {
+			len += (size_t)snprintf(names + len, sizeof(names) - len,
+						"%s--%s", matches ? ", " : "", o->name);
+			matches++;
+		}
+	}
+	if (matches > 1)
+		return usage_error("ambiguous option '%.*s' (%s)", n, arg, names);
+	return usage_error("unknown option '%.*s'; %s%s", n, arg, hint, arg);
+}
+
+/* Options and positional arguments from argv[2] on.  Returns -1, or the
+ * exit code of a usage error. */
+static int parse_options(int argc, char **argv, const struct command *cmd,
+			 struct hs_cli *cli, bool *stats)
+{
+	optind = 2;
+	opterr = 0;
+	const char *addr = NULL;
+	bool end_of_options = false;
+	for (;;) {
+		/* argv[before] is the argument getopt looks at: an option, a
+		 * cluster of short ones, or what ends the options */
+		int before = optind;
+		int c = end_of_options || optind >= argc ? -1 :
+			getopt_long(argc, argv, "+:n:o:", long_opts, NULL);
+		if (c == -1) {
+			/* getopt skips a "--" (not one that is an option's
+			 * value) and returns -1; called again, it would read
+			 * options after it, so it is not called again */
+			if (!end_of_options && optind == before + 1 &&
+			    !strcmp(argv[before], "--"))
+				end_of_options = true;
+			if (optind >= argc)
+				break;
+			int rc = positional(cli, cmd, argc, argv[optind++], &addr);
+			if (rc >= 0)
+				return rc;
+			continue;
+		}
+		switch (c) {
+		case OPT_EXE: cli->opts.exe = optarg; break;
+		case OPT_DEBUG_DIR: cli->opts.debug_dir = optarg; break;
+		case OPT_SYSROOT: cli->opts.sysroot = optarg; break;
+		case OPT_QUIET: cli->quiet = true; break;
+		case OPT_HELP:
+			fputs(usage_text, stdout);
+			return HS_EXIT_OK;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "text"))
+				cli->format = HS_FORMAT_TEXT;
+			else if (!strcmp(optarg, "json"))
+				cli->format = HS_FORMAT_JSON;
+			else
+				return usage_error("--format takes text or json, not '%s'",
+						   optarg);
+			break;
+		case OPT_LIST:
+			if (!(cmd->takes & TAKES_LIST))
+				return not_an_option_of(cmd, "--list");
+			cli->list = true;
+			break;
+		case OPT_SHOW_BYTES:
+			if (!(cmd->takes & TAKES_SHOW_BYTES))
+				return not_an_option_of(cmd, "--show-bytes");
+			cli->show_bytes = true;
+			break;
+		case 'n': {
+			uint64_t n;
+			if (!(cmd->takes & TAKES_N))
+				return not_an_option_of(cmd, "-n");
+			if (!parse_size(optarg, &n) || n < 1 || n > 1000000)
+				return usage_error("-n takes a number from 1 to 1000000, not '%s'",
+						   optarg);
+			cli->top_n = (size_t)n;
+			cli->top_n_set = true;
+			break;
+		}
+		case 'o':
+			if (!(cmd->takes & (TAKES_OUT | TAKES_OUT_ONLY)))
+				return not_an_option_of(cmd, "-o");
+			cli->out = optarg;
+			break;
+		case OPT_KEEP_STRINGS:
+			if (!(cmd->takes & TAKES_OUT))
+				return not_an_option_of(cmd, "--keep-strings");
+			cli->keep_strings = true;
+			break;
+		case OPT_PPROF:
+		case OPT_FOLDED:
+			if (!(cmd->takes & TAKES_EXPORT))
+				return not_an_option_of(cmd, c == OPT_PPROF ? "--pprof" : "--folded");
+			if (c == OPT_PPROF)
+				cli->pprof = optarg;
+			else
+				cli->folded = optarg;
+			break;
+		case OPT_RAW:
+			if (!(cmd->takes & TAKES_STATE))
+				return not_an_option_of(cmd, "--raw");
+			cli->raw = true;
+			break;
+		case OPT_HTML:
+			if (!(cmd->takes & TAKES_CORES))
+				return not_an_option_of(cmd, "--html");
+			cli->out = optarg;
+			break;
+		case OPT_FORCE:
+			if (!(cmd->takes & TAKES_CORES))
+				return not_an_option_of(cmd, "--force");
+			cli->force = true;
+			break;
+		case OPT_ALL:
+			if (!(cmd->takes & TAKES_ALL))
+				return not_an_option_of(cmd, "--all");
+			cli->all = true;
+			break;
+		case OPT_STATS:
+			*stats = true;
+			break;
+		case OPT_NO_UNEXPLAINED:
+			cli->opts.no_unexplained = true;
+			break;
+		case OPT_CONSERVATIVE_ROOTS:
+			cli->opts.conservative_roots = true;
+			break;
+		case OPT_NO_RULE: {
+			unsigned on = HS_RULES_ALL;
+			if (!hs_rules_parse_off(optarg, &on))
+				return usage_error("--no-rule takes all, stdstring, length64, newarray, multipleinheritance or learned (separated by commas), not '%s'",
+						   optarg);
+			cli->opts.rules_off = optarg;
+			break;
+		}
+		case OPT_THREADS: {
+			uint64_t n;
+			if (!parse_size(optarg, &n) || n < 1 || n > 64)
+				return usage_error("--threads takes a number from 1 to 64, not '%s'",
+						   optarg);
+			cli->opts.threads = (unsigned)n;
+			break;
+		}
+		case OPT_STATE:
+			if (!(cmd->takes & TAKES_STATE))
+				return not_an_option_of(cmd, "--state");
+			if (!strcmp(optarg, "used"))
+				cli->state = HS_STATE_USED;
+			else if (!strcmp(optarg, "free"))
+				cli->state = HS_STATE_FREE;
+			else if (!strcmp(optarg, "all"))
+				cli->state = -1;
+			else
+				return usage_error("--state takes used, free or all, not '%s'",
+						   optarg);
+			break;
+		case OPT_MIN_SIZE:
+			if (!(cmd->takes & TAKES_STATE))
+				return not_an_option_of(cmd, "--min-size");
+			if (!parse_size(optarg, &cli->min_size))
+				return usage_error("--min-size takes a size in bytes, not '%s'",
+						   optarg);
+			break;
+		case ':':
+			if (optopt > 0 && optopt < 256)
+				return usage_error("option '-%c' needs an argument",
+						   optopt);
+			return usage_error("option '%s' needs an argument",
+					   argv[before]);
+		default:
+			return bad_option(argv[before]);
+		}
+	}
+	if (!cli->core)
+		return usage_error("%s", "missing CORE");
+	if (cmd->takes & TAKES_ADDR) {
+		char *end;
+		if (!addr)
+			return usage_error("%s", "missing ADDR");
+		errno = 0;
+		cli->addr = strtoull(addr, &end, 16);
+		if (errno || end == addr || *end)
+			return usage_error("ADDR must be a hexadecimal address, not '%s'",
+					   addr);
+	}
+	return -1;
+}
+
+static int run(int argc, char **argv)
 {
 	struct hs_cli cli = {.prog = "heapsift", .state = HS_STATE_USED, .top_n = 20};
 	/* heapdiff is heapsift diff */
@@ -274,200 +531,63 @@ int main(int argc, char **argv)
 		return usage_error("unknown command '%s'", argv[1]);
 	cli.command = cmd->name;
 
-	optind = 2;
-	opterr = 0;
-	int c;
 	bool stats = false;
-	const char *addr = NULL;
-	while ((c = getopt_long(argc, argv, "+:n:o:", long_opts, NULL)) != -1 ||
-	       optind < argc) {
-		if (c == -1) {
-			/* a positional argument: the core, then an address */
-			if (cmd->takes & TAKES_CORES) {
-				if (!cli.cores)
-					cli.cores = calloc((size_t)argc, sizeof(*cli.cores));
-				if (!cli.cores)
-					return usage_error("%s", "out of memory");
-				cli.cores[cli.ncores++] = argv[optind++];
-				if (!cli.core)
-					cli.core = cli.cores[0];
-			} else if (!cli.core)
-				cli.core = argv[optind++];
-			else if ((cmd->takes & TAKES_ADDR) && !addr)
-				addr = argv[optind++];
-			else
-				return usage_error("unexpected argument '%s'",
-						   argv[optind]);
-			continue;
-		}
-		switch (c) {
-		case OPT_EXE: cli.opts.exe = optarg; break;
-		case OPT_DEBUG_DIR: cli.opts.debug_dir = optarg; break;
-		case OPT_SYSROOT: cli.opts.sysroot = optarg; break;
-		case OPT_QUIET: cli.quiet = true; break;
-		case OPT_HELP:
-			fputs(usage_text, stdout);
-			return HS_EXIT_OK;
-		case OPT_FORMAT:
-			if (!strcmp(optarg, "text"))
-				cli.format = HS_FORMAT_TEXT;
-			else if (!strcmp(optarg, "json"))
-				cli.format = HS_FORMAT_JSON;
-			else
-				return usage_error("--format takes text or json, not '%s'",
-						   optarg);
-			break;
-		case OPT_LIST:
-			if (!(cmd->takes & TAKES_LIST))
-				return not_an_option_of(cmd, "--list");
-			cli.list = true;
-			break;
-		case OPT_SHOW_BYTES:
-			if (!(cmd->takes & TAKES_SHOW_BYTES))
-				return not_an_option_of(cmd, "--show-bytes");
-			cli.show_bytes = true;
-			break;
-		case 'n': {
-			uint64_t n;
-			if (!(cmd->takes & TAKES_N))
-				return not_an_option_of(cmd, "-n");
-			if (!parse_size(optarg, &n) || n < 1 || n > 1000000)
-				return usage_error("-n takes a number from 1 to 1000000, not '%s'",
-						   optarg);
-			cli.top_n = (size_t)n;
-			cli.top_n_set = true;
-			break;
-		}
-		case 'o':
-			if (!(cmd->takes & (TAKES_OUT | TAKES_OUT_ONLY)))
-				return not_an_option_of(cmd, "-o");
-			cli.out = optarg;
-			break;
-		case OPT_KEEP_STRINGS:
-			if (!(cmd->takes & TAKES_OUT))
-				return not_an_option_of(cmd, "--keep-strings");
-			cli.keep_strings = true;
-			break;
-		case OPT_PPROF:
-		case OPT_FOLDED:
-			if (!(cmd->takes & TAKES_EXPORT))
-				return not_an_option_of(cmd, c == OPT_PPROF ? "--pprof" : "--folded");
-			if (c == OPT_PPROF)
-				cli.pprof = optarg;
-			else
-				cli.folded = optarg;
-			break;
-		case OPT_RAW:
-			if (!(cmd->takes & TAKES_STATE))
-				return not_an_option_of(cmd, "--raw");
-			cli.raw = true;
-			break;
-		case OPT_HTML:
-			if (!(cmd->takes & TAKES_CORES))
-				return not_an_option_of(cmd, "--html");
-			cli.out = optarg;
-			break;
-		case OPT_FORCE:
-			if (!(cmd->takes & TAKES_CORES))
-				return not_an_option_of(cmd, "--force");
-			cli.force = true;
-			break;
-		case OPT_ALL:
-			if (!(cmd->takes & TAKES_ALL))
-				return not_an_option_of(cmd, "--all");
-			cli.all = true;
-			break;
-		case OPT_STATS:
-			stats = true;
-			break;
-		case OPT_NO_UNEXPLAINED:
-			cli.opts.no_unexplained = true;
-			break;
-		case OPT_CONSERVATIVE_ROOTS:
-			cli.opts.conservative_roots = true;
-			break;
-		case OPT_NO_RULE: {
-			unsigned on = HS_RULES_ALL;
-			if (!hs_rules_parse_off(optarg, &on))
-				return usage_error("--no-rule takes all, stdstring, length64, newarray, multipleinheritance or learned (separated by commas), not '%s'",
-						   optarg);
-			cli.opts.rules_off = optarg;
-			break;
-		}
-		case OPT_THREADS: {
-			uint64_t n;
-			if (!parse_size(optarg, &n) || n < 1 || n > 64)
-				return usage_error("--threads takes a number from 1 to 64, not '%s'",
-						   optarg);
-			cli.opts.threads = (unsigned)n;
-			break;
-		}
-		case OPT_STATE:
-			if (!(cmd->takes & TAKES_STATE))
-				return not_an_option_of(cmd, "--state");
-			if (!strcmp(optarg, "used"))
-				cli.state = HS_STATE_USED;
-			else if (!strcmp(optarg, "free"))
-				cli.state = HS_STATE_FREE;
-			else if (!strcmp(optarg, "all"))
-				cli.state = -1;
-			else
-				return usage_error("--state takes used, free or all, not '%s'",
-						   optarg);
-			break;
-		case OPT_MIN_SIZE:
-			if (!(cmd->takes & TAKES_STATE))
-				return not_an_option_of(cmd, "--min-size");
-			if (!parse_size(optarg, &cli.min_size))
-				return usage_error("--min-size takes a size in bytes, not '%s'",
-						   optarg);
-			break;
-		case ':':
-			return usage_error("option '%s' needs an argument",
-					   argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
-		}
+	int rc = parse_options(argc, argv, cmd, &cli, &stats);
+	if (rc < 0 && cli.format == HS_FORMAT_TEXT && !escape_stdout())
+		rc = usage_error("%s", "out of memory");
+	if (rc >= 0) {
+		free(cli.cores);
+		return rc;
 	}
-	if (!cli.core)
-		return usage_error("%s", "missing CORE");
-	if (cmd->takes & TAKES_ADDR) {
-		char *end;
-		if (!addr)
-			return usage_error("%s", "missing ADDR");
-		errno = 0;
-		cli.addr = strtoull(addr, &end, 16);
-		if (errno || end == addr || *end)
-			return usage_error("ADDR must be a hexadecimal address, not '%s'",
-					   addr);
-	}
-
-	cli.opts.warnings = cli.quiet ? NULL : stderr;
+	/* warnings are escaped by the log; its progress lines must pass */
+	cli.opts.warnings = cli.quiet ? NULL : raw_stderr;
 	cli.opts.progress = !cli.quiet && isatty(STDERR_FILENO);
 	if (cmd->takes & TAKES_CORES) {
-		int rc = cmd->run(&cli, NULL);
+		rc = cmd->run(&cli, NULL);
 		free(cli.cores);
-		if (fflush(stdout) != 0)
-			return rc ? rc : HS_EXIT_ANALYSIS;
 		return rc;
 	}
 	struct hs_snapshot *snap;
 	double t_start = hs_now();
 	struct hs_error *err = hs_snapshot_open(cli.core, &cli.opts, &snap);
 	if (err) {
-		int rc = hs_cli_fail(&cli, err);
+		rc = hs_cli_fail(&cli, err);
 		hs_error_destroy(err);
 		return rc;
 	}
-	int rc = cmd->run(&cli, snap);
+	rc = cmd->run(&cli, snap);
 	if (stats)
 		print_stats(snap, hs_now() - t_start);
 	hs_snapshot_destroy(snap);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno != EPIPE)
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	raw_stdout = stdout;
+	raw_stderr = stderr;
+	FILE *err = hs_escape_stream(STDERR_FILENO, _IONBF);
+	if (err)
+		stderr = err;
+	int rc = run(argc, argv);
+	/* closing the escaping stream writes what it still holds */
+	bool bad = stdout != raw_stdout && fclose(stdout) != 0;
+	int errnum = errno;
+	stdout = raw_stdout;
+	if (!bad) {
+		bad = fflush(stdout) != 0 || ferror(stdout);
+		errnum = errno;
+	}
+	if (bad) {
+		if (errnum != EPIPE)
 			fprintf(stderr, "heapsift: writing output: %s\n",
-				strerror(errno));
-		return rc ? rc : HS_EXIT_ANALYSIS;
+				strerror(errnum));
+		if (!rc)
+			rc = HS_EXIT_ANALYSIS;
+	}
+	if (err) {
+		stderr = raw_stderr;
+		fclose(err);
 	}
 	return rc;
 }

@@ -54,12 +54,12 @@ class Run:
             " ".join(self.argv), what, self.seconds, err)
 
 
-def run(argv, timeout=120, env=None, stdin=subprocess.DEVNULL):
-    """Run argv, capturing text output.  A hang is killed (with its process
-    group) and reported as timed_out, rc None."""
+def run(argv, timeout=120, env=None, stdin=subprocess.DEVNULL, cwd=None):
+    """Run argv (in cwd), capturing text output.  A hang is killed (with its
+    process group) and reported as timed_out, rc None."""
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         stdin=stdin, env=env, start_new_session=True)
+                         stdin=stdin, env=env, cwd=cwd, start_new_session=True)
     try:
         out, err = p.communicate(timeout=timeout)
         timed_out = False

@@ -46,8 +46,9 @@ SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSani
 R = u.Results()
 
 
-def hs(*args, env=None, wrapper=()):
-    return u.run(list(wrapper) + [HS] + [str(a) for a in args], timeout=TIMEOUT, env=env)
+def hs(*args, env=None, wrapper=(), cwd=None):
+    return u.run(list(wrapper) + [HS] + [str(a) for a in args], timeout=TIMEOUT, env=env,
+                 cwd=cwd)
 
 
 def stderr_lines(r):
@@ -234,6 +235,82 @@ def test_usage(core):
     ]
     for name, args, mention in cases:
         R.case("usage: " + name, expect_error(hs(*args), 2, mention=mention))
+    test_option_parsing(core)
+
+
+def expect_ok(r):
+    """Exit 0 without an error line; returns (problems, JSON or None)."""
+    probs = basic_problems(r)
+    if not probs and r.rc != 0:
+        probs.append("exit %s, want 0: %s" % (r.rc, r.describe()))
+    if not probs and error_line(r):
+        probs.append("error lines on stderr: %r" % error_line(r))
+    doc = parse_json(r, probs) if not probs and r.out.lstrip().startswith("{") else None
+    return probs, doc
+
+
+def test_option_parsing(core):
+    """Unknown short options inside a cluster, and "--" ending the options:
+    a core whose name starts with '-' (run in WORK, where -x.core is a copy
+    of the core)."""
+    dash = os.path.join(WORK, "-x.core")
+    shutil.copyfile(core, dash)
+    hint = [r"'--'", r"\./-x\.core"]
+    R.case("usage: unknown short option in a cluster: info -x.core",
+           expect_error(hs("info", "-x.core", cwd=WORK), 2,
+                        [r"unknown option '-x'"] + hint))
+    R.case("usage: unknown short option after CORE: info CORE -q",
+           expect_error(hs("info", core, "-q"), 2, [r"unknown option '-q'"]))
+    R.case("usage: -n without its value at the end",
+           expect_error(hs("top", core, "-n"), 2, [r"'-n' needs an argument"]))
+    R.case("usage: an ambiguous long option (--s)",
+           expect_error(hs("info", core, "--s"), 2, [r"ambiguous", r"--sysroot", r"--stats"],
+                        mention="'--s'"))
+    R.case("usage: a value for an option that takes none (--quiet=1)",
+           expect_error(hs("info", core, "--quiet=1"), 2, [r"'--quiet' takes no value"]))
+
+    r = hs("info", "--format", "json", "--", "-x.core", cwd=WORK)
+    probs, doc = expect_ok(r)
+    if doc is not None and (doc.get("core") or {}).get("path") != "-x.core":
+        probs.append("core.path %r, want '-x.core'" % (doc.get("core") or {}).get("path"))
+    elif not probs and doc is None:
+        probs.append("no JSON on stdout: %r" % r.out[:200])
+    R.case("--: info --format json -- -x.core opens the file -x.core", probs)
+    R.case("--: what follows is positional even when it looks like an option",
+           expect_error(hs("info", "--", "--bogus-file", cwd=WORK), 1,
+                        [r"no such file|cannot open"], mention="--bogus-file"))
+    R.case("--: options after it are arguments (info -- -x.core --quiet)",
+           expect_error(hs("info", "--", "-x.core", "--quiet", cwd=WORK), 2,
+                        [r"unexpected argument"], mention="--quiet"))
+    R.case("--: a second -- after it is an argument (info -- -x.core --)",
+           expect_error(hs("info", "--", "-x.core", "--", cwd=WORK), 2,
+                        [r"unexpected argument '--'"]))
+    r = hs("info", "--exe", "--", core, "--format", "json")
+    probs, doc = expect_ok(r)
+    if not probs and doc is None:
+        probs.append("--format json after CORE was not read as an option: %r" % r.out[:200])
+    R.case("--: the value of --exe is not the end of the options (--exe -- CORE --format json)",
+           probs)
+    rec_addr = None
+    r = hs("list", core, "--format", "json")
+    probs, doc = expect_ok(r)
+    for a in (doc or {}).get("allocations", []):
+        if a.get("state") == "used":
+            rec_addr = a.get("address")
+            break
+    if rec_addr:
+        r = hs("show", "--format", "json", "--", "-x.core", rec_addr, cwd=WORK)
+        probs, doc = expect_ok(r)
+        if not probs and doc is None:
+            probs.append("no JSON on stdout: %r" % r.out[:200])
+    else:
+        probs = probs or ["no used allocation listed"]
+    R.case("--: show -- -x.core ADDR (CORE and ADDR after it)", probs)
+    r = hs("diff", "--format", "json", "--", "-x.core", core, cwd=WORK)
+    probs, doc = expect_ok(r)
+    if not probs and doc is None:
+        probs.append("no JSON on stdout: %r" % r.out[:200])
+    R.case("--: diff -- -x.core CORE (the cores of diff after it)", probs)
 
 
 # ---------------------------------------------------------------------------
