@@ -150,7 +150,29 @@ static bool push(struct ctx *c, uint32_t id)
 	return true;
 }
 
-enum { FROM_NONE, FROM_DWARF, FROM_VTABLE };
+/* How a block got its type: a typed pointer to its start, a typed pointer
+ * into it taken as an array element, a vtable. */
+enum { FROM_NONE, FROM_DWARF, FROM_ELEMENT, FROM_VTABLE };
+
+/* Two types of one size for one block: which to keep, without a warning
+ * when the evidence says which.  A pointer to the block's start says more
+ * than one into it (glibc's nss_action_list points to the actions after
+ * a wrapper's header); a struct says more than a scalar (tzfile's
+ * transitions, time_t[], and types, struct ttinfo[], start together when
+ * there is no transition).  Returns 1 to take the new type, 0 to keep the
+ * old, -1 when nothing decides (a conflict). */
+static int prefer(int old_from, const struct hs_dtype *old, int from,
+		  const struct hs_dtype *d)
+{
+	if (old_from == FROM_ELEMENT && from == FROM_DWARF)
+		return 1;
+	if (old_from == FROM_DWARF && from == FROM_ELEMENT)
+		return 0;
+	bool agg_old = hs_dtype_is_aggregate(old), agg_new = hs_dtype_is_aggregate(d);
+	if (agg_new != agg_old)
+		return agg_new;
+	return agg_new ? -1 : 0;
+}
 
 /* Gives allocation id the type d (see the rules in types.h). */
 static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
@@ -166,9 +188,11 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 		struct hs_dtype *old = t->reg->v[cur];
 		if (c->from[id] == FROM_VTABLE && from != FROM_VTABLE)
 			return true;
+		int take = d->size == old->size && strcmp(d->name, old->name) &&
+			from != FROM_VTABLE ? prefer(c->from[id], old, from, d) : 0;
 		if (!(from == FROM_VTABLE && c->from[id] != FROM_VTABLE) &&
-		    d->size <= old->size) {
-			if (d->size == old->size && strcmp(d->name, old->name)) {
+		    d->size <= old->size && take != 1) {
+			if (take < 0) {
 				if (!t->conflicts++) {
 					char *ex;
 					if (asprintf(&ex, "%#llx is both %s and %s",
@@ -202,7 +226,7 @@ static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee)
 		if (!pointee->size || off % pointee->size)
 			return true;
 	}
-	return assign(c, id, pointee, FROM_DWARF);
+	return assign(c, id, pointee, interior ? FROM_ELEMENT : FROM_DWARF);
 }
 
 /* The pointer slots of a typed object at addr (in a block or a root). */

@@ -912,3 +912,17 @@ struct hs_error *hs_dtypes_frame_locals(struct hs_dtypes *t, struct hs_module *m
 	*n = out.n;
 	return err;
 }
+
+bool hs_dtype_is_aggregate(const struct hs_dtype *type)
+{
+	if (type->from_vtable)
+		return true;
+	if (!type->dbg)
+		return false;
+	Dwarf_Die die;
+	if (!dwarf_offdie(type->dbg, type->die, &die))
+		return false;
+	int tag = dwarf_tag(&die);
+	return tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_union_type;
+}

@@ -85,6 +85,10 @@ struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
 struct hs_error *hs_dtypes_named(struct hs_dtypes *t, const char *name,
 				 uint64_t size, struct hs_dtype **ret);
 
+/* A struct, class or union (or a class a vtable names), not a scalar, a
+ * pointer or an enum. */
+bool hs_dtype_is_aggregate(const struct hs_dtype *type);
+
 /* The member at offset (dotted for nested structs: "in.buf"), or NULL.
  * Caller frees. */
 char *hs_dtype_member_at(struct hs_dtypes *t, struct hs_dtype *type,
