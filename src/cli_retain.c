@@ -3,8 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/summary.h"
 #include "src/cli_retain.h"
 #include "src/outfile.h"
+#include "src/sort.h"
 
 const struct hs_error *hs_cli_retain_typed(struct hs_snapshot *snap,
 					   const struct hs_retain **ret,
@@ -253,4 +255,108 @@ void hs_cli_learned_text(struct hs_snapshot *snap)
 	if (r->nlearned > SHOWN)
 		printf("(learned: %zu more sizes; --format json lists them)\n",
 		       r->nlearned - SHOWN);
+}
+
+enum { SHARER_VISITS = 1 << 16 };
+
+struct hs_error *hs_cli_sharers(struct hs_snapshot *snap, const uint32_t *nodes,
+				size_t n, struct hs_sharers *out)
+{
+	const struct hs_retain *r = snap->retain;
+	const struct hs_graph *g = snap->graph;
+	memset(out, 0, n * sizeof(*out));
+	if (!n || !r || !g)
+		return NULL;
+	uint32_t nn = r->tree->n;
+	/* predecessors of every node of the dominators' graph (compressed
+	 * rows), and for each block the root that holds it alone */
+	uint32_t *off = calloc((size_t)nn + 1, sizeof(*off));
+	uint32_t *pred = NULL, *root_of = NULL, *queue = NULL, *mark = NULL;
+	struct hs_error *err = &hs_error_nomem;
+	if (!off)
+		goto out;
+	for (uint32_t v = 0; v < nn; v++) {
+		const uint32_t *p, *e;
+		uint32_t shift;
+		hs_retain_succ(r, g, v, &p, &e, &shift);
+		for (; p < e; p++)
+			off[HS_EDGE_ID(*p) + shift + 1]++;
+	}
+	for (uint32_t v = 0; v < nn; v++)
+		off[v + 1] += off[v];
+	pred = malloc((size_t)off[nn] * sizeof(*pred) + 1);
+	queue = malloc(SHARER_VISITS * sizeof(*queue));
+	mark = calloc((size_t)nn, sizeof(*mark));
+	if (!pred || !queue || !mark)
+		goto out;
+	{
+		uint32_t *fill = malloc((size_t)nn * sizeof(*fill) + 1);
+		if (!fill)
+			goto out;
+		memcpy(fill, off, (size_t)nn * sizeof(*fill));
+		for (uint32_t v = 0; v < nn; v++) {
+			const uint32_t *p, *e;
+			uint32_t shift;
+			hs_retain_succ(r, g, v, &p, &e, &shift);
+			for (; p < e; p++)
+				pred[fill[HS_EDGE_ID(*p) + shift]++] = v;
+		}
+		free(fill);
+	}
+	if ((err = hs_retain_root_of(r, &root_of)))
+		goto out;
+	err = NULL;
+	/* backwards from each block: a root, or a block a root holds alone,
+	 * names a sharer; a block held by several roots is walked through */
+	for (size_t k = 0; k < n; k++) {
+		uint32_t stamp = (uint32_t)k + 1, qh = 0, qt = 0;
+		queue[qt++] = nodes[k];
+		mark[nodes[k]] = stamp;
+		struct hs_sharers *o = &out[k];
+		while (qh < qt) {
+			uint32_t v = queue[qh++];
+			for (uint32_t i = off[v]; i < off[v + 1]; i++) {
+				uint32_t p = pred[i], holder = p;
+				if (p >= r->base)
+					holder = root_of[p];
+				if (holder >= HS_NODE_FIRST_ROOT && holder < r->base) {
+					if (mark[holder] == stamp)
+						continue;
+					mark[holder] = stamp;
+					if (snap->roots->roots[holder - HS_NODE_FIRST_ROOT].stale)
+						continue;
+					if (o->shown < HS_SHARERS_SHOWN)
+						o->root[o->shown++] = holder - HS_NODE_FIRST_ROOT;
+					o->total++;
+				} else if (holder == HS_NODE_SUPER && p >= r->base &&
+					   mark[p] != stamp && qt < SHARER_VISITS) {
+					mark[p] = stamp;
+					queue[qt++] = p;
+				}
+			}
+		}
+	}
+out:
+	free(off);
+	free(pred);
+	free(root_of);
+	free(queue);
+	free(mark);
+	return err;
+}
+
+void hs_cli_sharers_text(struct hs_snapshot *snap, const struct hs_sharers *s,
+			 char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (uint32_t i = 0; i < s->shown && at < len; i++) {
+		int w = snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
+				 snap->roots->roots[s->root[i]].name);
+		if (w < 0)
+			break;
+		at += (size_t)w;
+	}
+	if (s->total > s->shown && at < len)
+		snprintf(buf + at, len - at, " (+%u more)", s->total - s->shown);
 }

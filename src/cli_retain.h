@@ -34,6 +34,22 @@ void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap);
  * status after one error line: called before a long analysis. */
 int hs_cli_output_ok(const struct hs_cli *cli, const char *path);
 
+/* Who shares the blocks that no single root holds (their immediate
+ * dominator is the super-root): for each of the n allocation nodes in
+ * nodes, the distinct roots that hold it, directly or through blocks a
+ * root holds alone, in root order.  out[i] gets up to HS_SHARERS_SHOWN
+ * root indices (into snap->roots) and total[i] how many there are. */
+enum { HS_SHARERS_SHOWN = 3 };
+struct hs_sharers {
+	uint32_t root[HS_SHARERS_SHOWN];
+	uint32_t shown, total;
+};
+struct hs_error *hs_cli_sharers(struct hs_snapshot *snap, const uint32_t *nodes,
+				size_t n, struct hs_sharers *out);
+/* "global g in m, thread 1 ... frame #2 f (+3 more)" */
+void hs_cli_sharers_text(struct hs_snapshot *snap, const struct hs_sharers *s,
+			 char *buf, size_t len);
+
 /* The offsets the graph learned (rules.h), with their evidence: a
  * "learned" array, or lines of text. */
 void hs_cli_json_learned(struct hs_jsonw *w, struct hs_snapshot *snap);

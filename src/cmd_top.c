@@ -56,6 +56,17 @@ static size_t top_allocs(const struct hs_retain *r, size_t n, uint32_t *out)
 	return k;
 }
 
+static void json_sharers(struct hs_jsonw *w, struct hs_snapshot *snap,
+			 const struct hs_sharers *s)
+{
+	hs_jsonw_key(w, "shared_by");
+	hs_jsonw_array_begin(w);
+	for (uint32_t k = 0; k < s->shown; k++)
+		hs_jsonw_string(w, snap->roots->roots[s->root[k]].name);
+	hs_jsonw_array_end(w);
+	hs_jsonw_kuint(w, "shared_by_count", s->total);
+}
+
 int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_retain *r;
@@ -75,6 +86,39 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 	}
 	size_t ntops = top_allocs(r, limit, tops);
 	const struct hs_domtree *t = r->tree;
+	/* who shares what no single root holds: the top blocks, and the
+	 * biggest shared block for the roots' "shared" row */
+	struct hs_sharers *sh = calloc(ntops + 1, sizeof(*sh));
+	uint32_t *shared = malloc((ntops + 1) * sizeof(*shared));
+	size_t nshared = 0;
+	uint32_t biggest = HS_DOM_NONE;
+	for (uint32_t v = r->base; v < t->n; v++)
+		if (t->idom[v] == HS_NODE_SUPER &&
+		    (biggest == HS_DOM_NONE || t->retained[v] > t->retained[biggest]))
+			biggest = v;
+	if (sh && shared) {
+		for (size_t i = 0; i < ntops; i++)
+			if (t->idom[tops[i]] == HS_NODE_SUPER)
+				shared[nshared++] = tops[i];
+		if (biggest != HS_DOM_NONE)
+			shared[nshared++] = biggest;
+	}
+	struct hs_sharers *shared_out = calloc(nshared + 1, sizeof(*shared_out));
+	e = !sh || !shared || !shared_out ? &hs_error_nomem :
+		hs_cli_sharers(snap, shared, nshared, shared_out);
+	if (e) {
+		free(sh);
+		free(shared);
+		free(shared_out);
+		free(rows);
+		free(tops);
+		return hs_cli_fail(cli, e);
+	}
+	for (size_t i = 0, k = 0; i < ntops; i++)
+		if (t->idom[tops[i]] == HS_NODE_SUPER)
+			sh[i] = shared_out[k++];
+	struct hs_sharers biggest_sh = nshared && biggest != HS_DOM_NONE ?
+		shared_out[nshared - 1] : (struct hs_sharers){0};
 	char b1[32], b2[32], name[512];
 	if (cli->format == HS_FORMAT_JSON) {
 		struct hs_jsonw w;
@@ -92,6 +136,8 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_object_begin(&w);
 			hs_jsonw_kstring(&w, "name", rows[i].name);
 			hs_jsonw_kstring(&w, "kind", rows[i].kind);
+			if (!strcmp(rows[i].kind, "shared"))
+				json_sharers(&w, snap, &biggest_sh);
 			hs_jsonw_kuint(&w, "retained", rows[i].retained);
 			hs_jsonw_kuint(&w, "count", rows[i].count);
 			hs_jsonw_object_end(&w);
@@ -110,6 +156,8 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 				hs_jsonw_kaddr(&w, "address", snap->heap->allocs[d - r->base].addr);
 			else if (d >= HS_NODE_FIRST_ROOT)
 				hs_jsonw_kstring(&w, "name", hs_retain_root(r, snap->roots, d)->name);
+			else if (d == HS_NODE_SUPER)
+				json_sharers(&w, snap, &sh[i]);
 			hs_jsonw_object_end(&w);
 			hs_jsonw_object_end(&w);
 		}
@@ -127,12 +175,18 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 		       nrows < limit ? nrows : limit, nrows);
 		printf("%11s %6s %9s  %-11s %s\n", "RETAINED", "SHARE", "BLOCKS", "KIND",
 		       "ROOT");
-		for (size_t i = 0; i < nrows && i < limit; i++)
+		for (size_t i = 0; i < nrows && i < limit; i++) {
 			printf("%11s %5.1f%% %9" PRIu64 "  %-11s %s\n",
 			       hs_fmt_size(b1, rows[i].retained),
 			       r->used_bytes ? 100.0 * (double)rows[i].retained /
 				       (double)r->used_bytes : 0.0,
 			       rows[i].count, rows[i].kind, rows[i].name);
+			if (!strcmp(rows[i].kind, "shared") && biggest_sh.total) {
+				hs_cli_sharers_text(snap, &biggest_sh, name, sizeof(name));
+				printf("%31s  the biggest (%s) by: %s\n", "",
+				       hs_fmt_size(b2, t->retained[biggest]), name);
+			}
+		}
 		printf("\nBLOCKS BY RETAINED SIZE (%zu)\n", ntops);
 		printf("%11s %6s %9s  %-18s %10s  %-10s %-24s %s\n", "RETAINED", "SHARE",
 		       "BLOCKS", "ADDRESS", "SIZE", "CLASS", "TYPE", "HELD BY");
@@ -140,6 +194,11 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 			uint32_t v = tops[i], id = v - r->base;
 			const struct hs_alloc *a = &snap->heap->allocs[id];
 			hs_cli_node_name(snap, t->idom[v], name, sizeof(name));
+			if (t->idom[v] == HS_NODE_SUPER && sh[i].total) {
+				char who[400];
+				hs_cli_sharers_text(snap, &sh[i], who, sizeof(who));
+				snprintf(name, sizeof(name), "several roots: %s", who);
+			}
 			char tname[600];
 			const char *type = hs_types_name(snap->types, snap->heap, id, tname,
 							 sizeof(tname));
@@ -151,6 +210,9 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 			       hs_cli_reach(snap, id), type ? type : "-", name);
 		}
 	}
+	free(sh);
+	free(shared);
+	free(shared_out);
 	free(rows);
 	free(tops);
 	return HS_EXIT_OK;

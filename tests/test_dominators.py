@@ -133,6 +133,12 @@ ALL_PATHS = [
     ("dm_shapes", "tree Q", {"tree P1", "tree P2"}),
 ]
 
+# Blocks no single root holds: the roots `top` must name as sharing them
+# (held_by.shared_by, exactly, by the globals' names).
+SHARED_BY = {
+    ("dm_shapes", "shared S"): {"g_share_a", "g_share_b"},
+}
+
 # Fixtures whose every block gets a `path` check (dm_suspect's lists and
 # tables would only repeat the same hop many times; it has a named path).
 PATH_EVERY_BLOCK = {"dm_shapes", "dm_frames"}
@@ -611,6 +617,13 @@ def check_top_allocations(fx, top):
         parent = fx.idom[lab]
         held = row.get("held_by", {})
         p += fx.node_problems(parent, held, "held_by of %s" % lab)
+        want = SHARED_BY.get((fx.name, lab))
+        if want is not None:
+            got = {re.sub(r"^global (\S+) in .*$", r"\1", n)
+                   for n in held.get("shared_by", [])}
+            if got != want or held.get("shared_by_count") != len(want):
+                p.append("%s: shared by %s (%s in all), expected %s" % (
+                    lab, sorted(got), held.get("shared_by_count"), sorted(want)))
     return p
 
 
