@@ -238,9 +238,9 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 		return NULL;
 	/* merge: every (key, count), then sum equal keys */
 	struct keycount *kc = malloc(total * sizeof(*kc));
-	uint64_t *sizes = malloc((r->heap->nallocs + 1) * sizeof(*sizes));
+	uint64_t *sizes = NULL, *nblocks = NULL;
 	struct hs_error *err = &hs_error_nomem;
-	if (!kc || !sizes)
+	if (!kc)
 		goto out;
 	size_t n = 0;
 	for (size_t p = 0; p < nparts; p++)
@@ -256,20 +256,49 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 		else
 			kc[m++] = kc[i];
 	}
+	/* candidates: offsets with enough pointers to stand for half of the
+	 * minimum number of blocks */
+	size_t mc = 0;
+	for (size_t i = 0; i < m; i++)
+		if (2 * kc[i].count >= LEARN_MIN_BLOCKS)
+			kc[mc++] = kc[i];
+	m = mc;
+	if (!m) {
+		err = NULL;
+		goto out;
+	}
 	hs_sort(kc, m, sizeof(*kc), cmp_keycount);
-	/* blocks per usable size: the sizes, sorted */
+	/* blocks per candidate size: the distinct sizes, sorted, counted in
+	 * one pass over the blocks */
+	sizes = malloc(m * sizeof(*sizes));
+	nblocks = calloc(m, sizeof(*nblocks));
+	if (!sizes || !nblocks)
+		goto out;
 	size_t ns = 0;
-	for (size_t i = 0; i < r->heap->nallocs; i++)
-		if (hs_alloc_state(&r->heap->allocs[i]) == HS_STATE_USED)
-			sizes[ns++] = r->heap->allocs[i].size;
-	hs_sort(sizes, ns, sizeof(*sizes), cmp_u64);
+	for (size_t i = 0; i < m; i++)
+		if (!ns || sizes[ns - 1] != kc[i].key >> 20)
+			sizes[ns++] = kc[i].key >> 20;
+	for (size_t i = 0; i < r->heap->nallocs; i++) {
+		const struct hs_alloc *a = &r->heap->allocs[i];
+		if (hs_alloc_state(a) != HS_STATE_USED)
+			continue;
+		size_t lo = 0, hi = ns;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (sizes[mid] < a->size)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < ns && sizes[lo] == a->size)
+			nblocks[lo]++;
+	}
 	size_t cap = 0;
 	for (size_t i = 0; i < m;) {
 		uint64_t size = kc[i].key >> 20;
 		size_t j = i;
 		while (j < m && kc[j].key >> 20 == size)
 			j++;
-		/* blocks of this size: a range of the sorted sizes */
 		size_t lo = 0, hi = ns;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -278,10 +307,7 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 			else
 				hi = mid;
 		}
-		size_t end = lo;
-		while (end < ns && sizes[end] == size)
-			end++;
-		uint64_t blocks = end - lo;
+		uint64_t blocks = lo < ns && sizes[lo] == size ? nblocks[lo] : 0;
 		struct hs_learned l = {.size = size, .blocks = blocks};
 		for (size_t k = i; k < j && l.noff < HS_LEARN_MAX_OFFSETS; k++) {
 			if (blocks < LEARN_MIN_BLOCKS || 2 * kc[k].count < blocks)
@@ -305,6 +331,7 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 out:
 	free(kc);
 	free(sizes);
+	free(nblocks);
 	return err;
 }
 
