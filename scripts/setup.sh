@@ -19,7 +19,7 @@ PACKAGES=(
 	build-essential cmake pkg-config
 	libelf-dev libdw-dev libjansson-dev libcapstone-dev zlib1g-dev libjemalloc-dev
 	elfutils libdebuginfod1 debuginfod gdb python3 valgrind time golang-go chromium
-	redis-server bzip2 libtcmalloc-minimal4 sqlite3
+	redis-server bzip2 libtcmalloc-minimal4 sqlite3 lua5.4
 )
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -13,7 +13,7 @@ was leaked (the programs free what they drop, or keep it), so:
     warn about.
 
 Programs: sqlite3 (200,000 rows in an in-memory table with an index),
-perl (a 300,000-entry hash).  A program that is not installed is skipped.
+perl (a 300,000-entry hash), lua5.4 (a 300,000-entry table of tables).  A program that is not installed is skipped.
 
 Standard library only.  Prints "N passed, M failed" last.
 """
@@ -51,9 +51,18 @@ print "ready ", scalar(keys %h), "\n";
 my $line = <STDIN>;
 """
 
+LUA_LOAD = r"""
+local t = {}
+for i = 1, 300000 do t[i] = {id = i, name = "item" .. i} end
+io.write("ready ", #t, "\n")
+io.flush()
+io.read()
+"""
+
 PROGRAMS = [
     ("sqlite3", ["sqlite3", ":memory:"], SQLITE_LOAD),
     ("perl", ["perl", "-e", PERL_LOAD], ""),
+    ("lua5.4", ["lua5.4", "-e", LUA_LOAD], ""),
 ]
 
 
