@@ -1138,9 +1138,23 @@ static struct hs_error *walk(struct gl *g)
 		ar.top_size &= ~(uint64_t)SIZE_BITS;
 
 		struct arena_stats st = {.nblocks = 1, .avail = ar.top_size};
-		if ((err = read_fastbins(g, arena, buf, idx, &st)))
-			goto out;
-		count_bins(g, arena, idx, &st);
+		/* malloc_init_state (malloc.c) has not run: top and every bin
+		 * are still zero, as in a static program that never called
+		 * malloc.  Nothing to walk, and nothing wrong. */
+		bool uninit = !ar.top;
+		for (uint64_t w = 0; uninit && w < 2 * (g->nbins - 1); w++) {
+			uint64_t bin;
+			memcpy(&bin, buf + g->ms_bins + 8 * w, 8);
+			uninit = !bin;
+		}
+		if (uninit) {
+			st.nblocks = 0;
+			ar.uninitialized = true;
+		} else {
+			if ((err = read_fastbins(g, arena, buf, idx, &st)))
+				goto out;
+			count_bins(g, arena, idx, &st);
+		}
 		/* int_mallinfo (malloc.c) */
 		mi.smblks += st.nfast;
 		mi.ordblks += st.nblocks;
@@ -1151,7 +1165,7 @@ static struct hs_error *walk(struct gl *g)
 		if (idx == 0)
 			mi.keepcost = ar.top_size;
 
-		ar.bin_chunks = st.nblocks - 1;
+		ar.bin_chunks = st.nblocks ? st.nblocks - 1 : 0;
 		ar.fastbin_chunks = st.nfast;
 		size_t ai;
 		if ((err = hs_heap_add_arena(g->heap, &ar, &ai)))
@@ -1187,6 +1201,8 @@ static struct hs_error *walk(struct gl *g)
 			err = NULL;
 			continue;
 		}
+		if (ar->uninitialized)
+			continue;
 		if (i == 0)
 			err = walk_main_arena(g, buf, ar);
 		else

@@ -96,6 +96,7 @@ struct hs_arena {
 	uint64_t top;               /* top chunk */
 	uint64_t top_size;
 	uint64_t system_mem;
+	bool uninitialized;     /* glibc: malloc never set the arena up */
 	uint32_t nheaps;            /* heap segments walked */
 	uint32_t attached_threads;
 	uint64_t used_count, used_bytes, free_count, free_bytes;

@@ -228,6 +228,8 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kuint(&w, "system_mem", a->system_mem);
 			hs_jsonw_kuint(&w, "heaps", a->nheaps);
 			hs_jsonw_kuint(&w, "attached_threads", a->attached_threads);
+			if (a->uninitialized)
+				hs_jsonw_kbool(&w, "uninitialized", true);
 			hs_jsonw_kuint(&w, "used_count", a->used_count);
 			hs_jsonw_kuint(&w, "used_bytes", a->used_bytes);
 			hs_jsonw_kuint(&w, "free_count", a->free_count);
@@ -343,6 +345,8 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 			       hs_fmt_size(b2, a->used_bytes));
 			if (!heap->headerless)
 				printf(", %u heap%s", a->nheaps, a->nheaps == 1 ? "" : "s");
+			if (a->uninitialized)
+				printf(" (never set up: malloc was not called yet)");
 			printf("\n");
 		}
 		if (heap->has_mallinfo2) {

@@ -11,6 +11,8 @@ stderr lines, as in test_bad_input.py):
   - a core whose paths (NT_FILE and the dynamic linker's list) name a FIFO
     for the executable and for libc: the analysis ends at once, with a
     warning naming the FIFO, and nothing blocks on it;
+  - an arena malloc never set up (top and every bin still zero, as in a
+    static program before its first malloc): 0 allocations, no warning;
   - output paths: redact, report, export and diff --html onto a FIFO, a
     symbolic link and a device node each leave what is there as it was and
     say why in one line; `-o -` writes the same bytes to standard output.
@@ -272,6 +274,53 @@ def test_fifo_paths(core, fixture):
 
 # ---------------------------------------------------------------------------
 
+def test_uninitialized_arena():
+    """fx_nomalloc's core with main_arena as before malloc_init_state ran:
+    top, last_remainder and bins[] zero (the 2,048 bytes from top on)."""
+    fixture = os.path.join(P["fixtures"], "fx_nomalloc")
+    try:
+        core, _ = u.take_core(fixture, WORK, "nomalloc", record=False)
+    except (RuntimeError, OSError) as e:
+        R.case("uninitialized arena: take the core", [str(e)])
+        return
+    r = hs("info", core, "--format", "json")
+    probs = basic(r)
+    arenas = json.loads(r.out).get("allocator", {}).get("arenas", []) if not probs and r.rc == 0 else []
+    if not arenas:
+        R.case("uninitialized arena: find main_arena", probs + ["no arena in info: %s" % r.describe()])
+        return
+    arena = int(arenas[0]["address"], 16)
+    path = os.path.join(WORK, "uninit-arena.core")
+    with cc.Core(core) as c:
+        top = c.u64(arena + cc.MALLOC_STATE_TOP)
+        if top != arena + cc.MALLOC_STATE_TOP:
+            R.case("uninitialized arena: main_arena.top is its own bin",
+                   ["top %#x, main_arena %#x" % (top, arena)])
+            return
+    shutil.copyfile(core, path)
+    with cc.Core(path, writable=True) as c:
+        c.write(arena + cc.MALLOC_STATE_TOP, bytes(cc.MALLOC_STATE_NEXT - cc.MALLOC_STATE_TOP - 16))
+    for cmd in ("info", "list", "leaks"):
+        r = hs(cmd, path, "--format", "json")
+        probs = basic(r)
+        if not probs:
+            if r.rc != 0:
+                probs.append("exit %s: %s" % (r.rc, r.describe()))
+            else:
+                doc = json.loads(r.out)
+                if doc.get("warnings"):
+                    probs.append("warnings: %r" % doc["warnings"][:3])
+                if r.err.strip():
+                    probs.append("stderr: %r" % r.err[:300])
+                if cmd == "list" and doc.get("allocations"):
+                    probs.append("%d allocations listed" % len(doc["allocations"]))
+                if cmd == "info" and not doc["allocator"]["arenas"][0].get("uninitialized"):
+                    probs.append("info does not say the arena was never set up")
+        R.case("uninitialized arena: %s: no allocation, no warning" % cmd, probs)
+
+
+# ---------------------------------------------------------------------------
+
 def snapshot(path):
     """What is at path, to compare before and after: kind, target, bytes."""
     st = os.lstat(path)
@@ -367,6 +416,7 @@ def main():
     test_system_mem(core, rec)
     test_special_cores()
     test_fifo_paths(core, fixture)
+    test_uninitialized_arena()
     test_outputs(core)
     status = R.finish()
     if status == 0:
