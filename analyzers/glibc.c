@@ -557,6 +557,14 @@ static struct hs_error *walk_main_arena(struct gl *g, const uint8_t *buf,
 	}
 	uint64_t seg_end = seg->vaddr + seg->memsz;
 	uint64_t top = ar->top, end;
+	/* The brk heap can be two mappings or more that touch: a child of
+	 * fork() keeps the part it inherited apart from what sbrk grew after
+	 * (the kernel does not merge VMAs of different anon_vma).  Follow
+	 * them while the top lies further on. */
+	for (const struct hs_core_segment *next;
+	     top >= seg_end && (next = hs_core_find_segment(g->core, seg_end)) &&
+	     next->vaddr == seg_end;)
+		seg_end = next->vaddr + next->memsz;
 	bool top_ok = top >= start && top < seg_end && !(top & (ALIGN - 1)) &&
 		ar->top_size >= 16 && ar->top_size <= seg_end - top;
 	uint32_t flags;

@@ -29,3 +29,7 @@ endforeach()
 hs_pytest(glibc_truth test_glibc_truth.py)
 # The test needs every fixture built, and the CLI under test.
 set_tests_properties(glibc_truth PROPERTIES TIMEOUT 900)
+# A heap that grew after fork(): two [heap] mappings that touch
+# (tests/test_forked.py takes the child's core).
+hs_fixture(fx_forked fixtures/fx_forked.c)
+hs_pytest(forked test_forked.py)
