@@ -369,8 +369,9 @@ static struct hs_error *parse(struct hs_core *core, struct hs_log *log)
 				hs_log_warn(log, "%s: truncated inside the notes (thread and file lists may be incomplete)",
 					    path);
 			}
-			err = parse_notes(core, core->data + ph.p_offset, len, log);
-			if (err)
+			/* nothing of it in the file: no pointer past the end */
+			if (len &&
+			    (err = parse_notes(core, core->data + ph.p_offset, len, log)))
 				goto fail;
 		} else if (ph.p_type == PT_LOAD) {
 			if (ph.p_memsz == 0)
