@@ -883,12 +883,15 @@ static struct hs_error *find_arenas(struct je *j)
 }
 
 /* Every tcache an arena knows (thread and explicit ones): its ring of
- * cache bin array descriptors.  Then the arena's metadata blocks. */
+ * cache bin array descriptors.  Then the arena's metadata blocks.  Both
+ * lists are followed once per element: a ring that does not come back to
+ * its head, or a block list that loops, is cut where it repeats. */
 static struct hs_error *arena_rings(struct je *j)
 {
 	const struct hs_je_layout *L = j->L;
-	struct u64set bases = {0};
+	struct u64set bases = {0}, seen = {0};
 	struct hs_error *err = NULL;
+	bool added;
 	for (uint32_t i = 0; i < j->narenas && !err; i++) {
 		uint64_t a = j->arenas[i], head, d, bins, base, blk;
 		if (!a)
@@ -898,10 +901,14 @@ static struct hs_error *arena_rings(struct je *j)
 			uint32_t n = 0;
 			do {
 				uint64_t cur = d;
-				if (!rd64(j, cur + L->descriptor_bins_off, &bins) ||
+				if (!set_add(&seen, cur, &added)) {
+					err = &hs_error_nomem;
+					break;
+				}
+				if (!added || !rd64(j, cur + L->descriptor_bins_off, &bins) ||
 				    !rd64(j, cur + L->descriptor_next_off, &d) || ++n > 1000000) {
-					hs_log_warn(j->log, "jemalloc arena %u: its thread cache ring is broken after %u entries",
-						    i, n);
+					hs_log_warn(j->log, "jemalloc arena %u: its thread cache ring is broken after %u entries%s",
+						    i, n, added ? "" : " (it loops)");
 					j->heap->partial = true;
 					break;
 				}
@@ -909,7 +916,6 @@ static struct hs_error *arena_rings(struct je *j)
 					break;
 			} while (d && d != head);
 		}
-		bool added;
 		if (err || !rd64(j, a + L->arena_base_off, &base) || !base)
 			continue;
 		if (!set_add(&bases, base, &added)) {
@@ -920,6 +926,16 @@ static struct hs_error *arena_rings(struct je *j)
 			continue;
 		for (uint32_t n = 0; blk && n < 1000000; n++) {
 			uint64_t size, next;
+			if (!set_add(&seen, blk, &added)) {
+				err = &hs_error_nomem;
+				break;
+			}
+			if (!added) {
+				hs_log_warn(j->log, "jemalloc arena %u: its list of metadata blocks loops at %#llx; cut there",
+					    i, (unsigned long long)blk);
+				j->heap->partial = true;
+				break;
+			}
 			if (!rd64(j, blk + L->base_block_size_off, &size) ||
 			    !rd64(j, blk + L->base_block_next_off, &next) ||
 			    size > (1ull << 40)) {
@@ -935,6 +951,7 @@ static struct hs_error *arena_rings(struct je *j)
 		}
 	}
 	free(bases.v);
+	free(seen.v);
 	return err;
 }
 
