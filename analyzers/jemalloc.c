@@ -93,6 +93,7 @@ struct je {
 	struct hs_je_class *classes;   /* [arena * nbins + szind], grown by arena */
 	uint32_t class_arenas;
 	uint64_t nfree_mismatch, bad_extents;
+	uint64_t unknown_arena;     /* extents naming an arena not in the array */
 };
 
 static bool rd64(const struct je *j, uint64_t addr, uint64_t *v)
@@ -1099,6 +1100,15 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 		j->bad_extents++;
 		return true;
 	}
+	/* the arenas array lists every arena there is (a destroyed arena
+	 * takes its extents with it): another index is a damaged extent,
+	 * whose blocks count as unassociated rather than make arenas up to
+	 * that index */
+	if (j->arenas_at && arena < L->arenas_max &&
+	    (arena >= j->narenas || !j->arenas[arena])) {
+		j->unknown_arena++;
+		arena = L->arenas_max;
+	}
 	struct hs_arena *ar;
 	struct hs_error *err;
 	if ((err = arena_of(j, arena, &ar)) ||
@@ -1204,6 +1214,11 @@ static struct hs_error *walk(struct je *j)
 	if (j->bad_extents) {
 		hs_log_warn(j->log, "jemalloc: %llu extents are unreadable, inconsistent or in transition; skipped",
 			    (unsigned long long)j->bad_extents);
+		j->heap->partial = true;
+	}
+	if (j->unknown_arena) {
+		hs_log_warn(j->log, "jemalloc: %llu extents name an arena the arenas array does not have; counted as unassociated",
+			    (unsigned long long)j->unknown_arena);
 		j->heap->partial = true;
 	}
 	if (j->nfree_mismatch) {
