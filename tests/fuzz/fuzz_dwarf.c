@@ -143,6 +143,23 @@ static void type_walk(struct hs_dtypes *t, struct hs_dtype *d)
 	}
 }
 
+/* A variable's type, then the types its pointers point to (as the type
+ * analysis propagates along them). */
+static void type_walk2(struct hs_dtypes *t, struct hs_dtype *d)
+{
+	type_walk(t, d);
+	const struct hs_dptr *p;
+	size_t n;
+	struct hs_error *err = hs_dtype_pointers(t, d, &p, &n);
+	if (err) {
+		hs_error_destroy(err);
+		return;
+	}
+	for (size_t k = 0; k < n && k < 8; k++)
+		if (p[k].pointee)
+			type_walk(t, p[k].pointee);
+}
+
 static void dwtypes(const uint8_t *data, size_t size)
 {
 	if (memfd < 0 || ftruncate(memfd, 0) != 0 ||
@@ -175,7 +192,7 @@ static void dwtypes(const uint8_t *data, size_t size)
 	hs_error_destroy(err);
 	for (size_t i = 0; i < nvars && i < 64; i++)
 		if (vars[i].type)
-			type_walk(t, vars[i].type);
+			type_walk2(t, vars[i].type);
 	/* locals of each function, at its entry and as a return address */
 	int nsyms = dwfl_module_getsymtab(mod);
 	for (int i = 0, nfn = 0; i < nsyms && nfn < 16; i++) {

@@ -197,6 +197,7 @@ def dwarf():
         ("seed-glibc-dwarf5", "gcc", [], ["dwarf_glibc.c"]),
         ("seed-glibc-dwarf4", "gcc", ["-gdwarf-4"], ["dwarf_glibc.c"]),
         ("seed-jemalloc", "gcc", [], ["dwarf_jemalloc.c"]),
+        ("seed-arrays", "gcc", [], ["dwarf_arrays.c"]),
         ("seed-cxx", "g++", [], ["dwarf_cxx_a.cpp", "dwarf_cxx_b.cpp"]),
         ("seed-cxx-type-units", "g++", ["-gdwarf-4", "-fdebug-types-section"],
          ["dwarf_cxx_a.cpp", "dwarf_cxx_b.cpp"]),
