@@ -3,8 +3,8 @@
 # "Fuzzing").  Configures and builds build-fuzz/ (clang, HS_FUZZ=ON) when
 # needed, then runs one harness for SECONDS on its committed corpus.
 #
-#   scripts/fuzz.sh NAME SECONDS [--update] [--merge]
-#   scripts/fuzz.sh all SECONDS               each harness in turn
+#   scripts/fuzz.sh NAME SECONDS [--update] [--merge] [--keep-going]
+#   scripts/fuzz.sh all SECONDS [...]         each harness in turn
 #
 # NAME: core, notes, dwarf, glibc, jemalloc (fuzz_NAME also works).
 # New inputs go to build-fuzz/fuzz-corpus/NAME (scratch), never to the
@@ -13,6 +13,10 @@
 #   --merge    after the run, the committed corpus is replaced by a minimal
 #              one (libFuzzer -merge=1) covering it and the scratch corpus;
 #              regression inputs (files named regress-*) are always kept
+#   --keep-going  fuzz on past crashes (libFuzzer -fork=1 with
+#              -ignore_crashes etc.): to grow a corpus while a known bug
+#              (tests/fuzz/findings/) is not fixed yet; each crash is still
+#              written and reported
 # Crashes, leaks, timeouts and out-of-memory inputs are written to
 # build-fuzz/fuzz-crashes/NAME/; the script prints executions, edges (cov)
 # and any such file, and exits 1 when there is one.
@@ -24,7 +28,7 @@ FUZZ="$ROOT/tests/fuzz"
 ALL=(core notes dwarf glibc jemalloc)
 
 usage() {
-	echo "usage: scripts/fuzz.sh NAME|all SECONDS [--update] [--merge]" >&2
+	echo "usage: scripts/fuzz.sh NAME|all SECONDS [--update] [--merge] [--keep-going]" >&2
 	echo "  NAME: ${ALL[*]}" >&2
 	exit 2
 }
@@ -35,10 +39,12 @@ SECONDS_EACH="$2"
 shift 2
 UPDATE=0
 MERGE=0
+KEEP_GOING=0
 for arg in "$@"; do
 	case "$arg" in
 	--update) UPDATE=1 ;;
 	--merge) MERGE=1 ;;
+	--keep-going) KEEP_GOING=1 ;;
 	*) usage ;;
 	esac
 done
@@ -85,6 +91,8 @@ run_one() {
 		-artifact_prefix="$crashes/"
 	)
 	[ -f "$FUZZ/$name.dict" ] && opts+=(-dict="$FUZZ/$name.dict")
+	[ "$KEEP_GOING" = 1 ] &&
+		opts+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 	local before
 	before="$(find "$crashes" -type f | wc -l)"
 	echo "==> fuzz_$name for $SECONDS_EACH s (corpus $corpus, new inputs in ${dirs[0]})"
@@ -96,6 +104,10 @@ run_one() {
 	cov="$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)"
 	local rate
 	rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
+	if [ -z "$execs" ]; then  # -fork=1 prints no final stats
+		execs="$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$log" | tail -1)"
+		rate="$(sed -n 's/^#[0-9]*: cov:.* exec\/s \([0-9]*\).*/\1/p' "$log" | tail -1)"
+	fi
 	echo "fuzz_$name: ${execs:-?} executions (${rate:-?}/s), ${cov:-cov: ?}; log $log"
 	if [ "$MERGE" = 1 ]; then
 		local tmp
