@@ -315,6 +315,21 @@ static struct hs_error *layout_from_dwarf(struct je *j, bool *found)
 	L->lg_ngroup = 2;
 	L->lg_page = lg2(L->large_minclass) - L->lg_ngroup;
 	L->lg_quantum = lg2(j->sizes[1]);
+	/* the table is the core's data, and these numbers become shift
+	 * counts below (slab_maxregs, the nfree field's width): they must be
+	 * jemalloc's (sc.h: the first large class is 1 << (LG_PAGE +
+	 * SC_LG_NGROUP); tiny <= quantum <= page) */
+	if (j->sizes[0] != 1ull << L->lg_tiny_min ||
+	    j->sizes[1] != 1ull << L->lg_quantum ||
+	    L->lg_tiny_min > L->lg_quantum || L->lg_page < L->lg_quantum ||
+	    L->lg_page < 12 || L->lg_page > 21 ||
+	    j->sizes[L->nbins] != 1ull << (L->lg_page + L->lg_ngroup))
+		return hs_error_create(HS_ERR_CORRUPT,
+				       "jemalloc in %s: its size table at %#llx does not hold jemalloc's size classes (%llu, %llu, ..., %llu)",
+				       j->lib->name, (unsigned long long)tab,
+				       (unsigned long long)j->sizes[0],
+				       (unsigned long long)j->sizes[1],
+				       (unsigned long long)j->sizes[L->nbins]);
 
 	L->rtree_size = dl_size(&d, "struct rtree_s");
 	L->rtree_root_off = dl_member(&d, "struct rtree_s", "root", &sz);
