@@ -11,8 +11,9 @@
 # committed tests/fuzz/corpus/NAME, unless:
 #   --update   new inputs are written to the committed corpus directly
 #   --merge    after the run, the committed corpus is replaced by a minimal
-#              one (libFuzzer -merge=1) covering it and the scratch corpus;
-#              regression inputs (files named regress-*) are always kept
+#              one (libFuzzer -merge=1 on edges only: -use_counters=0) that
+#              covers it and the scratch corpus; regression inputs (files
+#              named regress-*) are always kept.  SECONDS 0: merge only.
 #   --keep-going  fuzz on past crashes (libFuzzer -fork=1 with
 #              -ignore_crashes etc.): to grow a corpus while a known bug
 #              (tests/fuzz/findings/) is not fixed yet; each crash is still
@@ -97,8 +98,12 @@ run_one() {
 	before="$(find "$crashes" -type f | wc -l)"
 	echo "==> fuzz_$name for $SECONDS_EACH s (corpus $corpus, new inputs in ${dirs[0]})"
 	local status=0
-	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
-		"$bin" "${opts[@]}" "${dirs[@]}" >"$log" 2>&1 || status=$?
+	if [ "$SECONDS_EACH" = 0 ]; then
+		: >"$log"  # merge only (-max_total_time=0 would not stop)
+	else
+		UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
+			"$bin" "${opts[@]}" "${dirs[@]}" >"$log" 2>&1 || status=$?
+	fi
 	local execs cov
 	execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
 	cov="$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)"
@@ -112,13 +117,17 @@ run_one() {
 	if [ "$MERGE" = 1 ]; then
 		local tmp
 		tmp="$(mktemp -d "$BUILD/merge-$name.XXXXXX")"
-		"$bin" -merge=1 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=4096 \
+		"$bin" -merge=1 -use_counters=0 -use_value_profile=0 -timeout=10 \
+			-rss_limit_mb=2048 -malloc_limit_mb=4096 \
 			"$tmp" "$corpus" "$scratch" >"$BUILD/merge-$name.log" 2>&1
-		# regression inputs (regress-*) stay whatever they cover
+		# regression inputs (regress-*) stay whatever they cover, and
+		# are not kept twice (merged files are named by their SHA-1)
+		find "$corpus" -maxdepth 1 -type f -name 'regress-*' -exec sha1sum {} + |
+			while read -r sum _; do rm -f "$tmp/$sum"; done
 		find "$corpus" -maxdepth 1 -type f ! -name 'regress-*' -delete
 		cp "$tmp"/* "$corpus"/ 2>/dev/null || true
 		rm -rf "$tmp"
-		echo "fuzz_$name: corpus merged: $(find "$corpus" -type f | wc -l) files, $(du -sk "$corpus" | cut -f1) KiB"
+		echo "fuzz_$name: corpus merged: $(find "$corpus" -type f | wc -l) files, $(du -sk --apparent-size "$corpus" | cut -f1) KiB"
 	fi
 	local after
 	after="$(find "$crashes" -type f | wc -l)"
