@@ -93,6 +93,7 @@ struct je {
 	struct hs_je_class *classes;   /* [arena * nbins + szind], grown by arena */
 	uint32_t class_arenas;
 	uint64_t nfree_mismatch, bad_extents;
+	uint64_t unknown_arena;     /* extents naming an arena not in the array */
 };
 
 static bool rd64(const struct je *j, uint64_t addr, uint64_t *v)
@@ -314,6 +315,21 @@ static struct hs_error *layout_from_dwarf(struct je *j, bool *found)
 	L->lg_ngroup = 2;
 	L->lg_page = lg2(L->large_minclass) - L->lg_ngroup;
 	L->lg_quantum = lg2(j->sizes[1]);
+	/* the table is the core's data, and these numbers become shift
+	 * counts below (slab_maxregs, the nfree field's width): they must be
+	 * jemalloc's (sc.h: the first large class is 1 << (LG_PAGE +
+	 * SC_LG_NGROUP); tiny <= quantum <= page) */
+	if (j->sizes[0] != 1ull << L->lg_tiny_min ||
+	    j->sizes[1] != 1ull << L->lg_quantum ||
+	    L->lg_tiny_min > L->lg_quantum || L->lg_page < L->lg_quantum ||
+	    L->lg_page < 12 || L->lg_page > 21 ||
+	    j->sizes[L->nbins] != 1ull << (L->lg_page + L->lg_ngroup))
+		return hs_error_create(HS_ERR_CORRUPT,
+				       "jemalloc in %s: its size table at %#llx does not hold jemalloc's size classes (%llu, %llu, ..., %llu)",
+				       j->lib->name, (unsigned long long)tab,
+				       (unsigned long long)j->sizes[0],
+				       (unsigned long long)j->sizes[1],
+				       (unsigned long long)j->sizes[L->nbins]);
 
 	L->rtree_size = dl_size(&d, "struct rtree_s");
 	L->rtree_root_off = dl_member(&d, "struct rtree_s", "root", &sz);
@@ -883,12 +899,15 @@ static struct hs_error *find_arenas(struct je *j)
 }
 
 /* Every tcache an arena knows (thread and explicit ones): its ring of
- * cache bin array descriptors.  Then the arena's metadata blocks. */
+ * cache bin array descriptors.  Then the arena's metadata blocks.  Both
+ * lists are followed once per element: a ring that does not come back to
+ * its head, or a block list that loops, is cut where it repeats. */
 static struct hs_error *arena_rings(struct je *j)
 {
 	const struct hs_je_layout *L = j->L;
-	struct u64set bases = {0};
+	struct u64set bases = {0}, seen = {0};
 	struct hs_error *err = NULL;
+	bool added;
 	for (uint32_t i = 0; i < j->narenas && !err; i++) {
 		uint64_t a = j->arenas[i], head, d, bins, base, blk;
 		if (!a)
@@ -898,10 +917,14 @@ static struct hs_error *arena_rings(struct je *j)
 			uint32_t n = 0;
 			do {
 				uint64_t cur = d;
-				if (!rd64(j, cur + L->descriptor_bins_off, &bins) ||
+				if (!set_add(&seen, cur, &added)) {
+					err = &hs_error_nomem;
+					break;
+				}
+				if (!added || !rd64(j, cur + L->descriptor_bins_off, &bins) ||
 				    !rd64(j, cur + L->descriptor_next_off, &d) || ++n > 1000000) {
-					hs_log_warn(j->log, "jemalloc arena %u: its thread cache ring is broken after %u entries",
-						    i, n);
+					hs_log_warn(j->log, "jemalloc arena %u: its thread cache ring is broken after %u entries%s",
+						    i, n, added ? "" : " (it loops)");
 					j->heap->partial = true;
 					break;
 				}
@@ -909,7 +932,6 @@ static struct hs_error *arena_rings(struct je *j)
 					break;
 			} while (d && d != head);
 		}
-		bool added;
 		if (err || !rd64(j, a + L->arena_base_off, &base) || !base)
 			continue;
 		if (!set_add(&bases, base, &added)) {
@@ -920,6 +942,16 @@ static struct hs_error *arena_rings(struct je *j)
 			continue;
 		for (uint32_t n = 0; blk && n < 1000000; n++) {
 			uint64_t size, next;
+			if (!set_add(&seen, blk, &added)) {
+				err = &hs_error_nomem;
+				break;
+			}
+			if (!added) {
+				hs_log_warn(j->log, "jemalloc arena %u: its list of metadata blocks loops at %#llx; cut there",
+					    i, (unsigned long long)blk);
+				j->heap->partial = true;
+				break;
+			}
 			if (!rd64(j, blk + L->base_block_size_off, &size) ||
 			    !rd64(j, blk + L->base_block_next_off, &next) ||
 			    size > (1ull << 40)) {
@@ -935,6 +967,7 @@ static struct hs_error *arena_rings(struct je *j)
 		}
 	}
 	free(bases.v);
+	free(seen.v);
 	return err;
 }
 
@@ -1082,6 +1115,15 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 		j->bad_extents++;
 		return true;
 	}
+	/* the arenas array lists every arena there is (a destroyed arena
+	 * takes its extents with it): another index is a damaged extent,
+	 * whose blocks count as unassociated rather than make arenas up to
+	 * that index */
+	if (j->arenas_at && arena < L->arenas_max &&
+	    (arena >= j->narenas || !j->arenas[arena])) {
+		j->unknown_arena++;
+		arena = L->arenas_max;
+	}
 	struct hs_arena *ar;
 	struct hs_error *err;
 	if ((err = arena_of(j, arena, &ar)) ||
@@ -1187,6 +1229,11 @@ static struct hs_error *walk(struct je *j)
 	if (j->bad_extents) {
 		hs_log_warn(j->log, "jemalloc: %llu extents are unreadable, inconsistent or in transition; skipped",
 			    (unsigned long long)j->bad_extents);
+		j->heap->partial = true;
+	}
+	if (j->unknown_arena) {
+		hs_log_warn(j->log, "jemalloc: %llu extents name an arena the arenas array does not have; counted as unassociated",
+			    (unsigned long long)j->unknown_arena);
 		j->heap->partial = true;
 	}
 	if (j->nfree_mismatch) {

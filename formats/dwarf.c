@@ -694,6 +694,47 @@ struct hs_error *hs_layout_member(const struct hs_layout *l, const char *member,
 			       l->name, member);
 }
 
+struct hs_error *hs_dwarf_layout_in(Dwarf *dbg, const char *name,
+				    struct hs_layout *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	int kind = 0;
+	const char *bare = name;
+	if (!strncmp(name, "struct ", 7)) {
+		kind = DW_TAG_structure_type;
+		bare = name + 7;
+	} else if (!strncmp(name, "union ", 6)) {
+		kind = DW_TAG_union_type;
+		bare = name + 6;
+	}
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie, found;
+	bool ok = false;
+	while (!ok && dwarf_get_units(dbg, cu, &cu, NULL, NULL, &cudie, NULL) == 0)
+		ok = find_in_cu(&cudie, kind, bare, &found);
+	if (!ok)
+		return hs_error_create(HS_ERR_NOT_FOUND,
+				       "type %s not found in the DWARF", name);
+	if (!(ret->name = strdup(name)))
+		return &hs_error_nomem;
+	Dwarf_Word size = 0;
+	dwarf_aggregate_size(&found, &size);
+	ret->size = size;
+	struct hs_error *err = add_fields(ret, &found, 0);
+	if (err)
+		hs_layout_fini(ret);
+	return err;
+}
+
+void hs_layout_fini(struct hs_layout *l)
+{
+	for (size_t i = 0; i < l->nfields; i++)
+		free(l->fields[i].name);
+	free(l->fields);
+	free(l->name);
+	memset(l, 0, sizeof(*l));
+}
+
 Elf *hs_dwarf_module_elf(struct hs_dwarf *dw, struct hs_module *m,
 			 uint64_t *bias)
 {

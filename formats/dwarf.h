@@ -22,6 +22,7 @@
 
 typedef struct Dwfl Dwfl;
 typedef struct Dwfl_Module Dwfl_Module;
+typedef struct Dwarf Dwarf;
 
 struct hs_dwarf_options {
 	const char *exe;        /* --exe: the executable, if the core's path is gone */
@@ -98,6 +99,14 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
  * yet.  Returns HS_ERR_NOT_FOUND naming the type and member. */
 struct hs_error *hs_layout_member(const struct hs_layout *l, const char *member,
 				  uint64_t *offset, uint64_t *size);
+
+/* The same search as hs_dwarf_layout in one Dwarf handle (every unit),
+ * without a module or a cache: for a caller that opened the DWARF itself
+ * (the fuzzer, tests/fuzz/fuzz_dwarf.c).  *ret is the caller's, freed with
+ * hs_layout_fini(). */
+struct hs_error *hs_dwarf_layout_in(Dwarf *dbg, const char *name,
+				    struct hs_layout *ret);
+void hs_layout_fini(struct hs_layout *l);
 
 struct hs_symbol {
 	uint64_t addr, size;

@@ -555,11 +555,18 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 			return NULL;
 		if (count == 1)
 			return flatten(t, m, &inner, base, esize, (uint32_t)n, f, depth + 1);
-		/* an array in an array: unroll the outer one */
-		for (uint32_t i = 0; i < count && f->n < MAX_PTRS; i++)
+		/* an array in an array: unroll the outer one, as long as its
+		 * elements hold pointers (the first one tells: they all have
+		 * the same type; an array of 10^9 structs of scalars must not
+		 * cost 10^9 calls) */
+		for (uint32_t i = 0; i < count && f->n < MAX_PTRS; i++) {
+			size_t before = f->n;
 			if ((err = flatten(t, m, &inner, base + i * stride, esize,
 					   (uint32_t)n, f, depth + 1)))
 				return err;
+			if (f->n == before)
+				break;
+		}
 		return NULL;
 	}
 	case DW_TAG_structure_type:

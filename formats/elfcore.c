@@ -374,7 +374,10 @@ static struct hs_error *parse(struct hs_core *core, struct hs_log *log)
 {
 	struct hs_error *err = NULL;
 	const char *path = core->path;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)core->data;
+	/* copies: a core in memory need not be aligned, nor the offsets in it */
+	Elf64_Ehdr ehdr;
+	memcpy(&ehdr, core->data, sizeof(ehdr));
+	const Elf64_Ehdr *eh = &ehdr;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) {
 		err = hs_error_create(HS_ERR_FORMAT, "%s: not an ELF file", path);
 		goto fail;
@@ -409,8 +412,9 @@ static struct hs_error *parse(struct hs_core *core, struct hs_log *log)
 					      path);
 			goto fail;
 		}
-		const Elf64_Shdr *sh0 = (const Elf64_Shdr *)(core->data + eh->e_shoff);
-		phnum = sh0->sh_info;
+		Elf64_Shdr sh0;
+		memcpy(&sh0, core->data + eh->e_shoff, sizeof(sh0));
+		phnum = sh0.sh_info;
 	}
 	if (phnum > MAX_SEGMENTS ||
 	    !in_file(core->size, eh->e_phoff, phnum * sizeof(Elf64_Phdr))) {
@@ -438,8 +442,9 @@ static struct hs_error *parse(struct hs_core *core, struct hs_log *log)
 				hs_log_warn(log, "%s: truncated inside the notes (thread and file lists may be incomplete)",
 					    path);
 			}
-			err = parse_notes(core, core->data + ph.p_offset, len, log);
-			if (err)
+			/* nothing of it in the file: no pointer past the end */
+			if (len &&
+			    (err = parse_notes(core, core->data + ph.p_offset, len, log)))
 				goto fail;
 		} else if (ph.p_type == PT_LOAD) {
 			if (ph.p_memsz == 0)

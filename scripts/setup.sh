@@ -8,6 +8,7 @@
 #   scripts/setup.sh              install + build
 #   HS_SETUP_FORCE_APT=1 ...      run apt-get even if everything is there
 #   HS_BUILD_DIR=dir ...          build somewhere else than build/
+#   HS_FUZZ_CI=1 ...              also clang and libFuzzer (scripts/fuzz.sh)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +22,11 @@ PACKAGES=(
 	elfutils libdebuginfod1 debuginfod gdb python3 valgrind time golang-go chromium
 	redis-server bzip2 libtcmalloc-minimal4 sqlite3 lua5.4
 )
+# the fuzz harnesses (scripts/fuzz.sh, run by scripts/test.sh with
+# HS_FUZZ_CI=1): clang and its libFuzzer runtime
+if [ "${HS_FUZZ_CI:-0}" = 1 ]; then
+	PACKAGES+=(clang libclang-rt-14-dev)
+fi
 
 if [ "$(id -u)" -eq 0 ]; then
 	SUDO=()

@@ -8,6 +8,9 @@
 #   scripts/test.sh normal     only build/
 #   scripts/test.sh asan       only build-asan/
 # Extra ctest arguments can be passed in CTEST_ARGS (e.g. "-R bad_input").
+# Both trees replay the fuzzers' committed corpora (ctest fuzz_replay_*).
+# HS_FUZZ_CI=1 also runs each libFuzzer harness for 60 s afterwards
+# (scripts/fuzz.sh all 60, in build-fuzz/ with clang): a crash fails.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -65,6 +68,10 @@ all | asan)
 		run_ctest "$ROOT/build-asan" || status=1
 	;;
 esac
+if [ "${HS_FUZZ_CI:-0}" = 1 ]; then
+	say "scripts/fuzz.sh all 60"
+	"$ROOT/scripts/fuzz.sh" all 60 || status=1
+fi
 if [ "$status" -ne 0 ]; then
 	say "FAILED (see the ctest output above)"
 else

@@ -36,7 +36,8 @@ extern struct hs_error hs_error_nomem;
 struct hs_error *hs_error_create(enum hs_error_code code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 struct hs_error *hs_error_vcreate(enum hs_error_code code, const char *fmt,
-				  va_list ap);
+				  va_list ap)
+	__attribute__((format(printf, 2, 0)));
 /* Message of the form "<context>: strerror(errno)". */
 struct hs_error *hs_error_errno(int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
