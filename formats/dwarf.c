@@ -569,12 +569,20 @@ static bool find_in_cu(Dwarf_Die *cu, int kind, const char *name,
 	return false;
 }
 
-static struct hs_error *add_fields(struct hs_layout *l, Dwarf_Die *agg,
-				   uint64_t base)
+enum { MAX_ANON_DEPTH = 16 };
+
+/* The members of agg, at base; an anonymous struct or union member adds
+ * its own members.  chain holds the aggregates being expanded (depth of
+ * them): hostile DWARF can make an anonymous member's type lead back to
+ * one of them, which is not followed again. */
+static struct hs_error *add_fields_in(struct hs_layout *l, Dwarf_Die *agg,
+				      uint64_t base, Dwarf_Off *chain,
+				      int depth)
 {
 	Dwarf_Die member;
-	if (dwarf_child(agg, &member) != 0)
+	if (depth >= MAX_ANON_DEPTH || dwarf_child(agg, &member) != 0)
 		return NULL;
+	chain[depth] = dwarf_dieoffset(agg);
 	do {
 		if (dwarf_tag(&member) != DW_TAG_member)
 			continue;
@@ -595,8 +603,13 @@ static struct hs_error *add_fields(struct hs_layout *l, Dwarf_Die *agg,
 			if (dwarf_attr(&member, DW_AT_type, &attr) &&
 			    dwarf_formref_die(&attr, &type) &&
 			    dwarf_peel_type(&type, &peeled) == 0) {
-				struct hs_error *err = add_fields(l, &peeled,
-								  base + off);
+				Dwarf_Off o = dwarf_dieoffset(&peeled);
+				bool inside = false;
+				for (int k = 0; k <= depth; k++)
+					inside |= chain[k] == o;
+				struct hs_error *err = inside ? NULL :
+					add_fields_in(l, &peeled, base + off,
+						      chain, depth + 1);
 				if (err)
 					return err;
 			}
@@ -616,6 +629,13 @@ static struct hs_error *add_fields(struct hs_layout *l, Dwarf_Die *agg,
 		l->nfields++;
 	} while (dwarf_siblingof(&member, &member) == 0);
 	return NULL;
+}
+
+static struct hs_error *add_fields(struct hs_layout *l, Dwarf_Die *agg,
+				   uint64_t base)
+{
+	Dwarf_Off chain[MAX_ANON_DEPTH];
+	return add_fields_in(l, agg, base, chain, 0);
 }
 
 struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
