@@ -18,6 +18,7 @@
 #              -ignore_crashes etc.): to grow a corpus while a known bug
 #              (tests/fuzz/findings/) is not fixed yet; each crash is still
 #              written and reported
+# HS_FUZZ_SEED=N fixes libFuzzer's random seed (CI uses it).
 # Crashes, leaks, timeouts and out-of-memory inputs are written to
 # build-fuzz/fuzz-crashes/NAME/; the script prints executions, edges (cov)
 # and any such file, and exits 1 when there is one.
@@ -92,6 +93,9 @@ run_one() {
 		-artifact_prefix="$crashes/"
 	)
 	[ -f "$FUZZ/$name.dict" ] && opts+=(-dict="$FUZZ/$name.dict")
+	# HS_FUZZ_SEED: libFuzzer's random seed, so that a run can be repeated
+	# (CI sets it; a campaign leaves it unset for new paths each time)
+	[ -n "${HS_FUZZ_SEED:-}" ] && opts+=(-seed="$HS_FUZZ_SEED")
 	[ "$KEEP_GOING" = 1 ] &&
 		opts+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 	local before
