@@ -293,54 +293,9 @@ static struct hs_error *parse_notes(struct hs_core *core, const uint8_t *p,
 
 static struct hs_error *parse(struct hs_core *core, struct hs_log *log);
 
-struct hs_error *hs_core_open(const char *path, struct hs_log *log,
-			      struct hs_core **ret)
+/* A core named name, with nothing read yet. */
+static struct hs_error *core_new(const char *name, struct hs_core **ret)
 {
-	struct hs_error *err = NULL;
-	struct hs_core *core = calloc(1, sizeof(*core));
-	if (!core)
-		return &hs_error_nomem;
-	core->fd = -1;
-	core->page_size = 4096;
-	core->path = strdup(path);
-	if (!core->path) {
-		err = &hs_error_nomem;
-		goto fail;
-	}
-	/* never a FIFO or a device: looked at before it is opened */
-	struct stat st;
-	err = hs_open_regular(path, &core->fd, &st);
-	if (err)
-		goto fail;
-	core->size = (size_t)st.st_size;
-	if (core->size < sizeof(Elf64_Ehdr)) {
-		err = hs_error_create(HS_ERR_FORMAT,
-				      "%s: not an ELF core file (%zu bytes, too short for an ELF header)",
-				      path, core->size);
-		goto fail;
-	}
-	void *map = mmap(NULL, core->size, PROT_READ, MAP_PRIVATE, core->fd, 0);
-	if (map == MAP_FAILED) {
-		err = hs_error_errno(errno, "%s: mmap", path);
-		goto fail;
-	}
-	core->data = map;
-	core->mapped = true;
-	err = parse(core, log);
-	if (err)
-		goto fail;
-	*ret = core;
-	return NULL;
-fail:
-	hs_core_destroy(core);
-	return err;
-}
-
-struct hs_error *hs_core_open_memory(const char *name, const void *data,
-				     size_t size, struct hs_log *log,
-				     struct hs_core **ret)
-{
-	struct hs_error *err = NULL;
 	struct hs_core *core = calloc(1, sizeof(*core));
 	if (!core)
 		return &hs_error_nomem;
@@ -348,25 +303,72 @@ struct hs_error *hs_core_open_memory(const char *name, const void *data,
 	core->page_size = 4096;
 	core->path = strdup(name);
 	if (!core->path) {
-		err = &hs_error_nomem;
-		goto fail;
+		free(core);
+		return &hs_error_nomem;
 	}
-	core->data = data;
-	core->size = size;
-	if (core->size < sizeof(Elf64_Ehdr)) {
-		err = hs_error_create(HS_ERR_FORMAT,
-				      "%s: not an ELF core file (%zu bytes, too short for an ELF header)",
-				      name, core->size);
-		goto fail;
-	}
-	err = parse(core, log);
-	if (err)
-		goto fail;
 	*ret = core;
 	return NULL;
-fail:
-	hs_core_destroy(core);
-	return err;
+}
+
+/* Checks the size of core->data and parses it; destroys core on error. */
+static struct hs_error *core_finish(struct hs_core *core, struct hs_log *log,
+				    struct hs_core **ret)
+{
+	struct hs_error *err;
+	if (core->size < sizeof(Elf64_Ehdr))
+		err = hs_error_create(HS_ERR_FORMAT,
+				      "%s: not an ELF core file (%zu bytes, too short for an ELF header)",
+				      core->path, core->size);
+	else
+		err = parse(core, log);
+	if (err) {
+		hs_core_destroy(core);
+		return err;
+	}
+	*ret = core;
+	return NULL;
+}
+
+struct hs_error *hs_core_open(const char *path, struct hs_log *log,
+			      struct hs_core **ret)
+{
+	struct hs_core *core;
+	struct hs_error *err = core_new(path, &core);
+	if (err)
+		return err;
+	/* never a FIFO or a device: looked at before it is opened */
+	struct stat st;
+	err = hs_open_regular(path, &core->fd, &st);
+	if (err) {
+		hs_core_destroy(core);
+		return err;
+	}
+	core->size = (size_t)st.st_size;
+	if (core->size >= sizeof(Elf64_Ehdr)) {
+		void *map = mmap(NULL, core->size, PROT_READ, MAP_PRIVATE,
+				 core->fd, 0);
+		if (map == MAP_FAILED) {
+			err = hs_error_errno(errno, "%s: mmap", path);
+			hs_core_destroy(core);
+			return err;
+		}
+		core->data = map;
+		core->mapped = true;
+	}
+	return core_finish(core, log, ret);
+}
+
+struct hs_error *hs_core_open_memory(const char *name, const void *data,
+				     size_t size, struct hs_log *log,
+				     struct hs_core **ret)
+{
+	struct hs_core *core;
+	struct hs_error *err = core_new(name, &core);
+	if (err)
+		return err;
+	core->data = data;
+	core->size = size;
+	return core_finish(core, log, ret);
 }
 
 /* Validates the headers and reads the notes of core->data. */
