@@ -368,9 +368,19 @@ static void count_bins(struct gl *g, uint64_t arena, size_t idx,
 		if (!rd64(g, b + g->mc_bk, &p))
 			return;
 		uint64_t n = 0;
+		/* Brent's cycle check: a list that loops without coming back to
+		 * its bin is caught after about twice the loop's length, not
+		 * after the bound (the core's size / 32, per bin) */
+		uint64_t saved = b, power = 1, steps = 0;
 		while (p != b) {
 			uint64_t size;
-			if (++n > bound || !rd64(g, p + g->mc_size, &size) ||
+			bool loop = p == saved;
+			if (++steps == power) {
+				saved = p;
+				power *= 2;
+				steps = 0;
+			}
+			if (loop || ++n > bound || !rd64(g, p + g->mc_size, &size) ||
 			    !rd64(g, p + g->mc_bk, &p)) {
 				hs_log_warn(g->log, "arena %zu (%#llx): bin %llu is broken (a loop or a pointer out of the core); mallinfo2 counts are partial",
 					    idx, (unsigned long long)arena,

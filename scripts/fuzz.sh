@@ -21,7 +21,8 @@
 # HS_FUZZ_SEED=N fixes libFuzzer's random seed (CI uses it).
 # Crashes, leaks, timeouts and out-of-memory inputs are written to
 # build-fuzz/fuzz-crashes/NAME/; the script prints executions, edges (cov)
-# and any such file, and exits 1 when there is one.
+# and any such file, and exits 1 when there is one (inputs slower than
+# 10 s, slow-unit-*, are printed but do not fail).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -99,7 +100,7 @@ run_one() {
 	[ "$KEEP_GOING" = 1 ] &&
 		opts+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 	local before
-	before="$(find "$crashes" -type f | wc -l)"
+	before="$(find "$crashes" -type f ! -name 'slow-unit-*' | wc -l)"
 	echo "==> fuzz_$name for $SECONDS_EACH s (corpus $corpus, new inputs in ${dirs[0]})"
 	local status=0
 	if [ "$SECONDS_EACH" = 0 ]; then
@@ -133,8 +134,12 @@ run_one() {
 		rm -rf "$tmp"
 		echo "fuzz_$name: corpus merged: $(find "$corpus" -type f | wc -l) files, $(du -sk --apparent-size "$corpus" | cut -f1) KiB"
 	fi
+	# slow inputs (over 10 s: libFuzzer's -report_slow_units) are shown,
+	# not failures
+	find "$crashes" -type f -name 'slow-unit-*' -newer "$BUILD/build-$name.log" |
+		sed "s/^/fuzz_$name: slow input (see tests\/fuzz\/findings\/README.md): /"
 	local after
-	after="$(find "$crashes" -type f | wc -l)"
+	after="$(find "$crashes" -type f ! -name 'slow-unit-*' | wc -l)"
 	if [ "$status" -ne 0 ] || [ "$after" -gt "$before" ]; then
 		echo "fuzz_$name: FAILED (exit $status); new files in $crashes:"
 		find "$crashes" -type f -newer "$BUILD/build-$name.log" | sed 's/^/  /'
