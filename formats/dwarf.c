@@ -651,49 +651,34 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 			return NULL;
 		}
 	}
-	int kind = 0;
-	const char *bare = name;
-	if (!strncmp(name, "struct ", 7)) {
-		kind = DW_TAG_structure_type;
-		bare = name + 7;
-	} else if (!strncmp(name, "union ", 6)) {
-		kind = DW_TAG_union_type;
-		bare = name + 6;
-	}
 	Dwarf_Addr bias;
-	if (!dwfl_module_getdwarf(m->mod, &bias))
+	Dwarf *dbg = dwfl_module_getdwarf(m->mod, &bias);
+	if (!dbg)
 		return hs_error_create(HS_ERR_NO_DEBUGINFO,
 				       "no DWARF for %s (build-id %s)", m->name,
 				       m->build_id ? m->build_id : "unknown");
-	Dwarf_Die *cu = NULL, found;
-	bool ok = false;
-	while (!ok && (cu = dwfl_module_nextcu(m->mod, cu, &bias)))
-		ok = find_in_cu(cu, kind, bare, &found);
-	if (!ok)
+	struct hs_layout found;
+	struct hs_error *err = hs_dwarf_layout_in(dbg, name, &found);
+	if (err && err->code == HS_ERR_NOT_FOUND) {
+		hs_error_destroy(err);
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "type %s not found in the DWARF of %s",
 				       name, m->name);
-	struct layout_cache_entry **v = realloc(dw->layouts,
-					       (dw->nlayouts + 1) * sizeof(*v));
-	if (!v)
-		return &hs_error_nomem;
-	dw->layouts = v;
-	struct layout_cache_entry *e = calloc(1, sizeof(*e));
-	if (!e)
-		return &hs_error_nomem;
-	e->mod = m;
-	e->layout.name = strdup(name);
-	if (!e->layout.name) {
-		free(e);
-		return &hs_error_nomem;
 	}
-	dw->layouts[dw->nlayouts++] = e;
-	Dwarf_Word size = 0;
-	dwarf_aggregate_size(&found, &size);
-	e->layout.size = size;
-	struct hs_error *err = add_fields(&e->layout, &found, 0);
 	if (err)
 		return err;
+	struct layout_cache_entry **v = realloc(dw->layouts,
+					       (dw->nlayouts + 1) * sizeof(*v));
+	struct layout_cache_entry *e = v ? calloc(1, sizeof(*e)) : NULL;
+	if (v)
+		dw->layouts = v;
+	if (!e) {
+		hs_layout_fini(&found);
+		return &hs_error_nomem;
+	}
+	e->mod = m;
+	e->layout = found;
+	dw->layouts[dw->nlayouts++] = e;
 	*ret = &e->layout;
 	return NULL;
 }
