@@ -86,4 +86,13 @@ void hs_graph_destroy(struct hs_graph *g);
  * *interior set when v is not its start; HS_NO_ALLOC otherwise. */
 uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior);
 
+/* The same, with the cheap range test first (for scans of many words). */
+static inline uint32_t hs_graph_hit(const struct hs_graph *g, uint64_t v,
+				    bool *interior)
+{
+	if (v < g->map.lo || v >= g->map.hi)
+		return HS_NO_ALLOC;
+	return hs_graph_target(g, v, interior);
+}
+
 #endif

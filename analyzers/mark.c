@@ -94,10 +94,8 @@ static bool root_word(uint64_t v, const struct hs_root *r, uint64_t where,
 	(void)r;
 	(void)where;
 	struct mark_ctx *c = arg;
-	if (v < c->g->map.lo || v >= c->g->map.hi)
-		return true;
 	bool interior;
-	uint32_t id = hs_graph_target(c->g, v, &interior);
+	uint32_t id = hs_graph_hit(c->g, v, &interior);
 	if (id == HS_NO_ALLOC)
 		return true;
 	struct stack *st = interior ? &c->interior : &c->start;
@@ -434,10 +432,8 @@ static bool stale_word(uint64_t v, const struct hs_root *r, uint64_t where,
 	(void)r;
 	(void)where;
 	struct stale_ctx *c = arg;
-	if (v < c->g->map.lo || v >= c->g->map.hi)
-		return true;
 	bool interior;
-	uint32_t id = hs_graph_target(c->g, v, &interior);
+	uint32_t id = hs_graph_hit(c->g, v, &interior);
 	if (id == HS_NO_ALLOC)
 		return true;
 	uint8_t r8 = c->m->reach[id];
@@ -591,10 +587,8 @@ static bool scan_for_word(uint64_t v, const struct hs_root *r, uint64_t where,
 			  void *arg)
 {
 	struct scan_for *s = arg;
-	if (v < s->g->map.lo || v >= s->g->map.hi)
-		return true;
 	bool interior;
-	if (hs_graph_target(s->g, v, &interior) != s->id)
+	if (hs_graph_hit(s->g, v, &interior) != s->id)
 		return true;
 	return s->fn(r, where, v, s->arg);
 }
