@@ -349,10 +349,20 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		g->words_scanned += parts[t].words;
 	}
 	if (!nomem && rules && parts[0].learn) {
+		/* the blocks a start pointer (or a rule's) from another block
+		 * holds: learning is about the others */
+		uint64_t *held = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t));
 		struct hs_offstats stats[16];
-		for (unsigned t = 0; t < nthreads; t++)
+		for (unsigned t = 0; t < nthreads; t++) {
 			stats[t] = parts[t].stats;
-		err = hs_rules_learn(rules, stats, nthreads);
+			for (size_t k = 0; held && k < parts[t].nedges; k++) {
+				uint32_t e = parts[t].edges[k];
+				if (!(e & HS_EDGE_INTERIOR))
+					held[HS_EDGE_ID(e) / 64] |= 1ull << (HS_EDGE_ID(e) % 64);
+			}
+		}
+		err = held ? hs_rules_learn(rules, stats, nthreads, held) : &hs_error_nomem;
+		free(held);
 		nomem |= err != NULL;
 	}
 	for (unsigned t = 0; t < nthreads; t++)

@@ -12,6 +12,7 @@ const char *const hs_rule_names[HS_RULE_COUNT] = {
 	[HS_RULE_LENGTH64] = "length64",
 	[HS_RULE_NEWARRAY] = "newarray",
 	[HS_RULE_MULTIPLE_INHERITANCE] = "multipleinheritance",
+	[HS_RULE_SDS] = "sds",
 	[HS_RULE_LEARNED] = "learned",
 };
 
@@ -229,7 +230,8 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 struct hs_error *hs_rules_learn(struct hs_rules *r,
-				const struct hs_offstats *parts, size_t nparts)
+				const struct hs_offstats *parts, size_t nparts,
+				const uint64_t *held)
 {
 	size_t total = 0;
 	for (size_t p = 0; p < nparts; p++)
@@ -280,7 +282,8 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 			sizes[ns++] = kc[i].key >> 20;
 	for (size_t i = 0; i < r->heap->nallocs; i++) {
 		const struct hs_alloc *a = &r->heap->allocs[i];
-		if (hs_alloc_state(a) != HS_STATE_USED)
+		if (hs_alloc_state(a) != HS_STATE_USED ||
+		    (held && (held[i / 64] >> (i % 64) & 1)))
 			continue;
 		size_t lo = 0, hi = ns;
 		while (lo < hi) {
@@ -399,6 +402,29 @@ static bool is_vtable(const struct hs_rules *r, uint64_t p)
 	return false;
 }
 
+/* redis's sds (sds.h): the header just before the characters, its last
+ * byte the flags, whose low 3 bits give the header type. */
+static bool sds_header(const struct hs_rules *r, const struct hs_alloc *a,
+		       uint64_t off)
+{
+	static const uint8_t hdr[] = {1, 3, 5, 9, 17};   /* by type 0-4 */
+	static const uint8_t field[] = {0, 1, 2, 4, 8};  /* len and alloc */
+	if (off > 17 || off >= a->size)
+		return false;
+	uint8_t h[17];
+	if (!hs_core_read_quiet(r->core, a->addr, h, (size_t)off))
+		return false;
+	unsigned type = h[off - 1] & 7;
+	if (type > 4 || hdr[type] != off)
+		return false;
+	if (type == 0)  /* sdshdr5: the length in the flags' high bits */
+		return (uint64_t)(h[0] >> 3) + 2 <= a->size;
+	uint64_t len = 0, alloc = 0;
+	memcpy(&len, h, field[type]);
+	memcpy(&alloc, h + field[type], field[type]);
+	return len <= alloc && alloc < a->size && off + alloc + 1 <= a->size;
+}
+
 enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 			    uint64_t v)
 {
@@ -429,6 +455,8 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 	    word(r, v, &w1) && word(r, a->addr, &w0) && is_vtable(r, w1) &&
 	    is_vtable(r, w0))
 		return HS_RULE_MULTIPLE_INHERITANCE;
+	if ((on & 1u << HS_RULE_SDS) && sds_header(r, a, off))
+		return HS_RULE_SDS;
 	if ((on & 1u << HS_RULE_LEARNED) && r->nlearned) {
 		const struct hs_learned *l = hs_rules_learned(r, a->size);
 		for (int i = 0; l && i < l->noff; i++)

@@ -23,11 +23,20 @@
  *                        two pointers into executable file mappings among
  *                        the first 20 words, the rest null)
  *
+ * a header that says its own length, as redis's sds strings do:
+ *
+ *   sds                  at +1, +3, +5, +9 or +17: the byte before the
+ *                        pointer is a flags byte whose low 3 bits name the
+ *                        header that long (sdshdr5, 8, 16, 32, 64); for
+ *                        8 to 64 the header's len <= alloc, and header +
+ *                        alloc + the terminating NUL fit the block
+ *
  * and one learned from the heap itself:
  *
- *   learned              for the blocks of one usable size, an offset that
- *                        pointers into them use for at least half of the
- *                        blocks (at most four offsets a size, at least 8
+ *   learned              for the blocks of one usable size that no start
+ *                        pointer from a block holds, an offset that
+ *                        pointers into them use for at least half of them
+ *                        (at most four offsets a size, at least 8 such
  *                        blocks): a program's own convention, such as
  *                        sqlite's page cache (each page's header sits after
  *                        the page), sds strings or lua's lua_State.  The
@@ -52,6 +61,7 @@ enum hs_rule {
 	HS_RULE_LENGTH64,
 	HS_RULE_NEWARRAY,
 	HS_RULE_MULTIPLE_INHERITANCE,
+	HS_RULE_SDS,
 	HS_RULE_LEARNED,
 	HS_RULE_COUNT
 };
@@ -97,9 +107,12 @@ struct hs_rules {
 	size_t nlearned;
 };
 
-/* Decides the learned offsets from the counts the scan's parts made. */
+/* Decides the learned offsets from the counts the scan's parts made; held
+ * (one bit per block) marks the blocks a start pointer from a block holds,
+ * which do not count among the blocks of their size. */
 struct hs_error *hs_rules_learn(struct hs_rules *r,
-				const struct hs_offstats *parts, size_t nparts);
+				const struct hs_offstats *parts, size_t nparts,
+				const uint64_t *held);
 
 /* The learned convention for blocks of this size, or NULL. */
 const struct hs_learned *hs_rules_learned(const struct hs_rules *r,
