@@ -13,7 +13,9 @@ was leaked (the programs free what they drop, or keep it), so:
     warn about.
 
 Programs: sqlite3 (200,000 rows in an in-memory table with an index),
-perl (a 300,000-entry hash), lua5.4 (a 300,000-entry table of tables).  A program that is not installed is skipped.
+perl (a 300,000-entry hash), lua5.4 (a 300,000-entry table of tables),
+Debian's python3 under PYTHONMALLOC=malloc (a 300,000-entry dict of
+tuples and lists).  A program that is not installed is skipped.
 
 Standard library only.  Prints "N passed, M failed" last.
 """
@@ -59,17 +61,30 @@ io.flush()
 io.read()
 """
 
+PYTHON_LOAD = r"""
+import sys
+d = {}
+for i in range(300000):
+    d["key%d" % i] = ("value", i, [i])
+sys.stdout.write("ready %d\n" % len(d))
+sys.stdout.flush()
+sys.stdin.readline()
+"""
+
+# name, argv, stdin script, environment additions
 PROGRAMS = [
-    ("sqlite3", ["sqlite3", ":memory:"], SQLITE_LOAD),
-    ("perl", ["perl", "-e", PERL_LOAD], ""),
-    ("lua5.4", ["lua5.4", "-e", LUA_LOAD], ""),
+    ("sqlite3", ["sqlite3", ":memory:"], SQLITE_LOAD, {}),
+    ("perl", ["perl", "-e", PERL_LOAD], "", {}),
+    ("lua5.4", ["lua5.4", "-e", LUA_LOAD], "", {}),
+    # Debian's python3, every object from malloc
+    ("python3", ["/usr/bin/python3", "-c", PYTHON_LOAD], "", {"PYTHONMALLOC": "malloc"}),
 ]
 
 
-def take(name, argv, script):
+def take(name, argv, script, env):
     """Run until it prints 'ready', gcore it, kill it; the core's path."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env=dict(os.environ, **env))
     try:
         if script:
             proc.stdin.write(script.encode())
@@ -127,12 +142,12 @@ def main():
         return R.finish()
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    for name, argv, script in PROGRAMS:
+    for name, argv, script, env in PROGRAMS:
         if not shutil.which(argv[0]):
             R.skip(name, "%s is not installed" % argv[0])
             continue
         try:
-            core = take(name, argv, script)
+            core = take(name, argv, script, env)
         except (RuntimeError, OSError) as e:
             R.case("%s: take a core" % name, [str(e)])
             continue
