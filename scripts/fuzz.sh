@@ -58,10 +58,11 @@ esac
 configure() {
 	if [ ! -f "$BUILD/CMakeCache.txt" ] ||
 		! grep -q '^HS_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+		mkdir -p "$BUILD"
 		CC="${CC:-clang}" cmake -S "$ROOT" -B "$BUILD" \
 			-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHS_FUZZ=ON -DHS_WERROR=ON \
-			>"$BUILD.configure.log" 2>&1 || {
-			cat "$BUILD.configure.log" >&2
+			>"$BUILD/configure.log" 2>&1 || {
+			cat "$BUILD/configure.log" >&2
 			exit 1
 		}
 	fi
