@@ -177,6 +177,9 @@ static void dwtypes(const uint8_t *data, size_t size)
 	Dwfl_Module *mod = dwfl_report_offline(dwfl, "fuzz", "fuzz.elf", fd);
 	dwfl_report_end(dwfl, NULL, NULL);
 	if (!mod) {
+		/* libdwfl takes the fd only with the module (offline.c:
+		 * closefd is false for a caller's fd) */
+		close(fd);
 		dwfl_end(dwfl);
 		return;
 	}
