@@ -11,6 +11,9 @@
 enum {
 	MAX_DEPTH = 32,          /* nesting of types we follow */
 	MAX_PTRS = 1 << 16,      /* pointer slots of one type */
+	/* types one flattening looks at: hostile DWARF can nest a struct in
+	 * itself, k members a level, k^MAX_DEPTH visits without this */
+	MAX_VISITS = 1 << 18,
 };
 
 /* ---- per-module index of type definitions by name ---- */
@@ -496,6 +499,7 @@ struct hs_error *hs_dtypes_named(struct hs_dtypes *t, const char *name,
 struct flat {
 	struct hs_dptr *v;
 	size_t n, cap;
+	size_t visits;          /* types looked at, bounded by MAX_VISITS */
 };
 
 static struct hs_error *flat_add(struct flat *f, struct hs_dptr p)
@@ -530,7 +534,7 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 				Dwarf_Die *die, uint64_t base, uint64_t stride,
 				uint32_t count, struct flat *f, int depth)
 {
-	if (depth > MAX_DEPTH)
+	if (depth > MAX_DEPTH || ++f->visits > MAX_VISITS)
 		return NULL;
 	Dwarf_Die peeled, inner;
 	if (dwarf_peel_type(die, &peeled) != 0)
