@@ -15,7 +15,15 @@ was leaked (the programs free what they drop, or keep it), so:
 Programs: sqlite3 (200,000 rows in an in-memory table with an index),
 perl (a 300,000-entry hash), lua5.4 (a 300,000-entry table of tables),
 Debian's python3 under PYTHONMALLOC=malloc (a 300,000-entry dict of
-tuples and lists).  A program that is not installed is skipped.
+tuples and lists), and rp_sqlite_host (tests/fixtures/rp_sqlite_host.c: a
+program that embeds libsqlite3 and loads 100,000 rows).  A program that is
+not installed is skipped.
+
+Two of them plant a leak from outside the program's own allocator use:
+python3 calls libc's malloc through ctypes and drops the result, and
+rp_sqlite_host drops a block it malloc'ed itself.  Each prints
+"leak ADDRESS USABLE_SIZE" before "ready"; there, `leaks` must find exactly
+that block as the one leak root, with that size, and nothing else leaked.
 
 Standard library only.  Prints "N passed, M failed" last.
 """
@@ -62,7 +70,25 @@ io.read()
 """
 
 PYTHON_LOAD = r"""
+import ctypes
 import sys
+
+
+def plant():
+    # a block from libc's malloc that nothing keeps: the leak planted from
+    # outside CPython's own allocations
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.malloc_usable_size.restype = ctypes.c_size_t
+    libc.malloc_usable_size.argtypes = [ctypes.c_void_p]
+    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    p = libc.malloc(7000)
+    libc.memset(p, 0x4C, 7000)
+    sys.stdout.write("leak %#x %d\n" % (p, libc.malloc_usable_size(p)))
+
+
+plant()
 d = {}
 for i in range(300000):
     d["key%d" % i] = ("value", i, [i])
@@ -72,17 +98,20 @@ sys.stdin.readline()
 """
 
 # name, argv, stdin script, environment additions
+HOST = os.path.join(P["fixtures"], "rp_sqlite_host")
 PROGRAMS = [
     ("sqlite3", ["sqlite3", ":memory:"], SQLITE_LOAD, {}),
     ("perl", ["perl", "-e", PERL_LOAD], "", {}),
     ("lua5.4", ["lua5.4", "-e", LUA_LOAD], "", {}),
     # Debian's python3, every object from malloc
     ("python3", ["/usr/bin/python3", "-c", PYTHON_LOAD], "", {"PYTHONMALLOC": "malloc"}),
+    ("rp_sqlite_host", [HOST], "", {}),
 ]
 
 
 def take(name, argv, script, env):
-    """Run until it prints 'ready', gcore it, kill it; the core's path."""
+    """Run until it prints 'ready', gcore it, kill it; the core's path and
+    the planted leak (address, usable size) or None."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=dict(os.environ, **env))
     try:
@@ -91,10 +120,14 @@ def take(name, argv, script, env):
             proc.stdin.flush()
         deadline = time.monotonic() + 120
         line = b""
+        planted = None
         while b"ready" not in line:
             if time.monotonic() > deadline:
                 raise RuntimeError("%s never got ready" % name)
             line = proc.stdout.readline()
+            if line.startswith(b"leak "):
+                f = line.split()
+                planted = (int(f[1], 16), int(f[2]))
             if not line and proc.poll() is not None:
                 raise RuntimeError("%s exited with %s" % (name, proc.returncode))
         time.sleep(0.2)  # blocked in read(2) on stdin by now
@@ -103,13 +136,13 @@ def take(name, argv, script, env):
         core = "%s.%d" % (prefix, proc.pid)
         if r.rc != 0 or not os.path.exists(core):
             raise RuntimeError("gcore failed: " + r.describe())
-        return core
+        return core, planted
     finally:
         proc.kill()
         proc.wait()
 
 
-def check(name, core):
+def check(name, core, planted):
     r = u.run([HS, "leaks", core, "--format", "json", "--quiet"], timeout=600)
     probs = []
     if r.rc != 0:
@@ -124,9 +157,23 @@ def check(name, core):
           "learned %s" % (name, used, s["possible"]["bytes"], share,
                           s["leaked"]["bytes"], held,
                           [(x["size"], [o["offset"] for o in x["offsets"]]) for x in learned][:6]))
-    if s["leaked"]["bytes"]:
-        probs.append("leaked %d blocks, %d bytes" % (s["leaked"]["count"], s["leaked"]["bytes"]))
-    R.case("%s: nothing leaked" % name, probs)
+    if planted:
+        addr, size = planted
+        roots = [(int(lr["address"], 16) if isinstance(lr["address"], str) else lr["address"],
+                  g.get("size"))
+                 for g in json.loads(r.out)["groups"] for lr in g["leak_roots"]]
+        if roots != [(addr, size)]:
+            probs.append("leak roots %s, expected only the planted %#x (%d bytes)"
+                         % ([(hex(a), z) for a, z in roots[:5]], addr, size))
+        if (s["leaked"]["count"], s["leaked"]["bytes"]) != (1, size):
+            probs.append("leaked %d blocks, %d bytes; expected 1 block, %d bytes"
+                         % (s["leaked"]["count"], s["leaked"]["bytes"], size))
+        R.case("%s: the planted leak (%#x, %d bytes) is the one leak root" % (name, addr, size),
+               probs)
+    else:
+        if s["leaked"]["bytes"]:
+            probs.append("leaked %d blocks, %d bytes" % (s["leaked"]["count"], s["leaked"]["bytes"]))
+        R.case("%s: nothing leaked" % name, probs)
     R.case("%s: possible under 1%% of used bytes (%.3f%%)" % (name, share),
            [] if share < 1.0 else ["possible is %.2f%% of %d bytes" % (share, used)])
     for cmd in ("info", "leaks", "top"):
@@ -144,14 +191,17 @@ def main():
     os.makedirs(WORK)
     for name, argv, script, env in PROGRAMS:
         if not shutil.which(argv[0]):
-            R.skip(name, "%s is not installed" % argv[0])
+            R.skip(name, "%s is not installed (or not built)" % argv[0])
             continue
         try:
-            core = take(name, argv, script, env)
+            core, planted = take(name, argv, script, env)
         except (RuntimeError, OSError) as e:
             R.case("%s: take a core" % name, [str(e)])
             continue
-        check(name, core)
+        if name in ("python3", "rp_sqlite_host") and not planted:
+            R.case("%s: the program says what it leaked" % name, ["no 'leak' line"])
+            continue
+        check(name, core, planted)
     status = R.finish()
     if status == 0:
         shutil.rmtree(WORK, ignore_errors=True)
