@@ -416,3 +416,25 @@ void hs_graph_destroy(struct hs_graph *g)
 	free(g->edges);
 	free(g);
 }
+
+bool hs_graph_take_as_start(struct hs_graph *g, uint32_t src, uint32_t dst,
+			    enum hs_rule rule)
+{
+	if (!g->rule_of || src >= g->n || dst >= g->n)
+		return false;
+	uint32_t lo = g->offsets[src], hi = g->offsets[src + 1];
+	while (lo < hi) {  /* edges are sorted by id */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (HS_EDGE_ID(g->edges[mid]) < dst)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == g->offsets[src + 1] || HS_EDGE_ID(g->edges[lo]) != dst ||
+	    !(g->edges[lo] & HS_EDGE_INTERIOR))
+		return false;
+	g->edges[lo] = dst | HS_EDGE_RULE;
+	if (!g->rule_of[dst])
+		g->rule_of[dst] = (uint8_t)rule;
+	return true;
+}

@@ -82,6 +82,12 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 				struct hs_log *log, struct hs_graph **ret);
 void hs_graph_destroy(struct hs_graph *g);
 
+/* Turns src's interior edge to dst into one the header rule `rule` takes
+ * for a start (the typed rule, decided after the scan); false when src has
+ * no interior edge to dst. */
+bool hs_graph_take_as_start(struct hs_graph *g, uint32_t src, uint32_t dst,
+			    enum hs_rule rule);
+
 /* The program-owned allocation that a pointer value v refers to, with
  * *interior set when v is not its start; HS_NO_ALLOC otherwise. */
 uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior);

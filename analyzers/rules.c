@@ -14,6 +14,7 @@ const char *const hs_rule_names[HS_RULE_COUNT] = {
 	[HS_RULE_MULTIPLE_INHERITANCE] = "multipleinheritance",
 	[HS_RULE_SDS] = "sds",
 	[HS_RULE_LEARNED] = "learned",
+	[HS_RULE_TYPED] = "typed",
 };
 
 enum { VTABLE_WORDS = 20, PAGE0 = 4096 };
@@ -133,6 +134,9 @@ void hs_rules_fini(struct hs_rules *r)
 	r->nexec = 0;
 	r->learned = NULL;
 	r->nlearned = 0;
+	free(r->typed);
+	r->typed = NULL;
+	r->ntyped = r->captyped = 0;
 }
 
 /* ---- learned offsets ---- */
@@ -457,6 +461,18 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 		return HS_RULE_MULTIPLE_INHERITANCE;
 	if ((on & 1u << HS_RULE_SDS) && sds_header(r, a, off))
 		return HS_RULE_SDS;
+	if ((on & 1u << HS_RULE_TYPED) && r->ntyped) {
+		size_t lo = 0, hi = r->ntyped;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (r->typed[mid] < v)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < r->ntyped && r->typed[lo] == v)
+			return HS_RULE_TYPED;
+	}
 	if ((on & 1u << HS_RULE_LEARNED) && r->nlearned) {
 		const struct hs_learned *l = hs_rules_learned(r, a->size);
 		for (int i = 0; l && i < l->noff; i++)
@@ -464,4 +480,30 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 				return HS_RULE_LEARNED;
 	}
 	return HS_RULE_NONE;
+}
+
+bool hs_rules_add_typed(struct hs_rules *r, uint64_t v)
+{
+	if (r->ntyped == r->captyped) {
+		size_t cap = r->captyped ? 2 * r->captyped : 64;
+		uint64_t *t = realloc(r->typed, cap * sizeof(*t));
+		if (!t)
+			return false;
+		r->typed = t;
+		r->captyped = cap;
+	}
+	r->typed[r->ntyped++] = v;
+	return true;
+}
+
+void hs_rules_typed_done(struct hs_rules *r)
+{
+	if (!r->ntyped)
+		return;
+	hs_sort(r->typed, r->ntyped, sizeof(*r->typed), cmp_u64);
+	size_t k = 1;
+	for (size_t i = 1; i < r->ntyped; i++)
+		if (r->typed[i] != r->typed[k - 1])
+			r->typed[k++] = r->typed[i];
+	r->ntyped = k;
 }

@@ -33,6 +33,13 @@
  *
  * and one learned from the heap itself:
  *
+ *   typed                a pointer whose DWARF type is T * (known through
+ *                        type propagation: analyzers/types.h) that lands k
+ *                        bytes into a block, with a T fitting from k to the
+ *                        block's end (CPython's PyObject * past the GC
+ *                        header); the types pass gives the exact pointer
+ *                        values (hs_rules_add_typed)
+ *
  *   learned              for the blocks of one usable size that no start
  *                        pointer from a block holds, an offset that
  *                        pointers into them use for at least half of them
@@ -63,6 +70,7 @@ enum hs_rule {
 	HS_RULE_MULTIPLE_INHERITANCE,
 	HS_RULE_SDS,
 	HS_RULE_LEARNED,
+	HS_RULE_TYPED,
 	HS_RULE_COUNT
 };
 extern const char *const hs_rule_names[HS_RULE_COUNT];
@@ -105,7 +113,16 @@ struct hs_rules {
 	size_t nexec;
 	struct hs_learned *learned;     /* sorted by size */
 	size_t nlearned;
+	/* pointer values a typed pointer holds (the typed rule), sorted and
+	 * unique once hs_rules_typed_done has run */
+	uint64_t *typed;
+	size_t ntyped, captyped;
 };
+
+/* Adds v, a typed pointer's value into a block's interior, to the typed
+ * rule's values; hs_rules_typed_done sorts them before the next check. */
+bool hs_rules_add_typed(struct hs_rules *r, uint64_t v);
+void hs_rules_typed_done(struct hs_rules *r);
 
 /* Decides the learned offsets from the counts the scan's parts made; held
  * (one bit per block) marks the blocks a start pointer from a block holds,

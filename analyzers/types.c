@@ -25,6 +25,15 @@ struct ctx {
 	uint8_t *from;          /* per allocation: 0 none, 1 dwarf, 2 vtable */
 	uint32_t *work;
 	size_t nwork, capwork;
+	/* typed objects inside blocks, past their start (the typed rule):
+	 * scanned once per block */
+	struct inner {
+		uint64_t addr;
+		struct hs_dtype *d;
+		uint32_t id;
+	} *inner;
+	size_t ninner, capinner;
+	uint64_t *inner_seen;   /* one bit per allocation */
 	struct vtable *vt;
 	size_t nvt;
 	uint64_t ti_vtables[3]; /* __class_type_info, __si_..., __vmi_... vtables */
@@ -211,8 +220,53 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 	return push(c, id);
 }
 
-/* A pointer value typed `pointee`: type its target. */
-static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee)
+static bool add_hold(struct ctx *c, uint32_t holder, uint32_t target, uint64_t v)
+{
+	struct hs_types *t = c->t;
+	if (t->nholds == t->capholds) {
+		size_t cap = t->capholds ? 2 * t->capholds : 64;
+		struct hs_types_hold *h = realloc(t->holds, cap * sizeof(*h));
+		if (!h)
+			return false;
+		t->holds = h;
+		t->capholds = cap;
+	}
+	t->holds[t->nholds++] = (struct hs_types_hold){holder, target, v};
+	return true;
+}
+
+/* A typed pointer k bytes into a block, with a whole `pointee` struct,
+ * class or union from there to the block's end: the block is held (the
+ * typed rule), and the object there is scanned for its own pointers. */
+static bool typed_interior(struct ctx *c, uint32_t holder, uint32_t id,
+			   uint64_t v, struct hs_dtype *pointee)
+{
+	const struct hs_alloc *a = &c->heap->allocs[id];
+	uint64_t off = v - a->addr;
+	if (!hs_alloc_in_graph(a) || !pointee->size || !hs_dtype_is_aggregate(pointee) ||
+	    pointee->size > a->size - off)
+		return true;
+	if (!add_hold(c, holder, id, v))
+		return false;
+	if (c->inner_seen[id / 64] >> (id % 64) & 1)
+		return true;
+	c->inner_seen[id / 64] |= 1ull << (id % 64);
+	if (c->ninner == c->capinner) {
+		size_t cap = c->capinner ? 2 * c->capinner : 256;
+		struct inner *w = realloc(c->inner, cap * sizeof(*w));
+		if (!w)
+			return false;
+		c->inner = w;
+		c->capinner = cap;
+	}
+	c->inner[c->ninner++] = (struct inner){v, pointee, id};
+	return true;
+}
+
+/* A pointer value typed `pointee`, in allocation holder (HS_NO_ALLOC: in
+ * a root): type its target. */
+static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee,
+		   uint32_t holder)
 {
 	if (v < c->graph->map.lo || v >= c->graph->map.hi)
 		return true;
@@ -221,6 +275,9 @@ static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee)
 	if (id == HS_NO_ALLOC)
 		return true;
 	if (interior) {
+		/* (a block holds nothing by pointing into itself) */
+		if (id != holder && !typed_interior(c, holder, id, v, pointee))
+			return false;
 		/* element k of an array */
 		uint64_t off = v - c->heap->allocs[id].addr;
 		if (!pointee->size || off % pointee->size)
@@ -231,7 +288,7 @@ static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee)
 
 /* The pointer slots of a typed object at addr (in a block or a root). */
 static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
-				    uint64_t addr, uint64_t limit)
+				    uint64_t addr, uint64_t limit, uint32_t holder)
 {
 	const struct hs_dptr *p;
 	size_t n;
@@ -255,7 +312,7 @@ static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
 				continue;
 			if (v < c->graph->map.lo || v >= c->graph->map.hi)
 				continue;  /* not into the heap: no lookup */
-			if (!follow(c, v, p[i].pointee))
+			if (!follow(c, v, p[i].pointee, holder))
 				return &hs_error_nomem;
 		}
 	}
@@ -387,13 +444,14 @@ static struct hs_error *seed_variables(struct ctx *c)
 		if (!v->tls && in_allocator_state(c->heap, v->addr, limit))
 			continue;  /* main_arena, mp_: never a root */
 		if (!v->tls) {
-			err = scan_object(c, v->type, v->addr, limit);
+			err = scan_object(c, v->type, v->addr, limit, HS_NO_ALLOC);
 			continue;
 		}
 		for (size_t k = 0; k < c->core->nthreads && !err; k++) {
 			uint64_t fs = c->core->threads[k].regs[HS_REG_FS_BASE], block;
 			if (fs && hs_dwarf_tls_block(c->dw, c->core, v->mod, fs, &block))
-				err = scan_object(c, v->type, block + v->addr, limit);
+				err = scan_object(c, v->type, block + v->addr, limit,
+						  HS_NO_ALLOC);
 		}
 	}
 	hs_dvars_free(vars, nvars);
@@ -403,7 +461,14 @@ static struct hs_error *seed_variables(struct ctx *c)
 static struct hs_error *propagate(struct ctx *c)
 {
 	struct hs_types *t = c->t;
-	while (c->nwork) {
+	while (c->nwork || c->ninner) {
+		if (!c->nwork) {
+			struct inner in = c->inner[--c->ninner];
+			struct hs_error *err = scan_object(c, in.d, in.addr, in.d->size, in.id);
+			if (err)
+				return err;
+			continue;
+		}
 		uint32_t id = c->work[--c->nwork];
 		struct hs_dtype *d = t->reg->v[t->type_of[id]];
 		const struct hs_alloc *a = &c->heap->allocs[id];
@@ -412,10 +477,40 @@ static struct hs_error *propagate(struct ctx *c)
 		uint64_t k = hs_types_count(t, c->heap, id);
 		for (uint64_t e = 0; e < k; e++) {
 			struct hs_error *err = scan_object(c, d, a->addr + e * d->size,
-							   d->size);
+							   d->size, id);
 			if (err)
 				return err;
 		}
+	}
+	return NULL;
+}
+
+/* A block typed by the vptr at its start that is much larger than its class
+ * and not an array of it (fewer than half its bytes are elements that start
+ * with that vptr) is a pool's slab whose first object happens to be of that
+ * class: "slab of T", a type of its own, so that `types` does not count
+ * 4 KiB as one T.  Classes of unknown size (no DWARF) are left alone. */
+static struct hs_error *name_slabs(struct ctx *c)
+{
+	struct hs_types *t = c->t;
+	for (uint32_t id = 0; id < c->graph->n; id++) {
+		if (c->from[id] != FROM_VTABLE)
+			continue;
+		struct hs_dtype *d = t->reg->v[t->type_of[id]];
+		uint64_t size = c->heap->allocs[id].size;
+		uint64_t k = hs_types_count(t, c->heap, id);
+		if (!d->size || size / 4 < d->size || 2 * k * d->size >= size)
+			continue;
+		char *name;
+		if (asprintf(&name, "slab of %s", d->name) < 0)
+			return &hs_error_nomem;
+		struct hs_dtype *slab;
+		struct hs_error *err = hs_dtypes_named(t->reg, name, 0, &slab);
+		free(name);
+		if (err)
+			return err;
+		t->type_of[id] = slab->index;
+		t->slabs++;
 	}
 	return NULL;
 }
@@ -437,12 +532,13 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	err = &hs_error_nomem;
 	t->type_of = malloc(((size_t)graph->n + 1) * sizeof(uint32_t));
 	c.from = calloc((size_t)graph->n + 1, 1);
-	if (!t->type_of || !c.from)
+	c.inner_seen = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
+	if (!t->type_of || !c.from || !c.inner_seen)
 		goto out;
 	memset(t->type_of, 0xff, ((size_t)graph->n + 1) * sizeof(uint32_t));
 	if ((err = collect_vtables(&c)) || (err = seed_vtables(&c)) ||
 	    (err = propagate(&c)) || (err = seed_variables(&c)) ||
-	    (err = propagate(&c)))
+	    (err = propagate(&c)) || (err = name_slabs(&c)))
 		goto out;
 	t->from_dwarf = t->typed - t->from_vtable - t->from_rtti;
 	if (t->conflicts)
@@ -455,6 +551,8 @@ out:
 	free(c.vt);
 	free(c.work);
 	free(c.from);
+	free(c.inner);
+	free(c.inner_seen);
 	if (err) {
 		hs_types_destroy(t);
 		return err;
@@ -471,6 +569,7 @@ void hs_types_destroy(struct hs_types *t)
 	free(t->type_of);
 	free(t->conflict_example);
 	free(t->varrays);
+	free(t->holds);
 	free(t);
 }
 

@@ -11,7 +11,15 @@
  *    the whole graph, with a worklist.  A pointer to a block's start gives
  *    the block the pointee type; a pointer to element k of an array gives
  *    it too.  A block that holds k >= 2 whole elements is an array T[k].
- * 3. Conflicts: a vtable type beats a DWARF guess; a larger type beats a
+ * 3. Typed interior pointers: a typed pointer T * (T a struct, class or
+ *    union) k bytes into a block, with a whole T from there to the block's
+ *    end, holds the block (the typed rule of rules.h: `holds` lists them
+ *    for the mark) and the T there is scanned for pointers in turn; the
+ *    block itself is not given the type T (it starts with something else).
+ * 4. Slabs: a block named by the vptr at its start that has room for at
+ *    least four objects of that class but holds them in less than half
+ *    its bytes is a pool's slab, "slab of T" (its own type, not a T).
+ * 5. Conflicts: a vtable type beats a DWARF guess; a larger type beats a
  *    smaller one; two different types of one size are a conflict, counted
  *    and reported, and the first stays.
  */
@@ -30,6 +38,7 @@ struct hs_types {
 	uint64_t typed;         /* allocations with a type */
 	uint64_t from_vtable, from_rtti, from_dwarf;
 	uint64_t conflicts;
+	uint64_t slabs;         /* blocks named "slab of T" */
 	char *conflict_example;
 	size_t nvtables;
 	size_t nvariables;
@@ -40,6 +49,14 @@ struct hs_types {
 		uint32_t id, count;
 	} *varrays;
 	size_t nvarrays, capvarrays;
+	/* typed pointers into blocks' interiors that the typed rule takes for
+	 * start pointers: the allocation holding the pointer (HS_NO_ALLOC for
+	 * a root: a variable), the block, the pointer's value */
+	struct hs_types_hold {
+		uint32_t holder, target;
+		uint64_t value;
+	} *holds;
+	size_t nholds, capholds;
 };
 
 struct hs_error *hs_types_compute(const struct hs_core *core,

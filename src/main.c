@@ -50,7 +50,8 @@ static const char usage_text[] =
 	"  --quiet            no warnings or progress on stderr\n"
 	"  --no-unexplained   writable memory nothing explains is not a root\n"
 	"  --no-rule NAMES    header rules not to apply: all, stdstring, length64,\n"
-	"                     newarray, multipleinheritance, sds, learned (comma-separated)\n"
+	"                     newarray, multipleinheritance, sds, learned, typed\n"
+	"                     (comma-separated)\n"
 	"  --conservative-roots  every register and the red zone below each stack\n"
 	"                     pointer are roots, however the thread stopped\n"
 	"  --threads N        worker threads (default: one per CPU)\n"
@@ -440,7 +441,7 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 		case OPT_NO_RULE: {
 			unsigned on = HS_RULES_ALL;
 			if (!hs_rules_parse_off(optarg, &on))
-				return usage_error("--no-rule takes all, stdstring, length64, newarray, multipleinheritance, sds or learned (separated by commas), not '%s'",
+				return usage_error("--no-rule takes all, stdstring, length64, newarray, multipleinheritance, sds, learned or typed (separated by commas), not '%s'",
 						   optarg);
 			cli->opts.rules_off = optarg;
 			break;

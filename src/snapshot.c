@@ -183,6 +183,32 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 	return snap->graph_err;
 }
 
+/* The typed rule (rules.h): the typed pointers into blocks' interiors that
+ * type propagation found hold those blocks.  Without types (no debug
+ * info), there is nothing to apply. */
+static struct hs_error *typed_rule(struct hs_snapshot *snap)
+{
+	if (!snap->graph->rule_of || !(snap->rules.enabled & 1u << HS_RULE_TYPED))
+		return NULL;
+	const struct hs_types *types;
+	if (hs_snapshot_types(snap, &types) || !types)
+		return NULL;
+	double t0 = hs_now();
+	for (size_t i = 0; i < types->nholds; i++) {
+		const struct hs_types_hold *h = &types->holds[i];
+		if (h->holder == HS_NO_ALLOC) {
+			if (!hs_rules_add_typed(&snap->rules, h->value))
+				return &hs_error_nomem;
+		} else {
+			hs_graph_take_as_start(snap->graph, h->holder, h->target,
+					       HS_RULE_TYPED);
+		}
+	}
+	hs_rules_typed_done(&snap->rules);
+	snap->t_mark += hs_now() - t0;
+	return NULL;
+}
+
 const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 					const struct hs_mark **ret)
 {
@@ -196,7 +222,7 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 		    (e = hs_snapshot_roots(snap, &roots)) ||
 		    (e = hs_snapshot_graph(snap, &graph)))
 			snap->mark_err = copy_error(e);
-		else
+		else if (!(snap->mark_err = typed_rule(snap)))
 			{
 				double t0 = hs_now();
 				snap->mark_err = hs_mark_compute(snap->core, heap, roots,

@@ -98,6 +98,23 @@ KNOWN_DIFFERENCES = {
                "convention from the heap (the learned rule) and calls the "
                "nodes reachable; memcheck has no such heuristic.",
     },
+    ("rc_rules", "typed: a struct pyobj after a 16-byte head"): {
+        "memcheck": ({"possible": 1}, 0),
+        "why": "the only pointer, a global struct pyobj *, points 16 bytes "
+               "in, past a collector head, and a whole struct pyobj fits "
+               "there: heapsift's typed rule takes it for a start (DWARF "
+               "says what the pointer points to), memcheck has no types.",
+    },
+    ("rc_rules", "typed: its type object, the same head"): {
+        "memcheck": ({"possible": 1}, 0),
+        "why": "the same, through the typed member pyobj.type of the "
+               "object above.",
+    },
+    ("rc_rules", "typed: the object's name (held by the typed object)"): {
+        "memcheck": ({"possible": 1}, 0),
+        "why": "held by a start pointer from the first typed block, which "
+               "memcheck calls possible.",
+    },
     ("rc_regs", "only in the main thread's dead r9"): {
         "memcheck": ({"reachable": 1}, 0),
         "why": "memcheck counts every general register of every thread.  "
