@@ -246,6 +246,23 @@ const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
 			snap->types_err = hs_types_compute(snap->core, dw, snap->heap,
 							   graph, &snap->log,
 							   &snap->types);
+			/* leaked blocks' types need the mark; without one they
+			 * stay untyped */
+			const struct hs_mark *mark;
+			if (!snap->types_err && !hs_snapshot_mark(snap, &mark)) {
+				struct hs_error *ierr = hs_types_infer(snap->types, snap->core, dw,
+								       snap->heap, graph,
+								       mark->reach, &snap->log);
+				if (ierr == &hs_error_nomem) {
+					hs_types_destroy(snap->types);
+					snap->types = NULL;
+					snap->types_err = ierr;
+				} else if (ierr) {
+					hs_log_warn(&snap->log, "leaked blocks stay untyped: %s",
+						    ierr->message);
+					hs_error_destroy(ierr);
+				}
+			}
 			snap->t_types = hs_now() - t0;
 		}
 	}
