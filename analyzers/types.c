@@ -979,7 +979,9 @@ static struct hs_error *infer_solve(struct infer *in)
 		for (size_t j = 0; j < in->n && !err; j++) {
 			struct hs_dtype *d = pass == 0 ? unique[j] :
 				tier[j] == pass ? best[j] : NULL;
-			if (!d)
+			/* a program's block is rarely the C runtime's: its types
+			 * are taken on evidence only, never guessed */
+			if (!d || ((pass || conf[j] != HS_INFER_SURE) && runtime_module(d->mod)))
 				continue;
 			c->cur_conf = (pass == 0 ? conf[j] : HS_INFER_GUESS) | HS_INFER_ONE;
 			if (!assign(c, in->ids[j], d, FROM_DWARF))

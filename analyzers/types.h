@@ -22,7 +22,8 @@
  *    null, a mapped address, or a pointer to a used block, and none of
  *    its scalar members holds a heap address.  When candidates of the
  *    executable or of the program's own libraries remain, those of the C
- *    runtime (libc, ld.so, libstdc++, ...) are dropped.  Then, over the
+ *    runtime (libc, ld.so, libstdc++, ...) are dropped, and a runtime
+ *    type is never taken as a guess.  Then, over the
  *    leaked blocks together, a candidate goes whose pointer member points
  *    to the start of a block none of whose candidates is the member's
  *    pointee type (arc consistency, to a fixpoint).  A block left with one

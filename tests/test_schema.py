@@ -105,9 +105,9 @@ def main():
         raw = check("%s: list --raw" % name, "list", [HS, "list", "--raw", "--state", "all", core])
         full = check("%s: list (for --raw)" % name, "list", [HS, "list", "--state", "all", core])
         if raw and full:
-            strip = [{k: v for k, v in a.items() if k not in ("reach", "retained", "type")}
+            strip = [{k: v for k, v in a.items() if k not in ("reach", "retained", "type", "type_inferred")}
                      for a in full["allocations"]]
-            extra = [a for a in raw["allocations"] if set(a) & {"reach", "retained", "type"}]
+            extra = [a for a in raw["allocations"] if set(a) & {"reach", "retained", "type", "type_inferred"}]
             R.case("%s: list --raw is list without the analysis" % name,
                    [] if raw["allocations"] == strip and not extra else
                    ["%d extra fields, lists differ: %s" % (len(extra), raw["allocations"] != strip)])
