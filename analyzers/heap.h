@@ -166,6 +166,27 @@ struct hs_heap {
 	uint64_t page_size;         /* the allocator's page (jemalloc) */
 };
 
+/* The usable size malloc(request) gives: glibc's chunk rounding
+ * (max(24, (request + 8 + 15) & ~15) - 8 on x86-64), or jemalloc's size
+ * class (quantum 16: 8, 16, 32, 48, ... 128, then four classes per
+ * doubling).  Only meaningful for small requests (no mmapped chunks, no
+ * large extents). */
+static inline uint64_t hs_heap_size_class(const struct hs_heap *heap,
+					  uint64_t request)
+{
+	if (!heap->headerless) {
+		uint64_t c = (request + 8 + 15) & ~(uint64_t)15;
+		return (c < 32 ? 32 : c) - 8;
+	}
+	if (request <= 8)
+		return 8;
+	if (request <= 128)
+		return (request + 15) & ~(uint64_t)15;
+	int lg = 63 - __builtin_clzll(request - 1);
+	uint64_t delta = 1ull << (lg - 2);
+	return (request + delta - 1) & ~(delta - 1);
+}
+
 struct hs_heap *hs_heap_create(const char *allocator);
 void hs_heap_destroy(struct hs_heap *heap);
 /* Starts a new sorted run (each heap segment walks in address order). */

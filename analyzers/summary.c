@@ -59,8 +59,9 @@ const char *hs_type_label(const struct hs_heap *heap,
 {
 	struct hs_dtype *d = hs_types_of(types, id);
 	if (d)
-		snprintf(buf, len, "%s%s", d->name,
-			 hs_types_count(types, heap, id) >= 2 ? "[]" : "");
+		snprintf(buf, len, "%s%s%s", d->name,
+			 hs_types_count(types, heap, id) >= 2 ? "[]" : "",
+			 hs_types_guessed(types, id) ? "?" : "");
 	else
 		snprintf(buf, len, "(untyped, %llu bytes)",
 			 (unsigned long long)heap->allocs[id].size);
@@ -89,12 +90,14 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	rows.hash = calloc(rows.hcap, sizeof(size_t));
 	if (!row_of || !coff || !kids || !stack || !pos || !rows.hash)
 		goto out;
+	/* a row per type, then one per type for inferred guesses ("T?") */
 	size_t ntypes = types ? types->reg->n : 0;
-	for (size_t i = 0; i < ntypes; i++) {
+	for (size_t i = 0; i < 2 * ntypes; i++) {
 		struct hs_type_row *x = add_row(&rows);
 		if (!x)
 			goto out;
-		x->type = (uint32_t)i;
+		x->type = (uint32_t)(i % ntypes);
+		x->guessed = i >= ntypes;
 	}
 	for (uint32_t id = 0; id < nalloc; id++) {
 		const struct hs_alloc *a = &heap->allocs[id];
@@ -102,7 +105,8 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		if (!hs_alloc_in_graph(a))
 			continue;
 		uint32_t ty = types ? types->type_of[id] : HS_NO_TYPE;
-		size_t k = ty != HS_NO_TYPE ? ty : untyped_row(&rows, a->size);
+		size_t k = ty == HS_NO_TYPE ? untyped_row(&rows, a->size) :
+			hs_types_guessed(types, id) ? ntypes + ty : ty;
 		if (k == SIZE_MAX)
 			goto out;
 		row_of[id] = (uint32_t)k;
@@ -156,8 +160,8 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			continue;
 		char label[600];
 		if (x->type != HS_NO_TYPE)
-			snprintf(label, sizeof(label), "%s%s", types->reg->v[x->type]->name,
-				 x->arrays ? "[]" : "");
+			snprintf(label, sizeof(label), "%s%s%s", types->reg->v[x->type]->name,
+				 x->arrays ? "[]" : "", x->guessed ? "?" : "");
 		else
 			snprintf(label, sizeof(label), "(untyped, %llu bytes)",
 				 (unsigned long long)x->size);

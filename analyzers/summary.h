@@ -12,10 +12,13 @@ struct hs_type_row {
 	uint32_t type;          /* registry index, HS_NO_TYPE for untyped rows */
 	uint64_t size;          /* untyped rows: the block size */
 	bool arrays;            /* some block holds several elements */
+	bool guessed;           /* inferred guesses of the type: "T?" */
 	uint64_t count, bytes, retained, leaked_count, leaked_bytes;
 };
 
-/* One row per type and one per size of untyped blocks, biggest retained
+/* One row per type (and one per type for its inferred guesses, "T?") and
+ * one per size of untyped blocks (the usable size: glibc's and jemalloc's
+ * usable sizes are their size classes), biggest retained
  * first.  Retained counts each block once: only where no dominator above
  * it has its row (a walk of the dominator tree).  types may be NULL (all
  * untyped). */

@@ -38,6 +38,10 @@ struct ctx {
 	size_t nvt;
 	uint64_t ti_vtables[3]; /* __class_type_info, __si_..., __vmi_... vtables */
 	size_t nti;
+	/* rule 4: only leaked untyped blocks take types, with the
+	 * confidence of the block being scanned */
+	const uint8_t *reach;
+	uint8_t cur_conf;
 };
 
 static int cmp_vt(const void *a, const void *b)
@@ -190,6 +194,17 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 	const struct hs_alloc *a = &c->heap->allocs[id];
 	if (!hs_alloc_in_graph(a) || (d->size && d->size > a->size))
 		return true;  /* does not fit: a cast, not this type */
+	if (c->reach) {
+		/* inferring: leaked untyped blocks only, never a conflict */
+		if (t->type_of[id] != HS_NO_TYPE ||
+		    (c->reach[id] != HS_REACH_LEAK_ROOT && c->reach[id] != HS_REACH_INDIRECT))
+			return true;
+		t->typed++;
+		t->type_of[id] = d->index;
+		t->inferred[id] = c->cur_conf;
+		c->from[id] = (uint8_t)from;
+		return push(c, id);
+	}
 	uint32_t cur = t->type_of[id];
 	if (cur == d->index)
 		return true;
@@ -275,8 +290,9 @@ static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee,
 	if (id == HS_NO_ALLOC)
 		return true;
 	if (interior) {
-		/* (a block holds nothing by pointing into itself) */
-		if (id != holder && !typed_interior(c, holder, id, v, pointee))
+		/* (a block holds nothing by pointing into itself; inferring,
+		 * after the mark, there is nothing left to hold) */
+		if (id != holder && !c->reach && !typed_interior(c, holder, id, v, pointee))
 			return false;
 		/* element k of an array */
 		uint64_t off = v - c->heap->allocs[id].addr;
@@ -471,6 +487,8 @@ static struct hs_error *propagate(struct ctx *c)
 		}
 		uint32_t id = c->work[--c->nwork];
 		struct hs_dtype *d = t->reg->v[t->type_of[id]];
+		if (c->reach)
+			c->cur_conf = t->inferred[id] & HS_INFER_LEVEL;
 		const struct hs_alloc *a = &c->heap->allocs[id];
 		if (!d->size)
 			continue;
@@ -570,6 +588,7 @@ void hs_types_destroy(struct hs_types *t)
 	free(t->conflict_example);
 	free(t->varrays);
 	free(t->holds);
+	free(t->inferred);
 	free(t);
 }
 
@@ -577,7 +596,7 @@ uint64_t hs_types_count(const struct hs_types *t, const struct hs_heap *heap,
 			uint32_t id)
 {
 	struct hs_dtype *d = hs_types_of(t, id);
-	if (!d || !d->size)
+	if (!d || !d->size || (t->inferred && (t->inferred[id] & HS_INFER_ONE)))
 		return 1;
 	if (d->from_vtable) {
 		/* ids were added in increasing order */
@@ -602,9 +621,581 @@ const char *hs_types_name(const struct hs_types *t, const struct hs_heap *heap,
 	if (!d)
 		return NULL;
 	uint64_t k = hs_types_count(t, heap, id);
+	const char *q = hs_types_guessed(t, id) ? "?" : "";
 	if (k >= 2)
-		snprintf(buf, len, "%s[%llu]", d->name, (unsigned long long)k);
+		snprintf(buf, len, "%s[%llu]%s", d->name, (unsigned long long)k, q);
 	else
-		snprintf(buf, len, "%s", d->name);
+		snprintf(buf, len, "%s%s", d->name, q);
 	return buf;
+}
+
+/* ---- rule 4: leaked blocks typed by their contents ---- */
+
+enum {
+	/* candidate checks (a type against a block) in all: a bound on the
+	 * time a huge leak with many candidates per block can take */
+	INFER_MAX_CHECKS = 1 << 26,
+};
+
+/* One size class's candidates: structs with pointer members. */
+struct infer_class {
+	uint64_t size;
+	struct hs_dtype **v;
+	size_t n;
+};
+
+struct infer {
+	struct ctx *c;
+	uint32_t *ids;          /* the leaked untyped blocks */
+	size_t n;
+	uint32_t *idx;          /* per allocation: index in ids, or UINT32_MAX */
+	size_t *cfirst;         /* per block: its candidates, n + 1 */
+	struct hs_dtype **cand;
+	uint8_t *alive;
+	size_t ncand, capcand;
+	uint32_t *poff, *preds; /* leaked holders of each block (CSR) */
+	uint64_t checks;
+	bool over;
+};
+
+/* The C runtime's modules: their types come second to the program's. */
+static bool runtime_module(const struct hs_module *m)
+{
+	static const char *const prefixes[] = {
+		"libc.so", "ld-linux", "ld64.so", "libm.so", "libstdc++", "libgcc_s",
+		"libpthread", "libdl.", "librt.", "libresolv", "libnss_", "libanl",
+		"libutil", "libcrypt.", "libmvec",
+	};
+	if (!m || m->is_exe || !m->name)
+		return false;
+	const char *base = strrchr(m->name, '/');
+	base = base ? base + 1 : m->name;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
+static bool read_word(const struct ctx *c, const uint8_t *obj, uint64_t addr,
+		      uint64_t off, uint64_t *v)
+{
+	if (obj) {
+		memcpy(v, obj + off, 8);
+		return true;
+	}
+	return hs_core_read_u64(c->core, addr + off, v);
+}
+
+/* Whether type d could be what block id holds, by the block alone. */
+static struct hs_error *local_ok(struct ctx *c, uint32_t id, struct hs_dtype *d,
+				 bool *ret)
+{
+	const struct hs_alloc *a = &c->heap->allocs[id];
+	const struct hs_dptr *p;
+	size_t n;
+	const uint64_t *scalar;
+	struct hs_error *err;
+	if ((err = hs_dtype_pointers(c->t->reg, d, &p, &n)) ||
+	    (err = hs_dtype_scalar_words(c->t->reg, d, &scalar)))
+		return err;
+	*ret = false;
+	const uint8_t *obj = hs_core_ptr(c->core, a->addr, d->size);
+	for (size_t i = 0; i < n; i++) {
+		for (uint32_t k = 0; k < p[i].count; k++) {
+			uint64_t off = p[i].offset + k * p[i].stride, v;
+			if (off + 8 > d->size)
+				break;
+			if (!read_word(c, obj, a->addr, off, &v))
+				return NULL;
+			if (!v)
+				continue;
+			bool interior;
+			if (v >= c->graph->map.lo && v < c->graph->map.hi) {
+				/* into the heap: a used block, not free memory */
+				if (hs_graph_target(c->graph, v, &interior) == HS_NO_ALLOC)
+					return NULL;
+			} else if (!hs_core_find_segment(c->core, v)) {
+				return NULL;  /* points nowhere: not a pointer */
+			}
+		}
+	}
+	for (uint64_t w = 0; scalar && w < d->size / 8; w++) {
+		if (!(scalar[w / 64] >> (w % 64) & 1))
+			continue;
+		uint64_t v;
+		bool interior;
+		if (!read_word(c, obj, a->addr, w * 8, &v))
+			return NULL;
+		if (hs_graph_hit(c->graph, v, &interior) != HS_NO_ALLOC)
+			return NULL;  /* a heap address in a scalar member */
+	}
+	*ret = true;
+	return NULL;
+}
+
+static bool has_cand(const struct infer *in, uint32_t j, const struct hs_dtype *d)
+{
+	for (size_t k = in->cfirst[j]; k < in->cfirst[j + 1]; k++)
+		if (in->alive[k] && in->cand[k] == d)
+			return true;
+	return false;
+}
+
+/* Whether the block a pointer member typed `pointee` points to (tgt, at
+ * its start) can be of that type. */
+static bool compatible(struct infer *in, uint32_t tgt, struct hs_dtype *pointee)
+{
+	struct ctx *c = in->c;
+	const struct hs_alloc *x = &c->heap->allocs[tgt];
+	if (pointee->size > x->size)
+		return false;
+	if (pointee->size && hs_dtype_is_aggregate(pointee) &&
+	    (x->where == HS_WHERE_HEAP || x->where == HS_WHERE_SMALL)) {
+		/* malloc(k * sizeof P) for some k must give this block */
+		uint64_t k = x->size / pointee->size;
+		if (hs_heap_size_class(c->heap, k * pointee->size) != x->size &&
+		    (k < 2 || hs_heap_size_class(c->heap, (k - 1) * pointee->size) != x->size))
+			return false;
+	}
+	uint32_t j = in->idx[tgt];
+	if (j != UINT32_MAX) {
+		const struct hs_dptr *p;
+		size_t n;
+		if (hs_dtype_pointers(c->t->reg, pointee, &p, &n) || !n ||
+		    !pointee->size || hs_heap_size_class(c->heap, pointee->size) != x->size)
+			return true;  /* not a candidate kind: nothing to say */
+		return has_cand(in, j, pointee);
+	}
+	uint32_t ty = c->t->type_of[tgt];
+	if (ty == HS_NO_TYPE)
+		return true;
+	const struct hs_dtype *q = c->t->reg->v[ty];
+	return q == pointee || q->size != pointee->size ||
+	       !hs_dtype_is_aggregate(pointee);
+}
+
+/* What speaks for a candidate: non-null pointer members to the start of
+ * a block that has the pointee type among its candidates or as its type
+ * (strong), to the start of another block that fits (weak), and null
+ * pointer members (what the candidate leaves unexplained). */
+struct score {
+	uint32_t strong, weak, nulls;
+};
+
+/* Whether candidate d of block id agrees with the blocks it points to;
+ * *sc (may be NULL): the evidence. */
+static struct hs_error *arc_ok(struct infer *in, uint32_t id, struct hs_dtype *d,
+			       bool *ret, struct score *sc)
+{
+	struct ctx *c = in->c;
+	const struct hs_alloc *a = &c->heap->allocs[id];
+	const struct hs_dptr *p;
+	size_t n;
+	struct hs_error *err = hs_dtype_pointers(c->t->reg, d, &p, &n);
+	if (err)
+		return err;
+	*ret = true;
+	struct score dummy;
+	if (!sc)
+		sc = &dummy;
+	memset(sc, 0, sizeof(*sc));
+	const uint8_t *obj = hs_core_ptr(c->core, a->addr, d->size);
+	for (size_t i = 0; i < n; i++) {
+		for (uint32_t k = 0; k < p[i].count; k++) {
+			uint64_t off = p[i].offset + k * p[i].stride, v;
+			if (off + 8 > d->size)
+				break;
+			bool interior;
+			if (!read_word(c, obj, a->addr, off, &v))
+				continue;
+			sc->nulls += !v;
+			uint32_t tgt = hs_graph_hit(c->graph, v, &interior);
+			if (tgt == HS_NO_ALLOC || interior)
+				continue;  /* interior: an embedded member, say nothing */
+			if (!compatible(in, tgt, p[i].pointee)) {
+				*ret = false;
+				return NULL;
+			}
+			uint32_t j = in->idx[tgt];
+			if ((j != UINT32_MAX && has_cand(in, j, p[i].pointee)) ||
+			    c->t->type_of[tgt] == p[i].pointee->index)
+				sc->strong++;
+			else
+				sc->weak++;
+		}
+	}
+	return NULL;
+}
+
+/* Whether a holder of block j with a single candidate has a pointer
+ * member of type d to j's start. */
+static struct hs_error *held_as(struct infer *in, uint32_t j, struct hs_dtype *d,
+				const struct hs_dtype *const *unique, bool *ret)
+{
+	struct ctx *c = in->c;
+	uint64_t addr = c->heap->allocs[in->ids[j]].addr;
+	*ret = false;
+	for (uint32_t k = in->poff[j]; k < in->poff[j + 1] && !*ret; k++) {
+		uint32_t h = in->preds[k];
+		const struct hs_dtype *hd = unique[h];
+		if (!hd)
+			continue;
+		const struct hs_dptr *p;
+		size_t n;
+		struct hs_error *err = hs_dtype_pointers(c->t->reg, (struct hs_dtype *)hd, &p, &n);
+		if (err)
+			return err;
+		uint64_t haddr = c->heap->allocs[in->ids[h]].addr;
+		for (size_t i = 0; i < n && !*ret; i++) {
+			if (p[i].pointee != d)
+				continue;
+			for (uint32_t e = 0; e < p[i].count; e++) {
+				uint64_t off = p[i].offset + e * p[i].stride, v;
+				if (off + 8 > hd->size)
+					break;
+				if (hs_core_read_u64(c->core, haddr + off, &v) && v == addr) {
+					*ret = true;
+					break;
+				}
+			}
+		}
+	}
+	return NULL;
+}
+
+static struct hs_error *class_cands(struct infer *in, struct infer_class **classes,
+				    size_t *nclasses, uint64_t size,
+				    const struct infer_class **ret)
+{
+	for (size_t i = 0; i < *nclasses; i++)
+		if ((*classes)[i].size == size) {
+			*ret = &(*classes)[i];
+			return NULL;
+		}
+	struct infer_class *v = realloc(*classes, (*nclasses + 1) * sizeof(*v));
+	if (!v)
+		return &hs_error_nomem;
+	*classes = v;
+	struct infer_class *k = &v[(*nclasses)++];
+	memset(k, 0, sizeof(*k));
+	k->size = size;
+	*ret = k;
+	const struct hs_heap *heap = in->c->heap;
+	if (hs_heap_size_class(heap, size) != size)
+		return NULL;  /* not a size class: no struct rounds to it */
+	/* the smallest request of the class */
+	uint64_t lo = 1, hi = size;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (hs_heap_size_class(heap, mid) < size)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct hs_dtype **all = NULL;
+	size_t n = 0, cap = 0;
+	struct hs_error *err = hs_dtypes_structs_sized(in->c->t->reg, lo, size, &all, &n, &cap);
+	size_t m = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct hs_dptr *p;
+		size_t np;
+		if (!(err = hs_dtype_pointers(in->c->t->reg, all[i], &p, &np)) && np)
+			all[m++] = all[i];
+	}
+	if (err) {
+		free(all);
+		return err;
+	}
+	k->v = all;
+	k->n = m;
+	return NULL;
+}
+
+static struct hs_error *infer_solve(struct infer *in)
+{
+	struct ctx *c = in->c;
+	struct hs_types *t = c->t;
+	struct hs_error *err = NULL;
+	struct infer_class *classes = NULL;
+	size_t nclasses = 0;
+	/* candidates per block, by the block alone */
+	for (size_t j = 0; j < in->n && !err && !in->over; j++) {
+		in->cfirst[j] = in->ncand;
+		uint32_t id = in->ids[j];
+		const struct infer_class *k;
+		if ((err = class_cands(in, &classes, &nclasses, c->heap->allocs[id].size, &k)))
+			break;
+		size_t start = in->ncand;
+		bool own = false;
+		for (size_t i = 0; i < k->n && !err; i++) {
+			bool ok;
+			if (++in->checks > INFER_MAX_CHECKS) {
+				in->over = true;
+				break;
+			}
+			if ((err = local_ok(c, id, k->v[i], &ok)) || !ok)
+				continue;
+			if (in->ncand == in->capcand) {
+				size_t cap = in->capcand ? 2 * in->capcand : 1024;
+				struct hs_dtype **v = realloc(in->cand, cap * sizeof(*v));
+				uint8_t *al = realloc(in->alive, cap);
+				if (v)
+					in->cand = v;
+				if (al)
+					in->alive = al;
+				if (!v || !al) {
+					err = &hs_error_nomem;
+					break;
+				}
+				in->capcand = cap;
+			}
+			in->cand[in->ncand] = k->v[i];
+			in->alive[in->ncand++] = 1;
+			own |= !runtime_module(k->v[i]->mod);
+		}
+		/* the program's own types first */
+		if (own) {
+			size_t m = start;
+			for (size_t i = start; i < in->ncand; i++)
+				if (!runtime_module(in->cand[i]->mod))
+					in->cand[m++] = in->cand[i];
+			in->ncand = m;
+		}
+	}
+	in->cfirst[in->n] = in->ncand;
+	for (size_t i = 0; i < nclasses; i++)
+		free(classes[i].v);
+	free(classes);
+	if (err || in->over)
+		return err;
+	/* arc consistency over the leaked subgraph, with a worklist */
+	uint32_t *work = malloc((in->n + 1) * sizeof(uint32_t));
+	uint8_t *queued = malloc(in->n + 1);
+	if (!work || !queued) {
+		free(work);
+		free(queued);
+		return &hs_error_nomem;
+	}
+	size_t nw = 0;
+	for (size_t j = in->n; j-- > 0;) {
+		work[nw++] = (uint32_t)j;
+		queued[j] = 1;
+	}
+	while (nw && !err && !in->over) {
+		uint32_t j = work[--nw];
+		queued[j] = 0;
+		bool changed = false;
+		for (size_t k = in->cfirst[j]; k < in->cfirst[j + 1] && !err; k++) {
+			if (!in->alive[k])
+				continue;
+			if (++in->checks > INFER_MAX_CHECKS) {
+				in->over = true;
+				break;
+			}
+			bool ok;
+			if (!(err = arc_ok(in, in->ids[j], in->cand[k], &ok, NULL)) && !ok) {
+				in->alive[k] = 0;
+				changed = true;
+			}
+		}
+		for (uint32_t p = in->poff[j]; changed && p < in->poff[j + 1]; p++) {
+			uint32_t h = in->preds[p];
+			if (!queued[h]) {
+				queued[h] = 1;
+				work[nw++] = h;
+			}
+		}
+	}
+	free(work);
+	free(queued);
+	if (err || in->over)
+		return err;
+	/* one candidate: the type; evidence decides the confidence.  Several:
+	 * the one with the most evidence (strong, then weak pointers, then
+	 * the fewest null ones), as a guess, when one stands out */
+	struct hs_dtype **unique = calloc(in->n + 1, sizeof(*unique));
+	struct hs_dtype **best = calloc(in->n + 1, sizeof(*best));
+	uint8_t *conf = calloc(in->n + 1, 1);
+	uint8_t *tier = calloc(in->n + 1, 1);
+	if (!unique || !best || !conf || !tier) {
+		err = &hs_error_nomem;
+		goto done;
+	}
+	for (size_t j = 0; j < in->n && !err; j++) {
+		struct hs_dtype *only = NULL;
+		size_t alive = 0;
+		for (size_t k = in->cfirst[j]; k < in->cfirst[j + 1]; k++)
+			if (in->alive[k]) {
+				only = in->cand[k];
+				alive++;
+			}
+		if (alive == 1) {
+			unique[j] = only;
+			continue;
+		}
+		struct score top = {0};
+		size_t ntop = 0;
+		for (size_t k = in->cfirst[j]; k < in->cfirst[j + 1] && !err; k++) {
+			if (!in->alive[k])
+				continue;
+			bool ok;
+			struct score sc;
+			if ((err = arc_ok(in, in->ids[j], in->cand[k], &ok, &sc)))
+				break;
+			int cmp = !ntop ? 1 :
+				sc.strong != top.strong ? (sc.strong > top.strong ? 1 : -1) :
+				sc.weak != top.weak ? (sc.weak > top.weak ? 1 : -1) :
+				sc.nulls != top.nulls ? (sc.nulls < top.nulls ? 1 : -1) : 0;
+			if (cmp > 0) {
+				top = sc;
+				ntop = 1;
+				best[j] = in->cand[k];
+			} else if (cmp == 0) {
+				ntop++;
+			}
+		}
+		if (ntop != 1 || (!top.strong && !top.weak))
+			best[j] = NULL;
+		else
+			tier[j] = top.strong ? 1 : 2;
+	}
+	for (size_t j = 0; j < in->n && !err; j++) {
+		if (!unique[j])
+			continue;
+		bool ok;
+		struct score sc;
+		bool evidence = false;
+		err = arc_ok(in, in->ids[j], unique[j], &ok, &sc);
+		evidence = sc.strong || sc.weak;
+		if (!err && !evidence)
+			err = held_as(in, (uint32_t)j, unique[j],
+				      (const struct hs_dtype *const *)unique, &evidence);
+		conf[j] = evidence ? HS_INFER_SURE : HS_INFER_GUESS;
+	}
+	/* single candidates first, then the best of several, strong evidence
+	 * first; what each one holds is typed before the next tier, and a
+	 * block typed so keeps that type */
+	for (int pass = 0; pass < 3 && !err; pass++) {
+		for (size_t j = 0; j < in->n && !err; j++) {
+			struct hs_dtype *d = pass == 0 ? unique[j] :
+				tier[j] == pass ? best[j] : NULL;
+			/* a program's block is rarely the C runtime's: its types
+			 * are taken on evidence only, never guessed */
+			if (!d || ((pass || conf[j] != HS_INFER_SURE) && runtime_module(d->mod)))
+				continue;
+			c->cur_conf = (pass == 0 ? conf[j] : HS_INFER_GUESS) | HS_INFER_ONE;
+			if (!assign(c, in->ids[j], d, FROM_DWARF))
+				err = &hs_error_nomem;
+		}
+		if (!err)
+			err = propagate(c);
+	}
+done:
+	free(best);
+	free(tier);
+	free(unique);
+	free(conf);
+	(void)t;
+	return err;
+}
+
+struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
+				struct hs_dwarf *dw, const struct hs_heap *heap,
+				const struct hs_graph *graph, const uint8_t *reach,
+				struct hs_log *log)
+{
+	struct ctx c = {.core = core, .dw = dw, .heap = heap, .graph = graph,
+			.log = log, .t = t, .reach = reach};
+	struct infer in = {.c = &c};
+	struct hs_error *err = &hs_error_nomem;
+	size_t n = (size_t)graph->n + 1;
+	if (!t->inferred && !(t->inferred = calloc(n, 1)))
+		return &hs_error_nomem;
+	c.from = calloc(n, 1);
+	in.idx = malloc(n * sizeof(uint32_t));
+	if (!c.from || !in.idx)
+		goto out;
+	memset(in.idx, 0xff, n * sizeof(uint32_t));
+	uint64_t maxsize = hs_heap_size_class(heap, HS_DSTRUCT_MAX_SIZE);
+	size_t cnt = 0;
+	for (uint32_t id = 0; id < graph->n; id++) {
+		const struct hs_alloc *a = &heap->allocs[id];
+		if ((reach[id] == HS_REACH_LEAK_ROOT || reach[id] == HS_REACH_INDIRECT) &&
+		    t->type_of[id] == HS_NO_TYPE && a->size <= maxsize &&
+		    (a->where == HS_WHERE_HEAP || a->where == HS_WHERE_SMALL))
+			cnt++;
+	}
+	err = NULL;
+	if (!cnt)
+		goto out;
+	char *skipped = NULL;
+	if ((err = hs_dtypes_structs(t->reg, &skipped)))
+		goto out;
+	if (skipped) {
+		hs_log_warn(log, "too many struct types to tell leaked blocks' types from (more than %d, or more than %d s): %s",
+			    HS_DSTRUCT_MAX_TYPES, HS_DSTRUCT_MAX_SECONDS, skipped);
+		free(skipped);
+	}
+	err = &hs_error_nomem;
+	in.ids = malloc(cnt * sizeof(uint32_t));
+	in.cfirst = malloc((cnt + 1) * sizeof(size_t));
+	in.poff = calloc(cnt + 2, sizeof(uint32_t));
+	if (!in.ids || !in.cfirst || !in.poff)
+		goto out;
+	for (uint32_t id = 0; id < graph->n; id++) {
+		const struct hs_alloc *a = &heap->allocs[id];
+		if ((reach[id] == HS_REACH_LEAK_ROOT || reach[id] == HS_REACH_INDIRECT) &&
+		    t->type_of[id] == HS_NO_TYPE && a->size <= maxsize &&
+		    (a->where == HS_WHERE_HEAP || a->where == HS_WHERE_SMALL)) {
+			in.idx[id] = (uint32_t)in.n;
+			in.ids[in.n++] = id;
+		}
+	}
+	t->infer_candidates = in.n;
+	/* who holds whom among them (the reverse of the graph's rows) */
+	for (size_t j = 0; j < in.n; j++) {
+		uint32_t id = in.ids[j];
+		for (uint32_t e = graph->offsets[id]; e < graph->offsets[id + 1]; e++) {
+			uint32_t x = in.idx[HS_EDGE_ID(graph->edges[e])];
+			if (x != UINT32_MAX)
+				in.poff[x + 2]++;
+		}
+	}
+	for (size_t j = 0; j < in.n; j++)
+		in.poff[j + 2] += in.poff[j + 1];
+	in.preds = malloc(((size_t)in.poff[in.n + 1] + 1) * sizeof(uint32_t));
+	if (!in.preds)
+		goto out;
+	for (size_t j = 0; j < in.n; j++) {
+		uint32_t id = in.ids[j];
+		for (uint32_t e = graph->offsets[id]; e < graph->offsets[id + 1]; e++) {
+			uint32_t x = in.idx[HS_EDGE_ID(graph->edges[e])];
+			if (x != UINT32_MAX)
+				in.preds[in.poff[x + 1]++] = (uint32_t)j;
+		}
+	}
+	if ((err = infer_solve(&in)))
+		goto out;
+	if (in.over) {
+		hs_log_warn(log, "the leaked blocks have too many candidate types (more than %d checks): they stay untyped",
+			    INFER_MAX_CHECKS);
+		goto out;
+	}
+	for (uint32_t id = 0; id < graph->n; id++) {
+		uint8_t level = t->inferred[id] & HS_INFER_LEVEL;
+		t->inferred_sure += level == HS_INFER_SURE;
+		t->inferred_guess += level == HS_INFER_GUESS;
+	}
+	t->from_dwarf = t->typed - t->from_vtable - t->from_rtti;
+out:
+	free(c.from);
+	free(c.work);
+	free(in.idx);
+	free(in.ids);
+	free(in.cfirst);
+	free(in.cand);
+	free(in.alive);
+	free(in.poff);
+	free(in.preds);
+	return err;
 }

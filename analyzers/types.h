@@ -22,15 +22,45 @@
  * 5. Conflicts: a vtable type beats a DWARF guess; a larger type beats a
  *    smaller one; two different types of one size are a conflict, counted
  *    and reported, and the first stays.
+ * 6. Leaked blocks (hs_types_infer, after the mark): a leaked block that
+ *    1-5 left untyped gets a type from its contents.  A struct or class
+ *    of the program's DWARF (formats/dwtypes' catalogue) is a candidate
+ *    for a block when it has pointer members, its size rounds to the
+ *    block's size class (hs_heap_size_class), its pointer members hold
+ *    null, a mapped address, or a pointer to a used block, and none of
+ *    its scalar members holds a heap address.  When candidates of the
+ *    executable or of the program's own libraries remain, those of the C
+ *    runtime (libc, ld.so, libstdc++, ...) are dropped, and a runtime
+ *    type is never taken as a guess.  Then, over the
+ *    leaked blocks together, a candidate goes whose pointer member points
+ *    to the start of a block none of whose candidates is the member's
+ *    pointee type (arc consistency, to a fixpoint).  A block left with one
+ *    candidate takes it: plainly when evidence supports it (a non-null
+ *    pointer member to a block of a fitting type, or a holder with one
+ *    candidate whose member of this type points to it), as a guess
+ *    otherwise ("struct session?").  A block left with several stays
+ *    untyped.  Inferred types then propagate as in 2, to leaked untyped
+ *    blocks only, with their holder's confidence.  Never overrides a type
+ *    from 1-5.
  */
 #ifndef HS_TYPES_H
 #define HS_TYPES_H
 
 #include "analyzers/graph.h"
 #include "analyzers/heap.h"
+#include "analyzers/mark.h"
 #include "formats/dwtypes.h"
 
 #define HS_NO_TYPE UINT32_MAX
+
+/* How a leaked block's type was inferred (hs_types.inferred). */
+enum {
+	HS_INFER_NONE = 0,
+	HS_INFER_SURE = 1,      /* one candidate, and evidence for it */
+	HS_INFER_GUESS = 2,     /* one candidate, no evidence: "T?" */
+	HS_INFER_LEVEL = 3,     /* mask of the two above */
+	HS_INFER_ONE = 4,       /* chosen as one object (not an array) */
+};
 
 struct hs_types {
 	struct hs_dtypes *reg;
@@ -57,6 +87,10 @@ struct hs_types {
 		uint64_t value;
 	} *holds;
 	size_t nholds, capholds;
+	/* per allocation: HS_INFER_*, NULL before hs_types_infer */
+	uint8_t *inferred;
+	uint64_t inferred_sure, inferred_guess;   /* blocks */
+	uint64_t infer_candidates;  /* leaked untyped blocks looked at */
 };
 
 struct hs_error *hs_types_compute(const struct hs_core *core,
@@ -65,6 +99,25 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 				  const struct hs_graph *graph,
 				  struct hs_log *log, struct hs_types **ret);
 void hs_types_destroy(struct hs_types *t);
+
+/* Rule 4: types for the leaked blocks (reach: per allocation, enum
+ * hs_reach) that are still untyped. */
+struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
+				struct hs_dwarf *dw, const struct hs_heap *heap,
+				const struct hs_graph *graph, const uint8_t *reach,
+				struct hs_log *log);
+
+/* Whether allocation id's type is an inferred guess (shown as "T?"). */
+static inline bool hs_types_guessed(const struct hs_types *t, uint32_t id)
+{
+	return t && t->inferred && (t->inferred[id] & HS_INFER_LEVEL) == HS_INFER_GUESS;
+}
+
+/* Whether allocation id's type was inferred from its contents (rule 4). */
+static inline bool hs_types_inferred(const struct hs_types *t, uint32_t id)
+{
+	return t && t->inferred && t->inferred[id] != HS_INFER_NONE;
+}
 
 /* The type of allocation id, NULL when unknown. */
 static inline struct hs_dtype *hs_types_of(const struct hs_types *t, uint32_t id)
@@ -76,7 +129,7 @@ static inline struct hs_dtype *hs_types_of(const struct hs_types *t, uint32_t id
 uint64_t hs_types_count(const struct hs_types *t, const struct hs_heap *heap,
 			uint32_t id);
 
-/* "struct buffer[4]", "shop::Cart", or NULL; buf of at least 600 bytes. */
+/* "struct buffer[4]", "shop::Cart", "struct session?" (a guess), or NULL; buf of at least 600 bytes. */
 const char *hs_types_name(const struct hs_types *t, const struct hs_heap *heap,
 			  uint32_t id, char *buf, size_t len);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum {
 	MAX_DEPTH = 32,          /* nesting of types we follow */
@@ -58,6 +59,7 @@ void hs_dtypes_destroy(struct hs_dtypes *t)
 	for (size_t i = 0; i < t->n; i++) {
 		free(t->v[i]->name);
 		free(t->v[i]->ptrs);
+		free(t->v[i]->scalar_words);
 		free(t->v[i]);
 	}
 	free(t->v);
@@ -68,6 +70,7 @@ void hs_dtypes_destroy(struct hs_dtypes *t)
 		free(t->names[i].v);
 	}
 	free(t->names);
+	free(t->structs);
 	free(t);
 }
 
@@ -936,4 +939,354 @@ bool hs_dtype_is_aggregate(const struct hs_dtype *type)
 	int tag = dwarf_tag(&die);
 	return tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
 	       tag == DW_TAG_union_type;
+}
+
+/* ---- the catalogue of struct definitions, by size ---- */
+
+struct hs_dstruct {
+	struct hs_module *mod;
+	Dwarf *dbg;
+	Dwarf_Off off;          /* the struct's DIE, or its typedef's */
+	uint64_t size;
+	struct hs_dtype *type;  /* interned on first use */
+	bool done;
+};
+
+struct collect {
+	struct hs_dstruct *v;
+	size_t n, cap;
+	uint64_t *keys;         /* open addressing, 0 = empty */
+	size_t nkeys, kcap;
+	struct hs_module *m;
+	Dwarf *dbg;
+	double deadline;
+	uint64_t visits;
+	bool over;
+};
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Name, size and the first members' names and offsets: one entry for the
+ * copies of a header's struct in every compilation unit. */
+static uint64_t struct_key(Dwarf_Die *def, const char *name, uint64_t size)
+{
+	uint64_t h = hash_str(name, size);
+	Dwarf_Die member;
+	if (dwarf_child(def, &member) != 0)
+		return h | 1;
+	int k = 0;
+	do {
+		if (dwarf_tag(&member) != DW_TAG_member)
+			continue;
+		const char *mn = dwarf_diename(&member);
+		Dwarf_Attribute a;
+		Dwarf_Word off = 0;
+		if (dwarf_attr(&member, DW_AT_data_member_location, &a))
+			dwarf_formudata(&a, &off);
+		h = hash_str(mn ? mn : "", h ^ off);
+	} while (++k < 4 && dwarf_siblingof(&member, &member) == 0);
+	return h | 1;
+}
+
+static bool key_insert(struct collect *c, uint64_t key, bool *nomem)
+{
+	if ((c->nkeys + 1) * 2 > c->kcap) {
+		size_t cap = c->kcap ? 2 * c->kcap : 1024;
+		uint64_t *k = calloc(cap, sizeof(*k));
+		if (!k) {
+			*nomem = true;
+			return false;
+		}
+		for (size_t i = 0; i < c->kcap; i++) {
+			if (!c->keys[i])
+				continue;
+			size_t j = c->keys[i] & (cap - 1);
+			while (k[j])
+				j = (j + 1) & (cap - 1);
+			k[j] = c->keys[i];
+		}
+		free(c->keys);
+		c->keys = k;
+		c->kcap = cap;
+	}
+	size_t j = key & (c->kcap - 1);
+	while (c->keys[j]) {
+		if (c->keys[j] == key)
+			return false;
+		j = (j + 1) & (c->kcap - 1);
+	}
+	c->keys[j] = key;
+	c->nkeys++;
+	return true;
+}
+
+static struct hs_error *struct_die(Dwarf_Die *die, void *arg, bool *descend)
+{
+	struct collect *c = arg;
+	int tag = dwarf_tag(die);
+	*descend = !c->over && (tag == DW_TAG_namespace ||
+				tag == DW_TAG_structure_type || tag == DW_TAG_class_type);
+	if (c->over)
+		return NULL;
+	if (++c->visits % 4096 == 0 && mono_now() > c->deadline) {
+		c->over = true;
+		return NULL;
+	}
+	Dwarf_Die def = *die;
+	const char *name;
+	if (tag == DW_TAG_structure_type || tag == DW_TAG_class_type) {
+		name = dwarf_diename(die);
+		if (!name || is_decl(die))
+			return NULL;
+	} else if (tag == DW_TAG_typedef) {
+		/* typedef struct { ... } config_t; */
+		if (!type_of(die, &def) || dwarf_tag(&def) != DW_TAG_structure_type ||
+		    dwarf_diename(&def) || is_decl(&def) || !(name = dwarf_diename(die)))
+			return NULL;
+	} else {
+		return NULL;
+	}
+	Dwarf_Word size = 0;
+	if (dwarf_aggregate_size(&def, &size) != 0 || !size || size > HS_DSTRUCT_MAX_SIZE)
+		return NULL;
+	bool nomem = false;
+	if (!key_insert(c, struct_key(&def, name, size), &nomem))
+		return nomem ? &hs_error_nomem : NULL;
+	if (c->nkeys > HS_DSTRUCT_MAX_TYPES) {
+		c->over = true;
+		return NULL;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		struct hs_dstruct *v = realloc(c->v, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (struct hs_dstruct){.mod = c->m, .dbg = c->dbg,
+					   .off = dwarf_dieoffset(die), .size = size};
+	return NULL;
+}
+
+static int cmp_dstruct(const void *a, const void *b)
+{
+	const struct hs_dstruct *x = a, *y = b;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static struct hs_error *append_name(char **list, const char *name)
+{
+	char *s;
+	if (asprintf(&s, "%s%s%s", *list ? *list : "", *list ? ", " : "", name) < 0)
+		return &hs_error_nomem;
+	free(*list);
+	*list = s;
+	return NULL;
+}
+
+struct hs_error *hs_dtypes_structs(struct hs_dtypes *t, char **skipped)
+{
+	*skipped = NULL;
+	if (t->structs_done)
+		return NULL;
+	t->structs_done = true;
+	struct collect c = {0};
+	struct hs_error *err = NULL;
+	size_t nmod = hs_dwarf_num_modules(t->dw);
+	/* the executable first: a type it shares with a library is its own */
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		for (size_t i = 0; i < nmod && !err; i++) {
+			struct hs_module *m = hs_dwarf_module(t->dw, i);
+			if (m->is_exe != (pass == 0))
+				continue;
+			Dwarf_Addr bias;
+			Dwarf *dbg = dwfl_module_getdwarf(m->mod, &bias);
+			if (!dbg)
+				continue;
+			size_t start = c.n;
+			c.m = m;
+			c.dbg = dbg;
+			c.over = false;
+			c.visits = 0;
+			c.deadline = mono_now() + HS_DSTRUCT_MAX_SECONDS;
+			if (c.keys)
+				memset(c.keys, 0, c.kcap * sizeof(*c.keys));
+			c.nkeys = 0;
+			Dwarf_Die *cu = NULL;
+			while (!err && !c.over && (cu = dwfl_module_nextcu(m->mod, cu, &bias)))
+				err = walk_cu(cu, struct_die, &c);
+			if (!err && c.over) {
+				c.n = start;
+				err = append_name(skipped, m->name ? m->name : "?");
+			}
+		}
+	}
+	free(c.keys);
+	if (err) {
+		free(c.v);
+		free(*skipped);
+		*skipped = NULL;
+		return err;
+	}
+	hs_sort(c.v, c.n, sizeof(*c.v), cmp_dstruct);
+	t->structs = c.v;
+	t->nstructs = c.n;
+	return NULL;
+}
+
+static int cmp_dtype_index(const void *a, const void *b)
+{
+	const struct hs_dtype *x = *(struct hs_dtype *const *)a;
+	const struct hs_dtype *y = *(struct hs_dtype *const *)b;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+struct hs_error *hs_dtypes_structs_sized(struct hs_dtypes *t, uint64_t lo,
+					 uint64_t hi, struct hs_dtype ***v,
+					 size_t *n, size_t *cap)
+{
+	size_t a = 0, b = t->nstructs;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (t->structs[mid].size < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	size_t first = *n;
+	for (size_t i = a; i < t->nstructs && t->structs[i].size <= hi; i++) {
+		struct hs_dstruct *s = &t->structs[i];
+		if (!s->done) {
+			s->done = true;
+			Dwarf_Die die;
+			if (dwarf_offdie(s->dbg, s->off, &die)) {
+				struct hs_error *err = from_die(t, s->mod, &die, &s->type);
+				if (err)
+					return err;
+			}
+		}
+		if (!s->type || s->type->size != s->size)
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? 2 * *cap : 64;
+			struct hs_dtype **w = realloc(*v, c * sizeof(*w));
+			if (!w)
+				return &hs_error_nomem;
+			*v = w;
+			*cap = c;
+		}
+		(*v)[(*n)++] = s->type;
+	}
+	/* one entry per type: copies in several modules intern to one */
+	hs_sort(*v + first, *n - first, sizeof(**v), cmp_dtype_index);
+	size_t m = first;
+	for (size_t i = first; i < *n; i++)
+		if (m == first || (*v)[m - 1] != (*v)[i])
+			(*v)[m++] = (*v)[i];
+	*n = m;
+	return NULL;
+}
+
+/* Marks the bytes of [base, base + size of die) that scalar members cover
+ * (1 in bytes[]); pointers, unions and bit fields are left 0. */
+static void scalar_mark(Dwarf_Die *die, uint64_t base, uint8_t *bytes,
+			uint64_t limit, int depth, size_t *visits)
+{
+	if (depth > MAX_DEPTH || ++*visits > MAX_VISITS || base >= limit)
+		return;
+	Dwarf_Die peeled, inner;
+	if (dwarf_peel_type(die, &peeled) != 0)
+		return;
+	Dwarf_Word size = 0;
+	switch (dwarf_tag(&peeled)) {
+	case DW_TAG_base_type:
+	case DW_TAG_enumeration_type:
+		if (dwarf_aggregate_size(&peeled, &size) == 0 && size <= limit - base)
+			memset(bytes + base, 1, size);
+		return;
+	case DW_TAG_array_type: {
+		if (!type_of(&peeled, &inner))
+			return;
+		uint64_t n = array_count(&peeled, &inner);
+		Dwarf_Word esize = 0;
+		Dwarf_Die ep;
+		if (!n || dwarf_aggregate_size(&inner, &esize) != 0 || !esize ||
+		    dwarf_peel_type(&inner, &ep) != 0)
+			return;
+		int et = dwarf_tag(&ep);
+		if (et == DW_TAG_base_type || et == DW_TAG_enumeration_type) {
+			uint64_t len = n * esize;
+			if (len / esize == n && len <= limit - base)
+				memset(bytes + base, 1, len);
+			return;
+		}
+		for (uint64_t i = 0; i < n && base + i * esize < limit; i++)
+			scalar_mark(&inner, base + i * esize, bytes, limit, depth + 1, visits);
+		return;
+	}
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type: {
+		Dwarf_Die member;
+		if (is_decl(&peeled) || dwarf_child(&peeled, &member) != 0)
+			return;
+		do {
+			int tag = dwarf_tag(&member);
+			if (tag != DW_TAG_member && tag != DW_TAG_inheritance)
+				continue;
+			Dwarf_Attribute a;
+			Dwarf_Word off = 0;
+			if (!dwarf_attr(&member, DW_AT_data_member_location, &a) ||
+			    dwarf_formudata(&a, &off) != 0 ||
+			    dwarf_attr(&member, DW_AT_bit_size, &a) ||
+			    dwarf_attr(&member, DW_AT_data_bit_offset, &a) ||
+			    !type_of(&member, &inner))
+				continue;
+			scalar_mark(&inner, base + off, bytes, limit, depth + 1, visits);
+		} while (dwarf_siblingof(&member, &member) == 0);
+		return;
+	}
+	default:
+		return;
+	}
+}
+
+struct hs_error *hs_dtype_scalar_words(struct hs_dtypes *t, struct hs_dtype *type,
+				       const uint64_t **ret)
+{
+	(void)t;
+	if (!type->scalar_done) {
+		type->scalar_done = true;
+		Dwarf_Die die;
+		if (type->size && type->size <= HS_DSTRUCT_MAX_SIZE && type->dbg &&
+		    dwarf_offdie(type->dbg, type->die, &die)) {
+			uint8_t *bytes = calloc(type->size, 1);
+			uint64_t *words = calloc((type->size / 8 + 63) / 64 + 1, sizeof(uint64_t));
+			if (!bytes || !words) {
+				free(bytes);
+				free(words);
+				return &hs_error_nomem;
+			}
+			size_t visits = 0;
+			scalar_mark(&die, 0, bytes, type->size, 0, &visits);
+			for (uint64_t w = 0; w + 1 <= type->size / 8; w++) {
+				bool all = true;
+				for (int k = 0; k < 8 && all; k++)
+					all = bytes[w * 8 + k];
+				if (all)
+					words[w / 64] |= 1ull << (w % 64);
+			}
+			free(bytes);
+			type->scalar_words = words;
+		}
+	}
+	*ret = type->scalar_words;
+	return NULL;
 }

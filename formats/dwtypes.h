@@ -38,6 +38,10 @@ struct hs_dtype {
 	bool layout_done;
 	struct hs_dptr *ptrs;
 	size_t nptrs;
+	/* words (8-byte, aligned) that only scalar members cover: one bit
+	 * each, for types of at most HS_DSTRUCT_MAX_SIZE bytes */
+	bool scalar_done;
+	uint64_t *scalar_words;
 };
 
 struct hs_dvar {
@@ -48,8 +52,14 @@ struct hs_dvar {
 	struct hs_dtype *type;
 };
 
+struct hs_dstruct;
+
 struct hs_dtypes {
 	struct hs_dwarf *dw;
+	/* every struct definition, by size (hs_dtypes_structs) */
+	struct hs_dstruct *structs;
+	size_t nstructs;
+	bool structs_done;
 	struct hs_dtype **v;    /* by index */
 	size_t n, cap;
 	size_t *hash;           /* open addressing: index + 1, 0 = empty */
@@ -84,6 +94,33 @@ struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
  * is looked up in the DWARF of every module by its qualified name. */
 struct hs_error *hs_dtypes_named(struct hs_dtypes *t, const char *name,
 				 uint64_t size, struct hs_dtype **ret);
+
+/* The catalogue of struct and class definitions, for telling a block's
+ * type from its contents (analyzers/types.c, leaked blocks): every
+ * complete, named definition (or anonymous one named by a typedef) of at
+ * most HS_DSTRUCT_MAX_SIZE bytes, in every module with DWARF, one entry
+ * per name, size and first members.  Bounded: a module with more than
+ * HS_DSTRUCT_MAX_TYPES definitions, or whose walk takes more than
+ * HS_DSTRUCT_MAX_SECONDS, adds none, and is named in *skipped (a
+ * malloc'ed, comma-separated list, or NULL), for the caller's warning.
+ * Built once; the types are interned lazily by hs_dtypes_structs_sized. */
+enum {
+	HS_DSTRUCT_MAX_SIZE = 4096,
+	HS_DSTRUCT_MAX_TYPES = 1 << 18,
+	HS_DSTRUCT_MAX_SECONDS = 20,
+};
+struct hs_error *hs_dtypes_structs(struct hs_dtypes *t, char **skipped);
+
+/* The catalogue's types whose size is in [lo, hi], appended to *v
+ * (malloc'ed; each type once). */
+struct hs_error *hs_dtypes_structs_sized(struct hs_dtypes *t, uint64_t lo,
+					 uint64_t hi, struct hs_dtype ***v,
+					 size_t *n, size_t *cap);
+
+/* The type's scalar words (see hs_dtype.scalar_words), computed once;
+ * *ret NULL when unknown (too big, no layout). */
+struct hs_error *hs_dtype_scalar_words(struct hs_dtypes *t, struct hs_dtype *type,
+				       const uint64_t **ret);
 
 /* A struct, class or union (or a class a vtable names), not a scalar, a
  * pointer or an enum. */

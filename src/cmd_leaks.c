@@ -19,9 +19,22 @@ struct sort_ctx {
 	const struct hs_types *types;
 };
 
+/* The type, with GUESS_BIT for an inferred guess ("T?"): its own group */
+#define GUESS_BIT 0x80000000u
 static uint32_t type_idx(const struct sort_ctx *c, uint32_t id)
 {
-	return c->types ? c->types->type_of[id] : HS_NO_TYPE;
+	uint32_t t = c->types ? c->types->type_of[id] : HS_NO_TYPE;
+	return t != HS_NO_TYPE && hs_types_guessed(c->types, id) ? t | GUESS_BIT : t;
+}
+
+static const char *group_name(const struct hs_types *types, uint32_t type,
+			      char *buf, size_t len)
+{
+	if (type == HS_NO_TYPE)
+		return NULL;
+	snprintf(buf, len, "%s%s", types->reg->v[type & ~GUESS_BIT]->name,
+		 type & GUESS_BIT ? "?" : "");
+	return buf;
 }
 
 /* typed blocks by type, the rest by size */
@@ -139,8 +152,9 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		for (size_t i = 0; i < ngroups; i++) {
 			const struct group *g = &groups[i];
 			hs_jsonw_object_begin(&w);
-			hs_jsonw_kstring(&w, "type", g->type == HS_NO_TYPE ? NULL :
-					 types->reg->v[g->type]->name);
+			char gname[600];
+			hs_jsonw_kstring(&w, "type", group_name(types, g->type, gname,
+								sizeof(gname)));
 			if (!g->mixed)
 				hs_jsonw_kuint(&w, "size", g->size);
 			hs_jsonw_kuint(&w, "count", g->count);
@@ -220,8 +234,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 				const struct group *g = &groups[i];
 				char label[600];
 				if (g->type != HS_NO_TYPE)
-					snprintf(label, sizeof(label), "%s",
-						 types->reg->v[g->type]->name);
+					group_name(types, g->type, label, sizeof(label));
 				else
 					snprintf(label, sizeof(label), "%" PRIu64 " bytes", g->size);
 				printf("%-32s %8zu %12s   %" PRIu64 " blocks, %s\n",

@@ -80,6 +80,8 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (!cli->raw && hs_alloc_state(a) == HS_STATE_USED) {
 				hs_jsonw_kstring(&w, "type", hs_types_name(types, heap, (uint32_t)i,
 									   tname, sizeof(tname)));
+				if (hs_types_inferred(types, (uint32_t)i))
+					hs_jsonw_kbool(&w, "type_inferred", true);
 			}
 			hs_jsonw_object_end(&w);
 			n++;

@@ -160,6 +160,8 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (mark && mark->via && mark->via[id])
 				hs_jsonw_kstring(&w, "via", hs_rule_names[mark->via[id]]);
 			hs_jsonw_kstring(&w, "type", type_of(snap, id, tname, sizeof(tname)));
+			if (hs_types_inferred(snap->types, id))
+				hs_jsonw_kbool(&w, "type_inferred", true);
 		}
 		if (lr) {
 			hs_jsonw_kuint(&w, "held_count", lr->held_count);

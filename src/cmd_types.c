@@ -42,13 +42,22 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kuint(&w, "dwarf", types->from_dwarf);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_kuint(&w, "conflicts", types->conflicts);
+		hs_jsonw_key(&w, "inferred");
+		hs_jsonw_object_begin(&w);
+		hs_jsonw_kuint(&w, "looked_at", types->infer_candidates);
+		hs_jsonw_kuint(&w, "typed", types->inferred_sure);
+		hs_jsonw_kuint(&w, "guessed", types->inferred_guess);
+		hs_jsonw_object_end(&w);
 		hs_jsonw_key(&w, "types");
 		hs_jsonw_array_begin(&w);
 		for (size_t i = 0; i < m && i < limit; i++) {
 			const struct hs_type_row *x = &rows[i];
 			hs_jsonw_object_begin(&w);
 			if (x->type != HS_NO_TYPE) {
-				hs_jsonw_kstring(&w, "type", types->reg->v[x->type]->name);
+				char name[600];
+				snprintf(name, sizeof(name), "%s%s", types->reg->v[x->type]->name,
+					 x->guessed ? "?" : "");
+				hs_jsonw_kstring(&w, "type", name);
 				hs_jsonw_kuint(&w, "type_size", types->reg->v[x->type]->size);
 				hs_jsonw_kbool(&w, "arrays", x->arrays);
 			} else {
@@ -73,6 +82,10 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 		       typed_count, r->used_count, hs_fmt_size(b1, typed_bytes),
 		       hs_fmt_size(b2, r->used_bytes), types->from_vtable,
 		       types->from_rtti, types->from_dwarf);
+		if (types->inferred_sure || types->inferred_guess)
+			printf("(of the DWARF ones, %" PRIu64 " leaked blocks by their contents, and %"
+			       PRIu64 " guessed so, marked \"?\")\n\n",
+			       types->inferred_sure, types->inferred_guess);
 		printf("%11s %9s %11s %9s %11s  %s\n", "RETAINED", "COUNT", "BYTES",
 		       "LEAKED", "LEAKED B", "TYPE");
 		for (size_t i = 0; i < m && i < limit; i++) {

@@ -183,6 +183,8 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 	return snap->graph_err;
 }
 
+static const struct hs_error *types_base(struct hs_snapshot *snap);
+
 /* The typed rule (rules.h): the typed pointers into blocks' interiors that
  * type propagation found hold those blocks.  Without types (no debug
  * info), there is nothing to apply. */
@@ -190,9 +192,9 @@ static struct hs_error *typed_rule(struct hs_snapshot *snap)
 {
 	if (!snap->graph->rule_of || !(snap->rules.enabled & 1u << HS_RULE_TYPED))
 		return NULL;
-	const struct hs_types *types;
-	if (hs_snapshot_types(snap, &types) || !types)
+	if (types_base(snap) || !snap->types)
 		return NULL;
+	const struct hs_types *types = snap->types;
 	double t0 = hs_now();
 	for (size_t i = 0; i < types->nholds; i++) {
 		const struct hs_types_hold *h = &types->holds[i];
@@ -256,8 +258,9 @@ const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 	return snap->retain_err;
 }
 
-const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
-					 const struct hs_types **ret)
+/* The types without the leaked blocks' inference (which needs the mark,
+ * which needs these for the typed rule). */
+static const struct hs_error *types_base(struct hs_snapshot *snap)
 {
 	if (!snap->types_done) {
 		snap->types_done = true;
@@ -273,6 +276,35 @@ const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
 							   graph, &snap->log,
 							   &snap->types);
 			snap->t_types = hs_now() - t0;
+		}
+	}
+	return snap->types_err;
+}
+
+const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
+					 const struct hs_types **ret)
+{
+	if (!types_base(snap) && !snap->infer_done) {
+		snap->infer_done = true;
+		/* leaked blocks' types need the mark; without one they stay
+		 * untyped */
+		const struct hs_mark *mark;
+		struct hs_dwarf *dw;
+		if (!hs_snapshot_mark(snap, &mark) && !hs_snapshot_dwarf(snap, &dw)) {
+			double t0 = hs_now();
+			struct hs_error *ierr = hs_types_infer(snap->types, snap->core, dw,
+							       snap->heap, snap->graph,
+							       mark->reach, &snap->log);
+			if (ierr == &hs_error_nomem) {
+				hs_types_destroy(snap->types);
+				snap->types = NULL;
+				snap->types_err = ierr;
+			} else if (ierr) {
+				hs_log_warn(&snap->log, "leaked blocks stay untyped: %s",
+					    ierr->message);
+				hs_error_destroy(ierr);
+			}
+			snap->t_types += hs_now() - t0;
 		}
 	}
 	*ret = snap->types;

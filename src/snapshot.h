@@ -52,7 +52,7 @@ struct hs_snapshot {
 	struct hs_error *retain_err;
 	struct hs_types *types;
 	struct hs_error *types_err;
-	bool types_done;
+	bool types_done, infer_done;
 	bool dwarf_done, heap_done, roots_done, graph_done, mark_done,
 		retain_done;
 	/* seconds spent in each stage (for --stats) */

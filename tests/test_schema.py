@@ -106,8 +106,8 @@ def main():
         full = check("%s: list (for --raw)" % name, "list", [HS, "list", "--state", "all", core])
         if raw and full:
             # what the analysis adds: class, retained size, type, the rule
-            # that holds the block, a stale root word
-            analysis = {"reach", "retained", "type", "via", "stale_ref"}
+            # that holds the block, a stale root word, an inferred type
+            analysis = {"reach", "retained", "type", "type_inferred", "via", "stale_ref"}
             strip = [{k: v for k, v in a.items() if k not in analysis}
                      for a in full["allocations"]]
             extra = [a for a in raw["allocations"] if set(a) & analysis]

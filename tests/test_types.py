@@ -59,7 +59,14 @@ FIXTURES = {
     "ty_c": ("ty_c", False, None),
     "ty_cxx": ("ty_cxx", False, "ty_cxx"),
     "ty_cxx_stripped": ("ty_cxx_stripped", True, "ty_cxx"),
+    "ty_leaks": ("ty_leaks", False, None),
 }
+
+# Fixtures of leaked blocks typed from their contents (rule 4 of
+# analyzers/types.h): checked by check_inferred only, since a guess ("T?")
+# counts as the type.
+INFERRED = {"ty_leaks"}
+INFERRED_MIN = 0.95
 
 # Types no fixture owns: blocks of these that the fixture did not make
 # (libc's, libstdc++'s) may be in their rows.
@@ -74,11 +81,12 @@ def hx(s):
 
 
 def base_name(name):
-    """"struct buffer[4]" -> "struct buffer" (the `types` row's name)."""
+    """"struct buffer[4]" -> "struct buffer" (the `types` row's name);
+    an inferred guess keeps its "?": "char[152]?" -> "char?"."""
     if name is None:
         return None
-    m = re.match(r"^(.*)\[(\d+)\]$", name)
-    return m.group(1) if m else name
+    m = re.match(r"^(.*)\[(\d+)\](\??)$", name)
+    return m.group(1) + m.group(3) if m else name
 
 
 # ------------------------------------------------------------ the record
@@ -522,6 +530,48 @@ def take(name, copies):
     return name, core, rec, None
 
 
+def check_inferred(res, name, exps, by_addr, types):
+    """Leaked blocks typed from their contents: at least INFERRED_MIN of
+    the blocks the record types carry that type, as it is or as a guess
+    ("T?"); no block carries another type without "?"; blocks labelled
+    "none" are untyped or guessed; every inferred block says so
+    (type_inferred)."""
+    leaked = [e for e in exps if leak_class(e.reach)]
+    right, wrong, flags = [], [], []
+    typed = [e for e in leaked if e.names != [None]]
+    for e in leaked:
+        a = by_addr.get(e.addr, {})
+        got = a.get("type")
+        bare = got[:-1] if got and got.endswith("?") else got
+        if got is not None and not a.get("type_inferred"):
+            flags.append("%s: type %r without type_inferred" % (e.describe(), got))
+        if e.names == [None]:
+            if got is not None and not got.endswith("?"):
+                wrong.append("%s: %r, expected untyped or a guess" % (e.describe(), got))
+            continue
+        if bare in e.names:
+            right.append(e)
+        elif got is not None and not got.endswith("?"):
+            wrong.append("%s: %r, expected %s" % (e.describe(), got, e.want()))
+    share = len(right) / len(typed) if typed else 1.0
+    if VERBOSE:
+        for e in typed:
+            print("     %s: %r" % (e.describe(), by_addr.get(e.addr, {}).get("type")))
+    res.case("%s: inferred: %d of %d leaked blocks carry their type (at least %d%%)"
+             % (name, len(right), len(typed), int(INFERRED_MIN * 100)),
+             [] if share >= INFERRED_MIN else
+             ["%d of %d: %s" % (len(right), len(typed), ", ".join(
+                 "%s is %r" % (e.describe(), by_addr.get(e.addr, {}).get("type"))
+                 for e in typed if e not in right)[:2000])])
+    res.case("%s: inferred: no wrong type without \"?\"" % name, wrong)
+    res.case("%s: inferred: list says type_inferred" % name, flags[:10])
+    inf = (types or {}).get("inferred", {})
+    n_sure = sum(1 for e in leaked if (by_addr.get(e.addr, {}).get("type") or "?")[-1] != "?")
+    res.case("%s: types: inferred counts" % name,
+             [] if inf.get("typed", 0) + inf.get("guessed", 0) >= len(right) and
+             inf.get("typed", 0) >= n_sure else ["inferred %s" % inf])
+
+
 def check_one(res, name, core, rec_path, copies):
     binary, stripped, gdb_name = FIXTURES[name]
     binary = copies[binary]
@@ -544,6 +594,9 @@ def check_one(res, name, core, rec_path, copies):
     by_addr = {a["address"]: a for a in lst.get("allocations", [])}
 
     check_fixture(res, name, rec, exps, by_addr, copies.get(gdb_name), core)
+    if name in INFERRED:
+        check_inferred(res, name, exps, by_addr, None if e2 else types)
+        return
     check_list(res, name, exps, lst, by_addr)
     if e2:
         res.case("%s: types" % name, [e2])
@@ -588,7 +641,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(len(names)) as ex:
         taken = list(ex.map(lambda n: take(n, copies), names))
     for name, core, rec, err in taken:
-        if err and "not built" in err and FIXTURES[name][0] != "ty_c":
+        if err and "not built" in err and FIXTURES[name][0] not in ("ty_c", "ty_leaks"):
             res.skip(name, err + " (no C++ compiler?)")
             continue
         if err:

@@ -7,9 +7,12 @@
 #   ty_c             C: types through DWARF from globals, statics and TLS
 #   ty_cxx           C++: vtables, DWARF for C++ classes
 #   ty_cxx_stripped  ty_cxx after strip --strip-all: only RTTI names classes
+#   ty_leaks         C: leaked structs, typed from their contents
 
 hs_fixture(ty_c fixtures/ty_c.c fixtures/ty_c_other.c fixtures/reach_record.c)
 target_compile_options(ty_c PRIVATE -Wall -Wextra -Werror)
+hs_fixture(ty_leaks fixtures/ty_leaks.c fixtures/reach_record.c)
+target_compile_options(ty_leaks PRIVATE -Wall -Wextra -Werror)
 
 # The project enables C only, so the C++ fixture is compiled by calling the
 # C++ compiler directly (same flags as hs_fixture), with the recorder
