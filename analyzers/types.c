@@ -676,6 +676,27 @@ static bool runtime_module(const struct hs_module *m)
 	return false;
 }
 
+/* The C and C++ runtime's types: those of its modules, and the standard
+ * library's templates the program instantiated (std::vector<...>, which
+ * a program embeds far more often than it mallocs alone). */
+static bool runtime_type(const struct hs_dtype *d)
+{
+	return runtime_module(d->mod) || !strncmp(d->name, "std::", 5) ||
+	       !strncmp(d->name, "__gnu_cxx::", 11) || !strncmp(d->name, "__cxxabiv1::", 12);
+}
+
+/* A class with a vptr (its own or a base's): a block of such a class
+ * starts with a vptr and was named by it already; one that was not is no
+ * such class. */
+static struct hs_error *polymorphic(struct ctx *c, struct hs_dtype *d, bool *ret)
+{
+	const struct hs_dptr *p;
+	size_t n;
+	struct hs_error *err = hs_dtype_pointers(c->t->reg, d, &p, &n);
+	*ret = !err && d->polymorphic;
+	return err;
+}
+
 static bool read_word(const struct ctx *c, const uint8_t *obj, uint64_t addr,
 		      uint64_t off, uint64_t *v)
 {
@@ -695,10 +716,13 @@ static struct hs_error *local_ok(struct ctx *c, uint32_t id, struct hs_dtype *d,
 	size_t n;
 	const uint64_t *scalar;
 	struct hs_error *err;
+	bool poly;
+	*ret = false;
+	if ((err = polymorphic(c, d, &poly)) || poly)
+		return err;
 	if ((err = hs_dtype_pointers(c->t->reg, d, &p, &n)) ||
 	    (err = hs_dtype_scalar_words(c->t->reg, d, &scalar)))
 		return err;
-	*ret = false;
 	const uint8_t *obj = hs_core_ptr(c->core, a->addr, d->size);
 	for (size_t i = 0; i < n; i++) {
 		for (uint32_t k = 0; k < p[i].count; k++) {
@@ -707,15 +731,17 @@ static struct hs_error *local_ok(struct ctx *c, uint32_t id, struct hs_dtype *d,
 				break;
 			if (!read_word(c, obj, a->addr, off, &v))
 				return NULL;
-			if (!v)
+			/* a value that points nowhere says nothing either way: a
+			 * redacted core has zeros there (analyzers/redact.h keeps
+			 * only words that point into mapped memory), and the
+			 * answer must be the same on it */
+			if (!v || !hs_core_find_segment(c->core, v))
 				continue;
 			bool interior;
 			if (v >= c->graph->map.lo && v < c->graph->map.hi) {
 				/* into the heap: a used block, not free memory */
 				if (hs_graph_target(c->graph, v, &interior) == HS_NO_ALLOC)
 					return NULL;
-			} else if (!hs_core_find_segment(c->core, v)) {
-				return NULL;  /* points nowhere: not a pointer */
 			}
 		}
 	}
@@ -808,7 +834,9 @@ static struct hs_error *arc_ok(struct infer *in, uint32_t id, struct hs_dtype *d
 			bool interior;
 			if (!read_word(c, obj, a->addr, off, &v))
 				continue;
-			sc->nulls += !v;
+			/* null, or pointing nowhere (zero in a redacted core) */
+			sc->nulls += !v || (hs_graph_hit(c->graph, v, &interior) == HS_NO_ALLOC &&
+					    !hs_core_find_segment(c->core, v));
 			uint32_t tgt = hs_graph_hit(c->graph, v, &interior);
 			if (tgt == HS_NO_ALLOC || interior)
 				continue;  /* interior: an embedded member, say nothing */
@@ -951,13 +979,13 @@ static struct hs_error *infer_solve(struct infer *in)
 			}
 			in->cand[in->ncand] = k->v[i];
 			in->alive[in->ncand++] = 1;
-			own |= !runtime_module(k->v[i]->mod);
+			own |= !runtime_type(k->v[i]);
 		}
 		/* the program's own types first */
 		if (own) {
 			size_t m = start;
 			for (size_t i = start; i < in->ncand; i++)
-				if (!runtime_module(in->cand[i]->mod))
+				if (!runtime_type(in->cand[i]))
 					in->cand[m++] = in->cand[i];
 			in->ncand = m;
 		}
@@ -1072,18 +1100,22 @@ static struct hs_error *infer_solve(struct infer *in)
 				      (const struct hs_dtype *const *)unique, &evidence);
 		conf[j] = evidence ? HS_INFER_SURE : HS_INFER_GUESS;
 	}
-	/* single candidates first, then the best of several, strong evidence
-	 * first; what each one holds is typed before the next tier, and a
-	 * block typed so keeps that type */
-	for (int pass = 0; pass < 3 && !err; pass++) {
+	/* single candidates with evidence first, then single candidates
+	 * without, then the best of several, strong evidence first; what
+	 * each one holds is typed before the next pass (a char * member
+	 * types its buffer before the buffer's own guess), and a block typed
+	 * so keeps that type */
+	for (int pass = 0; pass < 4 && !err; pass++) {
 		for (size_t j = 0; j < in->n && !err; j++) {
-			struct hs_dtype *d = pass == 0 ? unique[j] :
-				tier[j] == pass ? best[j] : NULL;
+			struct hs_dtype *d =
+				pass == 0 ? (conf[j] == HS_INFER_SURE ? unique[j] : NULL) :
+				pass == 1 ? (conf[j] == HS_INFER_SURE ? NULL : unique[j]) :
+				tier[j] == pass - 1 ? best[j] : NULL;
 			/* a program's block is rarely the C runtime's: its types
 			 * are taken on evidence only, never guessed */
-			if (!d || ((pass || conf[j] != HS_INFER_SURE) && runtime_module(d->mod)))
+			if (!d || (pass && runtime_type(d)))
 				continue;
-			c->cur_conf = (pass == 0 ? conf[j] : HS_INFER_GUESS) | HS_INFER_ONE;
+			c->cur_conf = (pass == 0 ? HS_INFER_SURE : HS_INFER_GUESS) | HS_INFER_ONE;
 			if (!assign(c, in->ids[j], d, FROM_DWARF))
 				err = &hs_error_nomem;
 		}

@@ -503,6 +503,7 @@ struct flat {
 	struct hs_dptr *v;
 	size_t n, cap;
 	size_t visits;          /* types looked at, bounded by MAX_VISITS */
+	bool vptr;              /* a _vptr member was seen */
 };
 
 static struct hs_error *flat_add(struct flat *f, struct hs_dptr p)
@@ -596,6 +597,10 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 			int tag = dwarf_tag(&member);
 			if (tag != DW_TAG_member && tag != DW_TAG_inheritance)
 				continue;
+			/* the vptr: GCC names it "_vptr.Class", clang "_vptr$Class" */
+			const char *mn = tag == DW_TAG_member ? dwarf_diename(&member) : NULL;
+			if (mn && !strncmp(mn, "_vptr", 5))
+				f->vptr = true;
 			Dwarf_Attribute a;
 			Dwarf_Word off = 0;
 			if (dwarf_attr(&member, DW_AT_data_member_location, &a)) {
@@ -636,6 +641,7 @@ struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
 			}
 			type->ptrs = f.v;
 			type->nptrs = f.n;
+			type->polymorphic = f.vptr;
 		}
 	}
 	*ret = type->ptrs;

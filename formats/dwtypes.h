@@ -38,6 +38,7 @@ struct hs_dtype {
 	bool layout_done;
 	struct hs_dptr *ptrs;
 	size_t nptrs;
+	bool polymorphic;       /* has a vptr, its own or a base's (set with ptrs) */
 	/* words (8-byte, aligned) that only scalar members cover: one bit
 	 * each, for types of at most HS_DSTRUCT_MAX_SIZE bytes */
 	bool scalar_done;
