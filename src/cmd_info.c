@@ -53,6 +53,21 @@ static void heap_totals(const struct hs_heap *h, struct totals *t)
 	}
 }
 
+/* How the core came to be: a stop signal (SIGSTOP, SIGTSTP, SIGTTIN,
+ * SIGTTOU) never dumps a core, so a core that names one is a snapshot of a
+ * stopped process (gcore stops the process with SIGSTOP to attach). */
+static bool stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* si_code <= 0: sent by a process (kill, tgkill, sigqueue), and the word
+ * where si_addr would be holds the sender's si_pid and si_uid */
+static bool sent_by_process(const struct hs_core *core)
+{
+	return core->siginfo.valid && core->siginfo.code <= 0;
+}
+
 static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	const struct hs_core *core = snap->core;
@@ -94,18 +109,27 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 	hs_jsonw_key(&w, "signal");
 	int sig = core->siginfo.valid ? core->siginfo.signo :
 		core->nthreads ? core->threads[0].cursig : 0;
-	if (sig) {
+	if (sig && !stop_signal(sig)) {
 		hs_jsonw_object_begin(&w);
 		hs_jsonw_kint(&w, "number", sig);
 		hs_jsonw_kstring(&w, "name", sig_name(sig));
 		if (core->siginfo.valid) {
 			hs_jsonw_kint(&w, "code", core->siginfo.code);
-			hs_jsonw_kaddr(&w, "address", core->siginfo.addr);
+			if (sent_by_process(core)) {
+				hs_jsonw_kint(&w, "sender_pid", (int32_t)(uint32_t)core->siginfo.addr);
+				hs_jsonw_kuint(&w, "sender_uid", core->siginfo.addr >> 32);
+			} else {
+				hs_jsonw_kaddr(&w, "address", core->siginfo.addr);
+			}
 		}
 		hs_jsonw_object_end(&w);
 	} else {
 		hs_jsonw_null(&w);
 	}
+	/* no signal, or a stop signal: a snapshot of a live process */
+	hs_jsonw_kbool(&w, "snapshot", !sig || stop_signal(sig));
+	if (sig && stop_signal(sig))
+		hs_jsonw_kstring(&w, "stopped_by", sig_name(sig));
 
 	hs_jsonw_key(&w, "threads");
 	hs_jsonw_array_begin(&w);
@@ -263,7 +287,14 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 		       core->process.pid, core->process.psargs);
 	int sig = core->siginfo.valid ? core->siginfo.signo :
 		core->nthreads ? core->threads[0].cursig : 0;
-	if (sig && core->siginfo.valid)
+	if (sig && stop_signal(sig))
+		printf("signal     none: a snapshot of a process stopped by SIG%s (e.g. gcore)\n",
+		       sig_name(sig));
+	else if (sig && sent_by_process(core))
+		printf("signal     SIG%s, sent by pid %d (uid %u) (code %d)\n", sig_name(sig),
+		       (int32_t)(uint32_t)core->siginfo.addr,
+		       (unsigned)(core->siginfo.addr >> 32), core->siginfo.code);
+	else if (sig && core->siginfo.valid)
 		printf("signal     SIG%s (code %d, address %#" PRIx64 ")\n",
 		       sig_name(sig), core->siginfo.code, core->siginfo.addr);
 	else if (sig)

@@ -25,6 +25,7 @@ them); see hstest.py for the environment.
 
 import argparse
 import bisect
+import json
 import os
 import sys
 
@@ -573,10 +574,74 @@ def check_heapsift(ck, snap, oracle):
         got = sorted(t.get("tid") for t in info["threads"])
         ck.check("%s: info lists the fixture's %d live threads" % (name, len(want)),
                  got == want, "expected tids %s, got %s" % (want, got))
+    if info is not None:
+        check_signal(ck, snap, info)
     warnings = list(lst.get("warnings") or []) + list((info or {}).get("warnings") or [])
     ck.errors("%s: no warnings on a clean heap" % name, [str(w) for w in warnings])
     if snap.name in FILTER_FIXTURES and snap.kind == "gcore":
         check_filters(ck, name, snap, entries)
+
+
+HS_REUSE_CORES = os.environ.get("HS_REUSE_CORES") == "1"
+
+
+def check_signal(ck, snap, info):
+    """The fixture stops itself with SIGSTOP: its gcore is a snapshot, and
+    says what stopped it.  The kernel's core is dumped by the SIGABRT this
+    process sent with kill(2): info names the sender, not an address."""
+    name = snap.label
+    sig = info.get("signal")
+    if snap.kind == "gcore":
+        # gcore records no signal, or the SIGSTOP that stopped the process
+        ck.check("%s: info: a snapshot" % name,
+                 info.get("snapshot") is True and sig is None
+                 and info.get("stopped_by") in (None, "STOP"),
+                 "snapshot %r, signal %r, stopped_by %r"
+                 % (info.get("snapshot"), sig, info.get("stopped_by")))
+        if snap.name == "fx_sizes":
+            check_stop_signal(ck, snap)
+    elif HS_REUSE_CORES:
+        return  # taken by another process
+    else:
+        ok = (isinstance(sig, dict) and sig.get("name") == "ABRT"
+              and sig.get("code") == 0 and sig.get("sender_pid") == os.getpid()
+              and sig.get("sender_uid") == os.getuid() and "address" not in sig
+              and info.get("snapshot") is False)
+        ck.check("%s: info: SIGABRT sent by pid %d (uid %d), no address"
+                 % (name, os.getpid(), os.getuid()), ok,
+                 "signal %r, snapshot %r" % (sig, info.get("snapshot")))
+
+
+def check_stop_signal(ck, snap):
+    """A copy of the gcore whose first thread says it stopped on SIGSTOP
+    (si_signo 19, si_code 128, pr_cursig 19, as some gcores of a process
+    stopped by SIGSTOP do): still a snapshot, not a crash."""
+    import corrupt_core
+    import shutil
+    import struct
+    copy = snap.core + ".sigstop"
+    shutil.copyfile(snap.core, copy)
+    try:
+        off = corrupt_core.prstatus_pids(copy)[0][0] - corrupt_core.PRSTATUS_PID
+        with open(copy, "r+b") as f:
+            f.seek(off)
+            f.write(struct.pack("<iii", 19, 128, 0))  # pr_info
+            f.write(struct.pack("<h", 19))             # pr_cursig
+        r = hstest.run_heapsift(["info", copy, "--format", "json"])
+        try:
+            info = json.loads(r.stdout)
+        except ValueError:
+            info = {}
+        text = hstest.run_heapsift(["info", copy]).stdout
+        ck.check("%s: info: a core stopped by SIGSTOP (code 128) is a snapshot" % snap.label,
+                 r.returncode == 0 and info.get("snapshot") is True
+                 and info.get("signal") is None and info.get("stopped_by") == "STOP"
+                 and "snapshot of a process stopped by SIGSTOP" in text,
+                 "exit %d, snapshot %r, signal %r, stopped_by %r; text %r"
+                 % (r.returncode, info.get("snapshot"), info.get("signal"),
+                    info.get("stopped_by"), text[:300]))
+    finally:
+        os.unlink(copy)
 
 
 def check_same_listing(ck, snaps):
