@@ -214,7 +214,11 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 	if (opts->debug_dir && !(dw->debug_dir = strdup(opts->debug_dir)))
 		goto nomem;
 	/* Leading '-': no CRC checks (build-ids are checked instead). */
-	if (asprintf(&dw->debuginfo_path, "-%s%s%s%s:.debug:/usr/lib/debug",
+	if (opts->no_system_debug ?
+	    asprintf(&dw->debuginfo_path, "-%s%s",
+		     opts->debug_dir ? ":" : "",
+		     opts->debug_dir ? opts->debug_dir : "") < 0 :
+	    asprintf(&dw->debuginfo_path, "-%s%s%s%s:.debug:/usr/lib/debug",
 		     opts->debug_dir ? ":" : "",
 		     opts->debug_dir ? opts->debug_dir : "",
 		     opts->sysroot ? ":" : "",
@@ -222,7 +226,7 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 		dw->debuginfo_path = NULL;
 		goto nomem;
 	}
-	if (opts->sysroot) {
+	if (opts->sysroot && !opts->no_system_debug) {
 		char *p;
 		if (asprintf(&p, "%s:%s/usr/lib/debug", dw->debuginfo_path,
 			     opts->sysroot) < 0)

@@ -28,6 +28,9 @@ struct hs_dwarf_options {
 	const char *exe;        /* --exe: the executable, if the core's path is gone */
 	const char *debug_dir;  /* --debug-dir: searched before /usr/lib/debug */
 	const char *sysroot;    /* --sysroot: prefix for the core's file paths */
+	bool no_system_debug;   /* --no-system-debug: no /usr/lib/debug (nor
+				 * the sysroot's), no .debug beside the file:
+				 * only --debug-dir and the files' own DWARF */
 };
 
 enum hs_debug_source {
