@@ -1,7 +1,11 @@
 /* glibc ptmalloc walker.
  *
  * Layouts come from the DWARF of libc's debug file (glibc malloc/malloc.c,
- * malloc/arena.c); the constants below are glibc's own, not layouts.
+ * malloc/arena.c), else from the row of formats/gllayout.c for the libc's
+ * release; main_arena, mp_ and the tcache TLS variable from libc's symbol
+ * table, else from the code of its exported functions (capstone), each
+ * candidate accepted only when the core's memory agrees.  The constants
+ * below are glibc's own, not layouts.
  *
  *   arena (struct malloc_state)         chunk (struct malloc_chunk)
  *     fastbinsY[NFASTBINS]  heads         +0  mchunk_prev_size (belongs to
@@ -20,7 +24,11 @@
  * next pointers are safe-linked (glibc >= 2.32): stored = (&field >> 12) ^ p.
  */
 #include "analyzers/glibc.h"
+#include "formats/gllayout.h"
+#include "src/sort.h"
 
+#include <capstone/capstone.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,7 +197,12 @@ struct gl {
 	uint64_t tc_counts, tc_count_size, tc_entries, tc_nbins;
 	bool has_tcache;
 
-	uint64_t main_arena, mp;
+	uint64_t tc_sizeof;
+	bool safe_linking;            /* glibc >= 2.32 */
+
+	uint64_t main_arena, mp, mp_sizeof;
+	bool tpoff_known;             /* tcache's offset from the thread pointer */
+	int64_t tpoff;
 	uint64_t heap_max;
 	uint64_t page;
 
@@ -227,6 +240,7 @@ static struct hs_error *load_layouts(struct gl *g)
 		return err;
 	g->ms_size = ms->size;
 	g->hi_sizeof = hi->size;
+	g->mp_sizeof = mp->size;
 	if ((err = layout_member(g, ms, "flags", &g->ms_flags, NULL)) ||
 	    (err = layout_member(g, ms, "fastbinsY", &g->ms_fastbins, &sz)))
 		return err;
@@ -266,6 +280,7 @@ static struct hs_error *load_layouts(struct gl *g)
 			return err;
 		g->tc_nbins = esz / 8;
 		g->tc_count_size = g->tc_nbins ? csz / g->tc_nbins : 0;
+		g->tc_sizeof = tc->size;
 		if (g->tc_count_size != 1 && g->tc_count_size != 2)
 			return hs_error_create(HS_ERR_UNSUPPORTED,
 					       "unexpected tcache_perthread_struct layout");
@@ -289,9 +304,10 @@ static bool rd64(struct gl *g, uint64_t addr, uint64_t *v)
 }
 
 /* Safe-linking (glibc >= 2.32): REVEAL_PTR. */
-static uint64_t reveal(uint64_t field_addr, uint64_t stored)
+static uint64_t reveal(const struct gl *g, uint64_t field_addr,
+		       uint64_t stored)
 {
-	return (field_addr >> 12) ^ stored;
+	return g->safe_linking ? (field_addr >> 12) ^ stored : stored;
 }
 
 /* Upper bound for list walks: no list holds more chunks than fit in the
@@ -350,7 +366,7 @@ static struct hs_error *read_fastbins(struct gl *g, uint64_t arena,
 			}
 			st->nfast++;
 			st->fastavail += size & ~(uint64_t)SIZE_BITS;
-			p = reveal(p + g->mc_fd, fd);
+			p = reveal(g, p + g->mc_fd, fd);
 		}
 	}
 	return NULL;
@@ -737,8 +753,8 @@ static struct hs_error *read_tcaches(struct gl *g)
 {
 	if (!g->has_tcache)
 		return NULL;
-	int64_t tpoff;
-	if (!tcache_tpoff(g, &tpoff)) {
+	int64_t tpoff = g->tpoff;
+	if (!g->tpoff_known) {
 		hs_log_warn(g->log, "cannot locate the thread-local tcache pointer in %s: chunks held by thread caches are listed as used",
 			    g->libc->name);
 		g->heap->partial = true;
@@ -796,7 +812,7 @@ static struct hs_error *read_tcaches(struct gl *g)
 					g->heap->partial = true;
 					break;
 				}
-				e = reveal(e, next);
+				e = reveal(g, e, next);
 			}
 			if (n != count && !g->heap->partial)
 				hs_log_warn(g->log, "thread %d: tcache bin %llu lists %llu chunks, its count says %llu",
@@ -1018,19 +1034,408 @@ bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc)
 	return false;
 }
 
-static struct hs_error *no_debuginfo(struct gl *g, const char *why)
+/* ---- without libc's debug info: the layout table and the code ---- */
+
+static bool version_at_least(const char *v, int major, int minor)
 {
-	char *pkg = NULL;
-	char *ver = glibc_version(g, &pkg);
-	struct hs_error *err = hs_error_create(
-		HS_ERR_NO_DEBUGINFO,
-		"%s (build-id %s%s%s): %s, so the malloc heap cannot be read; install its debug info (Debian: apt-get install libc6-dbg%s%s), pass --debug-dir DIR, or set DEBUGINFOD_URLS",
-		g->libc->name, g->libc->build_id ? g->libc->build_id : "unknown",
-		ver ? ", glibc " : "", ver ? ver : "", why, pkg ? "=" : "",
-		pkg ? pkg : "");
-	free(pkg);
-	free(ver);
+	int a = 0, b = 0;
+	if (!v || sscanf(v, "%d.%d", &a, &b) != 2)
+		return true;
+	return a > major || (a == major && b >= minor);
+}
+
+/* The row's offsets, checked for the shapes the walk relies on (a row
+ * that does not fit is refused rather than walked). */
+static struct hs_error *load_layouts_row(struct gl *g,
+					 const struct hs_gl_layout *L)
+{
+	g->ms_flags = L->ms_flags;
+	g->ms_fastbins = L->ms_fastbins;
+	g->nfastbins = L->ms_fastbins_size / 8;
+	g->ms_top = L->ms_top;
+	g->ms_bins = L->ms_bins;
+	g->nbins = L->ms_bins_size / 16 + 1;
+	g->ms_next = L->ms_next;
+	g->ms_system_mem = L->ms_system_mem;
+	g->ms_attached = L->ms_attached_threads;
+	g->ms_size = L->ms_sizeof;
+	g->mc_size = L->mc_size;
+	g->mc_fd = L->mc_fd;
+	g->mc_bk = L->mc_bk;
+	g->hi_ar_ptr = L->hi_ar_ptr;
+	g->hi_prev = L->hi_prev;
+	g->hi_size = L->hi_size;
+	g->hi_sizeof = L->hi_sizeof;
+	g->mp_sbrk_base = L->mp_sbrk_base;
+	g->mp_n_mmaps = L->mp_n_mmaps;
+	g->mp_mmapped_mem = L->mp_mmapped_mem;
+	g->mp_mmap_threshold = L->mp_mmap_threshold;
+	g->has_hp_pagesize = L->mp_hp_pagesize != HS_GL_ABSENT;
+	g->mp_hp_pagesize = g->has_hp_pagesize ? L->mp_hp_pagesize : 0;
+	g->mp_sizeof = L->mp_sizeof;
+	g->has_tcache = L->tc_entries != HS_GL_ABSENT && L->tc_entries_size;
+	if (g->has_tcache) {
+		g->tc_counts = L->tc_counts;
+		g->tc_entries = L->tc_entries;
+		g->tc_nbins = L->tc_entries_size / 8;
+		g->tc_count_size = g->tc_nbins ? L->tc_counts_size / g->tc_nbins : 0;
+		g->tc_sizeof = L->tc_sizeof;
+	}
+	uint64_t fields[] = {g->ms_flags, g->ms_fastbins, g->ms_top, g->ms_bins,
+			     g->ms_next, g->ms_system_mem, g->ms_attached};
+	bool fits = g->mc_size == 8 && g->mc_fd == 16 && g->mc_bk == 24 &&
+		    g->nfastbins && g->nfastbins <= 64 && g->nbins > 2 &&
+		    g->nbins <= 1024 && g->ms_size <= 1 << 16 &&
+		    g->mp_sizeof <= 1 << 12 && g->hi_sizeof <= 1 << 12 &&
+		    g->ms_bins + 16 * (g->nbins - 1) <= g->ms_size &&
+		    (!g->has_tcache || ((g->tc_count_size == 1 || g->tc_count_size == 2) &&
+					g->tc_nbins <= 1024 && g->tc_sizeof <= 1 << 16));
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		fits = fits && fields[i] + 8 <= g->ms_size;
+	uint64_t mpf[] = {g->mp_sbrk_base, g->mp_n_mmaps, g->mp_mmapped_mem,
+			  g->mp_mmap_threshold, g->mp_hp_pagesize};
+	for (size_t i = 0; i < sizeof(mpf) / sizeof(mpf[0]); i++)
+		fits = fits && mpf[i] + 8 <= g->mp_sizeof;
+	if (!fits)
+		return hs_error_create(HS_ERR_UNSUPPORTED,
+				       "the layout row of glibc %s (%s) does not fit the shapes heapsift walks (formats/gllayout.c); regenerate it with scripts/gen_gllayout.py",
+				       L->version, L->packages);
+	return NULL;
+}
+
+static bool in_libc(const struct gl *g, uint64_t a)
+{
+	return a >= g->libc->start && a < g->libc->end;
+}
+
+static bool in_libc_data(const struct gl *g, uint64_t a)
+{
+	const struct hs_core_segment *s;
+	return in_libc(g, a) && (s = hs_core_find_segment(g->core, a)) &&
+	       (s->flags & HS_SEG_W);
+}
+
+struct refs {
+	uint64_t a[1024];
+	size_t n;
+};
+
+/* The RIP-relative addresses inside libc that the code of exported
+ * function fn refers to, in order (data and GOT slots alike). */
+static bool fn_refs(struct gl *g, csh cs, const char *fn, struct refs *r)
+{
+	uint64_t addr = 0, size = 0;
+	struct hs_error *err = hs_dwarf_symbol(g->dw, g->libc, fn, &addr, &size,
+					       NULL);
+	if (err || !size || size > 65536) {
+		hs_error_destroy(err);
+		return false;
+	}
+	uint8_t *code = malloc(size);
+	if (!code)
+		return false;
+	if (!hs_dwarf_read_file(g->dw, addr, code, size) &&
+	    !hs_core_read_quiet(g->core, addr, code, size)) {
+		free(code);
+		return false;
+	}
+	cs_insn *insn = NULL;
+	size_t n = cs_disasm(cs, code, size, addr, 0, &insn);
+	for (size_t i = 0; i < n && r->n < sizeof(r->a) / sizeof(r->a[0]); i++) {
+		const cs_x86 *x = &insn[i].detail->x86;
+		for (uint8_t o = 0; o < x->op_count; o++) {
+			if (x->operands[o].type != X86_OP_MEM ||
+			    x->operands[o].mem.base != X86_REG_RIP)
+				continue;
+			uint64_t t = insn[i].address + insn[i].size +
+				     (uint64_t)x->operands[o].mem.disp;
+			if (in_libc(g, t) && r->n < sizeof(r->a) / sizeof(r->a[0]))
+				r->a[r->n++] = t;
+		}
+	}
+	if (n)
+		cs_free(insn, n);
+	free(code);
+	return n > 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Is there a main arena at a?  Its ring of arenas closes (each readable),
+ * and its top chunk is in the core with a plausible size, or the arena was
+ * never set up (all bins zero, as glibc's static initializer left it). */
+static bool arena_valid(struct gl *g, uint64_t a, uint8_t *buf)
+{
+	if (a % 8 || hs_core_read(g->core, a, buf, g->ms_size) != NULL)
+		return false;
+	uint64_t top, sys, next, att = 0, topsz;
+	memcpy(&top, buf + g->ms_top, 8);
+	memcpy(&sys, buf + g->ms_system_mem, 8);
+	memcpy(&next, buf + g->ms_next, 8);
+	memcpy(&att, buf + g->ms_attached, 8);
+	if (sys > g->core->mapped_bytes || att > (1u << 20))
+		return false;
+	if (!top) {
+		for (uint64_t w = 0; w < 2 * (g->nbins - 1); w++) {
+			uint64_t bin;
+			memcpy(&bin, buf + g->ms_bins + 8 * w, 8);
+			if (bin)
+				return false;
+		}
+		if (sys)
+			return false;
+	} else {
+		if (top % ALIGN || !rd64(g, top + g->mc_size, &topsz))
+			return false;
+		topsz &= ~(uint64_t)SIZE_BITS;
+		if (topsz > sys || topsz % ALIGN)
+			return false;
+		/* unsorted bin: empty (points at itself) or a chunk */
+		uint64_t fd, bin1 = a + g->ms_bins - 16, v;
+		memcpy(&fd, buf + g->ms_bins, 8);
+		if (fd != bin1 && (fd % ALIGN || !rd64(g, fd + g->mc_size, &v)))
+			return false;
+	}
+	/* the ring: back to a within MAX_ARENAS steps */
+	for (uint64_t n = 0; n < MAX_ARENAS; n++) {
+		if (next == a)
+			return true;
+		if (next % 8 || !rd64(g, next + g->ms_next, &next))
+			return false;
+	}
+	return false;
+}
+
+/* Is there an mp_ at p that agrees with the main arena?  Its counts of
+ * mmapped chunks agree with each other, its threshold is one glibc
+ * allows, and sbrk_base is where the contiguous main heap starts. */
+static bool mp_valid(struct gl *g, uint64_t p, const uint8_t *arena)
+{
+	uint64_t thr, n = 0, mem, sbrk, hp = 0;
+	if (p % 8 || !rd64(g, p + g->mp_mmap_threshold, &thr) ||
+	    !hs_core_read_quiet(g->core, p + g->mp_n_mmaps, &n, 4) ||
+	    !rd64(g, p + g->mp_mmapped_mem, &mem) ||
+	    !rd64(g, p + g->mp_sbrk_base, &sbrk) ||
+	    (g->has_hp_pagesize && !rd64(g, p + g->mp_hp_pagesize, &hp)))
+		return false;
+	uint64_t page = g->page ? g->page : 4096;
+	if (!thr || thr > (32ull << 20) || n > (1u << 30) ||
+	    (n == 0) != (mem == 0) || mem % page || mem < n * page ||
+	    mem > g->core->mapped_bytes || (hp & (hp - 1)))
+		return false;
+	uint64_t top, sys, flags = 0;
+	memcpy(&top, arena + g->ms_top, 8);
+	memcpy(&sys, arena + g->ms_system_mem, 8);
+	memcpy(&flags, arena + g->ms_flags, 4);
+	if (!top)
+		return true;
+	if (!sbrk)
+		return (flags & NONCONTIGUOUS_BIT) != 0;
+	uint64_t v;
+	if (!rd64(g, align_up(sbrk, ALIGN) + g->mc_size, &v))
+		return false;
+	if (flags & NONCONTIGUOUS_BIT)
+		return true;
+	return top >= sbrk && top - sbrk <= sys;
+}
+
+/* main_arena and mp_ from the code of libc's exported malloc functions:
+ * every libc data address they refer to (and, for mp_, every address a
+ * member of the row's layout can be at) is a candidate; the candidates
+ * the core's memory agrees with, most referred to first. */
+static struct hs_error *find_by_code(struct gl *g, bool need_arena,
+				     bool need_mp)
+{
+	static const char *const fns[] = {
+		"malloc_trim", "mallinfo2", "mallinfo", "malloc_stats",
+		"mallopt", "malloc", "free", "realloc", "calloc",
+	};
+	csh cs;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return hs_error_create(HS_ERR_UNSUPPORTED, "capstone: cannot open an x86-64 disassembler");
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	struct refs *r = calloc(1, sizeof(*r));
+	uint8_t *buf = malloc(g->ms_size);
+	struct hs_error *err = NULL;
+	if (!r || !buf) {
+		err = &hs_error_nomem;
+		goto out;
+	}
+	size_t nfn = 0;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		nfn += fn_refs(g, cs, fns[i], r);
+	size_t k = 0;
+	for (size_t i = 0; i < r->n; i++)
+		if (in_libc_data(g, r->a[i]))
+			r->a[k++] = r->a[i];
+	r->n = k;
+	hs_sort(r->a, r->n, sizeof(r->a[0]), cmp_u64);
+	const char *who = g->libc->build_id ? g->libc->build_id : "unknown";
+	if (!nfn) {
+		err = hs_error_create(HS_ERR_NOT_FOUND,
+				      "%s (build-id %s): no debug info, and the code of its malloc functions could not be read to find main_arena (is the file at its path, or under --sysroot?)",
+				      g->libc->name, who);
+		goto out;
+	}
+	if (need_arena) {
+		uint64_t best = 0;
+		size_t best_refs = 0, tried = 0;
+		for (size_t i = 0; i < r->n; i = k) {
+			for (k = i; k < r->n && r->a[k] == r->a[i]; k++)
+				;
+			tried++;
+			if (k - i > best_refs && arena_valid(g, r->a[i], buf)) {
+				best = r->a[i];
+				best_refs = k - i;
+			}
+		}
+		if (!best) {
+			err = hs_error_create(HS_ERR_CORRUPT,
+					      "%s (build-id %s, no debug info): none of the %zu data addresses its malloc functions use holds a main_arena whose arena ring closes and whose top chunk is in the core: main_arena is corrupted, or the layout row does not fit this build",
+					      g->libc->name, who, tried);
+			goto out;
+		}
+		g->main_arena = best;
+		hs_heap_found(g->heap, "main_arena", "disassembly",
+			      "libc+%#llx, used %zu times by malloc_trim, mallinfo2, malloc_stats, mallopt, malloc, free, ...",
+			      (unsigned long long)(best - g->libc->bias), best_refs);
+	}
+	if (need_mp) {
+		if (hs_core_read(g->core, g->main_arena, buf, g->ms_size) != NULL) {
+			err = hs_error_create(HS_ERR_CORRUPT, "main_arena at %#llx is not in the core",
+					      (unsigned long long)g->main_arena);
+			goto out;
+		}
+		/* a reference is to a member: mp_ is that address less the
+		 * member's offset, for each member the walk knows */
+		uint64_t offs[] = {0, g->mp_n_mmaps, g->mp_mmapped_mem,
+				   g->mp_mmap_threshold, g->mp_sbrk_base,
+				   g->mp_hp_pagesize};
+		uint64_t best = 0;
+		size_t best_refs = 0;
+		for (size_t i = 0; i < r->n; i++) {
+			for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); o++) {
+				if (r->a[i] < offs[o] || (o == 5 && !g->has_hp_pagesize))
+					continue;
+				uint64_t p = r->a[i] - offs[o];
+				if (p + g->mp_sizeof > g->main_arena && p < g->main_arena + g->ms_size)
+					continue;  /* inside main_arena */
+				/* references inside [p, p + sizeof), p itself first */
+				size_t nrefs = 0;
+				for (size_t j = 0; j < r->n; j++)
+					nrefs += r->a[j] >= p && r->a[j] < p + g->mp_sizeof;
+				nrefs = 2 * nrefs + (o == 0);
+				if (nrefs > best_refs && mp_valid(g, p, buf)) {
+					best = p;
+					best_refs = nrefs;
+				}
+			}
+		}
+		if (!best) {
+			err = hs_error_create(HS_ERR_CORRUPT,
+					      "%s (build-id %s, no debug info): none of the data addresses its malloc functions use holds an mp_ (malloc's parameters) that agrees with main_arena: corrupted, or the layout row does not fit this build",
+					      g->libc->name, who);
+			goto out;
+		}
+		g->mp = best;
+		hs_heap_found(g->heap, "mp_", "disassembly",
+			      "libc+%#llx, its members used by mallopt, malloc_stats, malloc, free, ...",
+			      (unsigned long long)(best - g->libc->bias));
+	}
+out:
+	free(buf);
+	free(r);
+	cs_close(&cs);
 	return err;
+}
+
+/* Does every thread's word at fs_base + tpoff hold NULL or a tcache (user
+ * memory of a chunk of the tcache_perthread_struct's size)?  *used: some
+ * thread's is not NULL. */
+static bool tpoff_valid(struct gl *g, int64_t tpoff, bool *used)
+{
+	uint64_t want = align_up(g->tc_sizeof + 8, ALIGN);
+	*used = false;
+	for (size_t t = 0; t < g->core->nthreads; t++) {
+		uint64_t fs = g->core->threads[t].regs[HS_REG_FS_BASE], v, hdr;
+		if (!fs)
+			continue;
+		if (!rd64(g, fs + (uint64_t)tpoff, &v))
+			return false;
+		if (!v)
+			continue;
+		if (v % ALIGN || !rd64(g, v - 8, &hdr) ||
+		    (hdr & ~(uint64_t)SIZE_BITS) != want)
+			return false;
+		*used = true;
+	}
+	return true;
+}
+
+/* The tcache's offset from the thread pointer: the initial-exec GOT slots
+ * (R_X86_64_TPOFF64, no symbol) that malloc's code loads, in its order
+ * (its fast path reads tcache first); the first whose value, in every
+ * thread, is NULL or a tcache. */
+static void find_tpoff_by_code(struct gl *g)
+{
+	uint64_t slots[64];
+	size_t ns = hs_dwarf_tpoff_slots(g->dw, g->libc, slots, 64);
+	csh cs;
+	if (!ns || cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	struct refs *r = calloc(1, sizeof(*r));
+	if (r && !fn_refs(g, cs, "malloc", r))
+		r->n = 0;
+	cs_close(&cs);
+	bool have_zero = false;
+	int64_t zero = 0;
+	for (size_t i = 0; r && i < r->n; i++) {
+		size_t s;
+		for (s = 0; s < ns && slots[s] != r->a[i]; s++)
+			;
+		uint64_t v;
+		if (s == ns || !rd64(g, slots[s], &v))
+			continue;
+		bool used;
+		if (!tpoff_valid(g, (int64_t)v, &used))
+			continue;
+		if (used) {
+			g->tpoff = (int64_t)v;
+			g->tpoff_known = true;
+			hs_heap_found(g->heap, "tcache", "disassembly",
+				      "TLS offset %lld, from the GOT slot libc+%#llx that malloc loads",
+				      (long long)v, (unsigned long long)(slots[s] - g->libc->bias));
+			free(r);
+			return;
+		}
+		if (!have_zero) {
+			have_zero = true;
+			zero = (int64_t)v;
+		}
+	}
+	free(r);
+	if (have_zero) {
+		/* no thread has a tcache yet: every candidate reads NULL */
+		g->tpoff = zero;
+		g->tpoff_known = true;
+		hs_heap_found(g->heap, "tcache", "disassembly",
+			      "TLS offset %lld (no thread has a tcache yet)", (long long)zero);
+	}
+}
+
+const struct hs_gl_layout *hs_glibc_row(struct hs_dwarf *dw,
+					struct hs_module *libc, bool *exact)
+{
+	struct gl g = {.dw = dw, .libc = libc};
+	char *ver = glibc_version(&g, NULL);
+	const struct hs_gl_layout *L = hs_gl_layout_find(ver, libc->build_id, exact);
+	free(ver);
+	return L;
 }
 
 /* The walk and the bins must tell the same story: every chunk the walk
@@ -1074,21 +1479,72 @@ static struct hs_error *walk(struct gl *g)
 {
 	struct hs_error *err;
 	hs_dwarf_check_debug(g->dw, g->libc);
-	if (!find_main_arena(g->dw, g->libc, &g->main_arena, &g->mp))
-		return no_debuginfo(g, g->libc->debug_source == HS_DEBUG_NONE ?
-				    "no debug info" :
-				    "its symbols main_arena and mp_ are missing");
+	bool syms = find_main_arena(g->dw, g->libc, &g->main_arena, &g->mp);
 	uint64_t mp_size = 0;
-	hs_error_destroy(hs_dwarf_symbol(g->dw, g->libc, "mp_", NULL, &mp_size,
-					 NULL));
-	if ((err = load_layouts(g))) {
-		if (err->code == HS_ERR_NO_DEBUGINFO) {
-			hs_error_destroy(err);
-			return no_debuginfo(g, "no DWARF for its malloc types");
+	if (syms)
+		hs_error_destroy(hs_dwarf_symbol(g->dw, g->libc, "mp_", NULL,
+						 &mp_size, NULL));
+	char *pkg = NULL;
+	char *ver = glibc_version(g, &pkg);
+	const char *bid = g->libc->build_id ? g->libc->build_id : "unknown";
+	err = g->libc->debug_source == HS_DEBUG_NONE ?
+	      hs_error_create(HS_ERR_NO_DEBUGINFO, "no debug info") :
+	      load_layouts(g);
+	if (!err) {
+		hs_heap_found(g->heap, "layouts", "dwarf", "%s",
+			      g->libc->debug_path ? g->libc->debug_path : g->libc->name);
+	} else if (err->code == HS_ERR_NO_DEBUGINFO || err->code == HS_ERR_NOT_FOUND) {
+		/* no DWARF for the malloc types: the release's row */
+		hs_error_destroy(err);
+		bool exact;
+		const struct hs_gl_layout *L = hs_gl_layout_find(ver, g->libc->build_id,
+								 &exact);
+		if (!L) {
+			err = hs_error_create(
+				HS_ERR_NO_DEBUGINFO,
+				"%s (glibc %s, build-id %s) has no debug info and its release is not in heapsift's layout table, so the malloc heap cannot be read; install its debug info (Debian: apt-get install libc6-dbg%s%s), pass --debug-dir DIR, or add a row with scripts/gen_gllayout.py (docs/glibc-layouts.md)",
+				g->libc->name, ver ? ver : "of unknown version", bid,
+				pkg ? "=" : "", pkg ? pkg : "");
+			goto fail;
 		}
-		return err;
+		if ((err = load_layouts_row(g, L)))
+			goto fail;
+		if (!exact)
+			hs_log_warn(g->log, "%s (glibc %s, build-id %s) has no debug info; using the layouts of glibc %s read from another build (Debian %s, build-id %s): the walk's checks decide",
+				    g->libc->name, ver, bid, L->version, L->packages,
+				    L->build_id);
+		hs_heap_found(g->heap, "layouts", "layout_row",
+			      "glibc %s, Debian %s, build-id %s%s", L->version,
+			      L->packages, L->build_id,
+			      exact ? "" : " (another build of the same release)");
+	} else {
+		goto fail;
 	}
-	g->heap->version = glibc_version(g, NULL);
+	if (syms) {
+		hs_heap_found(g->heap, "main_arena", "symbol", "libc+%#llx",
+			      (unsigned long long)(g->main_arena - g->libc->bias));
+		hs_heap_found(g->heap, "mp_", "symbol", "libc+%#llx",
+			      (unsigned long long)(g->mp - g->libc->bias));
+	} else {
+		if ((err = find_by_code(g, true, true)))
+			goto fail;
+		mp_size = g->mp_sizeof;
+	}
+	g->safe_linking = version_at_least(ver, 2, 32);
+	free(pkg);
+	pkg = NULL;
+	if (g->has_tcache) {
+		g->tpoff_known = tcache_tpoff(g, &g->tpoff);
+		if (g->tpoff_known)
+			hs_heap_found(g->heap, "tcache", "symbol", "TLS offset %lld",
+				      (long long)g->tpoff);
+		else
+			find_tpoff_by_code(g);
+		if (!g->tpoff_known)
+			hs_heap_found(g->heap, "tcache", "not_found", NULL);
+	}
+	g->heap->version = ver;
+	ver = NULL;
 	if ((err = hs_heap_add_region(g->heap, g->main_arena,
 				      g->main_arena + g->ms_size, HS_REGION_META)) ||
 	    (err = hs_heap_add_region(g->heap, g->mp, g->mp + (mp_size ? mp_size : 8),
@@ -1243,6 +1699,10 @@ static struct hs_error *walk(struct gl *g)
 out:
 	set_free(&seen);
 	free(buf);
+	return err;
+fail:
+	free(pkg);
+	free(ver);
 	return err;
 }
 

@@ -20,6 +20,12 @@ bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc);
  * certain.  NULL when malloc is glibc's. */
 struct hs_error *hs_other_allocator(struct hs_dwarf *dw);
 
+/* The row of formats/gllayout.c for libc's release (by its "release
+ * version" string; *exact: read from this very build-id), or NULL. */
+struct hs_gl_layout;
+const struct hs_gl_layout *hs_glibc_row(struct hs_dwarf *dw,
+					struct hs_module *libc, bool *exact);
+
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 			       struct hs_log *log, struct hs_heap **ret);
 

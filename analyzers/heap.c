@@ -1,6 +1,9 @@
 #include "src/sort.h"
 #include "analyzers/heap.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,4 +210,27 @@ const struct hs_alloc *hs_heap_find(const struct hs_heap *heap, uint64_t addr)
 			return a;
 	}
 	return NULL;
+}
+
+void hs_heap_found(struct hs_heap *h, const char *item, const char *how,
+		   const char *detail, ...)
+{
+	struct hs_found *f = NULL;
+	for (size_t i = 0; i < h->nfound; i++)
+		if (!strcmp(h->found[i].item, item))
+			f = &h->found[i];
+	if (!f) {
+		if (h->nfound >= HS_HEAP_MAX_FOUND)
+			return;
+		f = &h->found[h->nfound++];
+	}
+	f->item = item;
+	f->how = how;
+	f->detail[0] = 0;
+	if (detail) {
+		va_list ap;
+		va_start(ap, detail);
+		vsnprintf(f->detail, sizeof(f->detail), detail, ap);
+		va_end(ap);
+	}
 }

@@ -139,8 +139,22 @@ struct hs_je_stats {
 	const char *layout;        /* where its layouts came from (static) */
 };
 
+/* How the walker found one thing it needed (glibc: "layouts",
+ * "main_arena", "mp_", "tcache"): how is "dwarf" (the library's debug
+ * info), "symbol" (its symbol table), "layout_row" (a row of
+ * formats/gllayout.c), "disassembly" (capstone on exported functions) or
+ * "not_found"; detail says which file, row or function. */
+struct hs_found {
+	const char *item;
+	const char *how;
+	char detail[192];
+};
+enum { HS_HEAP_MAX_FOUND = 6 };
+
 struct hs_heap {
 	const char *allocator;      /* "glibc" or "jemalloc" */
+	struct hs_found found[HS_HEAP_MAX_FOUND];
+	size_t nfound;
 	bool headerless;            /* blocks have no header (jemalloc): no
 				     * chunk before the user address */
 	char *version;              /* allocator version, if known */
@@ -188,6 +202,10 @@ static inline uint64_t hs_heap_size_class(const struct hs_heap *heap,
 }
 
 struct hs_heap *hs_heap_create(const char *allocator);
+/* Records how item was found (hs_found); detail is printf-formatted. */
+__attribute__((format(printf, 4, 5)))
+void hs_heap_found(struct hs_heap *h, const char *item, const char *how,
+		   const char *detail, ...);
 void hs_heap_destroy(struct hs_heap *heap);
 /* Starts a new sorted run (each heap segment walks in address order). */
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap);

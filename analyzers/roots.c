@@ -1,4 +1,6 @@
 #include "src/sort.h"
+#include "analyzers/glibc.h"
+#include "formats/gllayout.h"
 #include "analyzers/roots.h"
 
 #include <stdarg.h>
@@ -335,8 +337,15 @@ static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
 	struct hs_error *err = NULL;
 	if (libc) {
 		err = hs_dwarf_layout(b->dw, libc, "struct pthread", &l);
-		if (!err && l->size)
+		if (!err && l->size) {
 			*tcb = l->size;
+		} else {
+			/* no DWARF: the release's row (formats/gllayout.c) */
+			bool exact;
+			const struct hs_gl_layout *L = hs_glibc_row(b->dw, libc, &exact);
+			if (L)
+				*tcb = L->pthread_sizeof;
+		}
 		hs_error_destroy(err);
 		err = NULL;
 	}
@@ -349,6 +358,20 @@ static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
 	    hs_core_read_u64(b->core, addr + off, &v) && v < (64u << 20))
 		/* glibc counts the TCB in it (TLS_TCB_AT_TP) */
 		*static_size = v > *tcb ? v - *tcb : v;
+	if (err && err != &hs_error_nomem && ld && libc) {
+		/* no DWARF for ld.so: _rtld_global_ro is exported, the member's
+		 * offset is in the release's row */
+		bool exact;
+		const struct hs_gl_layout *L = hs_glibc_row(b->dw, libc, &exact);
+		uint64_t a2;
+		struct hs_error *e2 = NULL;
+		if (L && L->rtld_ro_dl_tls_static_size != HS_GL_ABSENT &&
+		    !(e2 = hs_dwarf_symbol(b->dw, ld, "_rtld_global_ro", &a2, NULL, NULL)) &&
+		    hs_core_read_u64(b->core, a2 + L->rtld_ro_dl_tls_static_size, &v) &&
+		    v < (64u << 20))
+			*static_size = v > *tcb ? v - *tcb : v;
+		hs_error_destroy(e2);
+	}
 	hs_error_destroy(err);
 	if (!*static_size) {
 		/* every module's block, rounded, plus glibc's surplus */
@@ -633,11 +656,27 @@ static struct hs_error *dead_thread_stacks(struct builder *b)
 	    (err = hs_layout_member(pt, "stackblock_size", &off_sbsize, NULL)) ||
 	    (err = hs_dwarf_layout(b->dw, libc, "tcbhead_t", &tcb)) ||
 	    (err = hs_layout_member(tcb, "dtv", &off_dtv, NULL))) {
-		/* without ld.so's and libc's DWARF, cached stacks are
-		 * unexplained memory: roots, as before */
 		bool nomem = err == &hs_error_nomem;
 		hs_error_destroy(err);
-		return nomem ? &hs_error_nomem : NULL;
+		if (nomem)
+			return &hs_error_nomem;
+		/* no DWARF: _rtld_global is exported, the offsets are in the
+		 * release's row (formats/gllayout.c); without either, cached
+		 * stacks are unexplained memory: roots, as before */
+		bool exact;
+		const struct hs_gl_layout *L = hs_glibc_row(b->dw, libc, &exact);
+		if (!L || L->rtld_dl_stack_used == HS_GL_ABSENT ||
+		    (err = hs_dwarf_symbol(b->dw, ld, "_rtld_global", &rtld, NULL, NULL))) {
+			hs_error_destroy(err);
+			return NULL;
+		}
+		off_used = L->rtld_dl_stack_used;
+		off_cache = L->rtld_dl_stack_cache;
+		off_list = L->pthread_list;
+		off_tid = L->pthread_tid;
+		off_sb = L->pthread_stackblock;
+		off_sbsize = L->pthread_stackblock_size;
+		off_dtv = L->tcb_dtv;
 	}
 	uint64_t heads[2] = {rtld + off_used, rtld + off_cache};
 	for (int h = 0; h < 2; h++) {

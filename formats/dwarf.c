@@ -214,7 +214,11 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 	if (opts->debug_dir && !(dw->debug_dir = strdup(opts->debug_dir)))
 		goto nomem;
 	/* Leading '-': no CRC checks (build-ids are checked instead). */
-	if (asprintf(&dw->debuginfo_path, "-%s%s%s%s:.debug:/usr/lib/debug",
+	if (opts->no_system_debug ?
+	    asprintf(&dw->debuginfo_path, "-%s%s",
+		     opts->debug_dir ? ":" : "",
+		     opts->debug_dir ? opts->debug_dir : "") < 0 :
+	    asprintf(&dw->debuginfo_path, "-%s%s%s%s:.debug:/usr/lib/debug",
 		     opts->debug_dir ? ":" : "",
 		     opts->debug_dir ? opts->debug_dir : "",
 		     opts->sysroot ? ":" : "",
@@ -222,7 +226,7 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 		dw->debuginfo_path = NULL;
 		goto nomem;
 	}
-	if (opts->sysroot) {
+	if (opts->sysroot && !opts->no_system_debug) {
 		char *p;
 		if (asprintf(&p, "%s:%s/usr/lib/debug", dw->debuginfo_path,
 			     opts->sysroot) < 0)
@@ -974,6 +978,36 @@ bool hs_dwarf_tls_block(struct hs_dwarf *dw, const struct hs_core *core,
 		}
 	}
 	return false;
+}
+
+size_t hs_dwarf_tpoff_slots(struct hs_dwarf *dw, struct hs_module *m,
+			    uint64_t *ret, size_t max)
+{
+	uint64_t bias;
+	Elf *elf = hs_dwarf_module_elf(dw, m, &bias);
+	size_t k = 0;
+	if (!elf)
+		return 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) && k < max) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && k < max; i++) {
+			GElf_Rela r;
+			if (!gelf_getrela(d, (int)i, &r))
+				break;
+			if (GELF_R_TYPE(r.r_info) == R_X86_64_TPOFF64 &&
+			    !GELF_R_SYM(r.r_info))
+				ret[k++] = r.r_offset + bias;
+		}
+	}
+	return k;
 }
 
 /* Unwinding.  libdwfl's core backend (dwfl_core_file_attach) is not used:

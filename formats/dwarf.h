@@ -28,6 +28,9 @@ struct hs_dwarf_options {
 	const char *exe;        /* --exe: the executable, if the core's path is gone */
 	const char *debug_dir;  /* --debug-dir: searched before /usr/lib/debug */
 	const char *sysroot;    /* --sysroot: prefix for the core's file paths */
+	bool no_system_debug;   /* --no-system-debug: no /usr/lib/debug (nor
+				 * the sysroot's), no .debug beside the file:
+				 * only --debug-dir and the files' own DWARF */
 };
 
 enum hs_debug_source {
@@ -137,6 +140,13 @@ bool hs_dwarf_module_tls(struct hs_dwarf *dw, struct hs_module *m,
  * module id, whose block the thread's dtv points to). */
 bool hs_dwarf_tls_block(struct hs_dwarf *dw, const struct hs_core *core,
 			struct hs_module *m, uint64_t fs_base, uint64_t *ret);
+
+/* The run-time addresses of m's GOT slots that carry an R_X86_64_TPOFF64
+ * relocation without a symbol (initial-exec TLS variables of m itself;
+ * each slot holds the variable's offset from the thread pointer once
+ * relocated), at most max of them, in relocation order.  The count. */
+size_t hs_dwarf_tpoff_slots(struct hs_dwarf *dw, struct hs_module *m,
+			    uint64_t *ret, size_t max);
 
 struct hs_frame {
 	uint64_t pc;

@@ -196,6 +196,20 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kstring(&w, "name", heap->allocator);
 		hs_jsonw_kstring(&w, "version", heap->version);
 		hs_jsonw_kbool(&w, "partial", heap->partial);
+		if (heap->nfound) {
+			hs_jsonw_key(&w, "found");
+			hs_jsonw_array_begin(&w);
+			for (size_t i = 0; i < heap->nfound; i++) {
+				const struct hs_found *f = &heap->found[i];
+				hs_jsonw_object_begin(&w);
+				hs_jsonw_kstring(&w, "item", f->item);
+				hs_jsonw_kstring(&w, "how", f->how);
+				if (f->detail[0])
+					hs_jsonw_kstring(&w, "detail", f->detail);
+				hs_jsonw_object_end(&w);
+			}
+			hs_jsonw_array_end(&w);
+		}
 		if (heap->has_mallinfo2)
 			json_mallinfo(&w, &heap->mallinfo2);
 		if (heap->has_je_stats) {
@@ -351,6 +365,12 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 		       heap->partial ? " (PARTIAL: see warnings)" : "",
 		       narenas, narenas == 1 ? "" : "s",
 		       heap->ntcaches, heap->ntcaches == 1 ? "" : "s");
+		for (size_t i = 0; i < heap->nfound; i++) {
+			const struct hs_found *f = &heap->found[i];
+			printf("  %-8s %s: %s%s%s%s\n", i ? "" : "found",
+			       f->item, f->how, f->detail[0] ? " (" : "",
+			       f->detail, f->detail[0] ? ")" : "");
+		}
 		printf("  used     %10" PRIu64 " blocks  %12s\n", t.used_count,
 		       hs_fmt_size(b1, t.used_bytes));
 		printf("  free     %10" PRIu64 " blocks  %12s\n", t.free_count,

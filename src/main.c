@@ -46,6 +46,8 @@ static const char usage_text[] =
 	"  --exe BINARY       the executable, when the core's path to it is gone\n"
 	"  --debug-dir DIR    look for debug files in DIR/.build-id first\n"
 	"  --sysroot DIR      the core's files live under DIR (core from another machine)\n"
+	"  --no-system-debug  ignore /usr/lib/debug and debuginfod: debug info only\n"
+	"                     from --debug-dir and the files themselves\n"
 	"  --format text|json output format (default text)\n"
 	"  --quiet            no warnings or progress on stderr\n"
 	"  --no-unexplained   writable memory nothing explains is not a root\n"
@@ -140,7 +142,7 @@ enum {
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
 	OPT_FORCE, OPT_PPROF, OPT_FOLDED, OPT_HTML, OPT_RAW,
-	OPT_CONSERVATIVE_ROOTS, OPT_NO_RULE,
+	OPT_CONSERVATIVE_ROOTS, OPT_NO_RULE, OPT_NO_SYSTEM_DEBUG,
 };
 
 /* Which command takes which command-specific option. */
@@ -161,6 +163,7 @@ static const struct option long_opts[] = {
 	{"exe", required_argument, NULL, OPT_EXE},
 	{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	{"sysroot", required_argument, NULL, OPT_SYSROOT},
+	{"no-system-debug", no_argument, NULL, OPT_NO_SYSTEM_DEBUG},
 	{"format", required_argument, NULL, OPT_FORMAT},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"state", required_argument, NULL, OPT_STATE},
@@ -356,6 +359,12 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 		case OPT_EXE: cli->opts.exe = optarg; break;
 		case OPT_DEBUG_DIR: cli->opts.debug_dir = optarg; break;
 		case OPT_SYSROOT: cli->opts.sysroot = optarg; break;
+		case OPT_NO_SYSTEM_DEBUG:
+			/* libdwfl asks debuginfod when DEBUGINFOD_URLS is set:
+			 * the CLI's own environment, for this process only */
+			cli->opts.no_system_debug = true;
+			unsetenv("DEBUGINFOD_URLS");
+			break;
 		case OPT_QUIET: cli->quiet = true; break;
 		case OPT_HELP:
 			fputs(usage_text, stdout);

@@ -69,6 +69,7 @@ const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
 			.exe = snap->opts.exe,
 			.debug_dir = snap->opts.debug_dir,
 			.sysroot = snap->opts.sysroot,
+			.no_system_debug = snap->opts.no_system_debug,
 		};
 		{
 			double t0 = hs_now();

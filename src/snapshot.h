@@ -24,6 +24,7 @@ struct hs_options {
 	const char *exe;
 	const char *debug_dir;
 	const char *sysroot;
+	bool no_system_debug;   /* only --debug-dir and the files' own DWARF */
 	FILE *warnings;         /* where warnings go as they happen, or NULL */
 	bool progress;          /* progress lines on the warnings stream */
 	bool no_unexplained;    /* no roots for unexplained writable memory */

@@ -489,14 +489,10 @@ def test_missing_debuginfo(core):
         R.skip(name, "cannot hide %s in a private mount namespace: %s" % (real, probe.describe()))
         return
 
-    def mentions_fix(text):
-        out = []
-        if build_id not in text.lower():
-            out.append("does not name libc's build-id %s" % build_id)
-        if "libc6-dbg" not in text:
-            out.append("does not mention libc6-dbg")
-        return out
-
+    # Without libc's DWARF the walk takes the release's row of
+    # formats/gllayout.c and finds main_arena, mp_ and the tcache in libc's
+    # code: info and list still read the heap, and info says how.
+    base_alloc = doc.get("allocator", {})
     r = hs("info", core, "--format", "json", env=env, wrapper=wrapper)
     probs = basic_problems(r)
     if not probs:
@@ -505,28 +501,37 @@ def test_missing_debuginfo(core):
         else:
             d = parse_json(r, probs)
             if d is not None:
-                probs += ["JSON " + p for p in mentions_fix(json.dumps(d.get("allocator", d)))]
+                a = d.get("allocator", {})
+                how = {f.get("item"): f.get("how") for f in a.get("found", [])}
+                if how.get("layouts") != "layout_row":
+                    probs.append("layouts found by %r, want layout_row" % how.get("layouts"))
+                for item in ("main_arena", "mp_", "tcache"):
+                    if how.get(item) != "disassembly":
+                        probs.append("%s found by %r, want disassembly" % (item, how.get(item)))
+                if a.get("mallinfo2") != base_alloc.get("mallinfo2"):
+                    probs.append("mallinfo2 %r, with debug info %r"
+                                 % (a.get("mallinfo2"), base_alloc.get("mallinfo2")))
                 m = find_libc_module(d)
                 src = (m or {}).get("debug", {}) if isinstance((m or {}).get("debug"), dict) else {}
                 if src.get("path") and os.path.realpath(src["path"]) == real:
                     probs.append("libc debug path still reported as %s" % real)
-    R.case(name + ": info --format json exits 0 and explains", probs)
+    R.case(name + ": info reads the heap from the layout row and libc's code", probs)
 
     r = hs("info", core, env=env, wrapper=wrapper)
     probs = basic_problems(r)
     if not probs:
         if r.rc != 0:
             probs.append("exit %s, want 0: %s" % (r.rc, r.describe()))
-        else:
-            probs += ["text output " + p for p in mentions_fix(r.out + r.err)]
-    R.case(name + ": info (text) exits 0 and explains", probs)
+        elif "layout_row" not in r.out or "disassembly" not in r.out:
+            probs.append("text output does not say how the heap was found")
+    R.case(name + ": info (text) says how the heap was found", probs)
 
     for fmt in ("text", "json"):
         r = hs("list", core, "--format", fmt, env=env, wrapper=wrapper)
-        probs = expect_error(r, 1)
-        if not probs:
-            probs += ["error line " + p for p in mentions_fix(error_line(r)[0])]
-        R.case(name + ": list --format %s exits 1 with one line" % fmt, probs)
+        probs = basic_problems(r)
+        if not probs and r.rc != 0:
+            probs.append("exit %s, want 0: %s" % (r.rc, r.describe()))
+        R.case(name + ": list --format %s exits 0" % fmt, probs)
 
 
 # ---------------------------------------------------------------------------

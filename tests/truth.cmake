@@ -29,6 +29,10 @@ endforeach()
 hs_pytest(glibc_truth test_glibc_truth.py)
 # The test needs every fixture built, and the CLI under test.
 set_tests_properties(glibc_truth PROPERTIES TIMEOUT 900)
+# The same fixtures with libc's debug info hidden (--no-system-debug): the
+# layout row and libc's code give the same heap (tests/test_nodebug.py).
+hs_pytest(nodebug test_nodebug.py)
+set_tests_properties(nodebug PROPERTIES TIMEOUT 1500)
 # A heap that grew after fork(): two [heap] mappings that touch
 # (tests/test_forked.py takes the child's core).
 hs_fixture(fx_forked fixtures/fx_forked.c)
