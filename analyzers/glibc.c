@@ -1231,7 +1231,9 @@ static bool mp_valid(struct gl *g, uint64_t p, const uint8_t *arena)
 	memcpy(&top, arena + g->ms_top, 8);
 	memcpy(&sys, arena + g->ms_system_mem, 8);
 	memcpy(&flags, arena + g->ms_flags, 4);
-	if (!top)
+	/* malloc set up (top is the initial top: the unsorted bin's
+	 * pseudo-chunk inside main_arena) but no heap yet */
+	if (!top || (top == g->main_arena + g->ms_bins - g->mc_fd && !sys))
 		return true;
 	if (!sbrk)
 		return (flags & NONCONTIGUOUS_BIT) != 0;

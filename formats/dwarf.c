@@ -86,7 +86,9 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	 * file here: only the build-id search and --sysroot are tried. */
 	const char *path = modname;
 	bool blanked = hs_dwfl_view_blanked(modname);
-	if (blanked)
+	/* a blanked path, or a soname from the link map ("libc.so.6"): the
+	 * file the core maps there, by NT_FILE */
+	if (blanked || (dw && modname && modname[0] != '/'))
 		path = dw ? hs_dwfl_view_name(dw->core, base) : NULL;
 	if (dw && dw->sysroot && path && path[0] == '/') {
 		char *full;
