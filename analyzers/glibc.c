@@ -422,14 +422,20 @@ static struct hs_error *add_covered(struct gl *g, uint64_t start, uint64_t end)
 
 /* Walks chunks from start up to top or end.  Returns true when it reached
  * top (or a fencepost that ends the segment). */
+/* Walks the chunks of [start, end) up to top; *stop is where the walk
+ * ended: top, a pair of fenceposts (glibc's end of a heap that lost its
+ * top: *fence), end, or the damaged chunk it could not step over. */
 static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 				    uint64_t end, uint64_t top,
-				    struct hs_arena *ar, bool *reached_top)
+				    struct hs_arena *ar, bool *reached_top,
+				    uint64_t *stop, bool *fence_end)
 {
 	struct hs_error *err = hs_heap_begin_run(g->heap);
 	if (err)
 		return err;
 	*reached_top = false;
+	*fence_end = false;
+	*stop = start;
 	if ((err = add_covered(g, start, end)))
 		return err;
 	uint64_t p = start;
@@ -455,6 +461,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		if (!(++nchunks & 0xffff))
 			hs_log_progress(g->log, "walking the heap", p - start,
 					end - start);
+		*stop = p;
 		if (p == top) {
 			*reached_top = true;
 			break;
@@ -486,6 +493,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 					(nsize & ~(uint64_t)SIZE_BITS) == 16;
 			if (fence) {
 				*reached_top = false;
+				*fence_end = true;
 				return NULL;
 			}
 			hs_log_warn(g->log, "arena %zu: chunk at %#llx has size %#llx, where the heap should go on: it is damaged there; rest of this heap skipped",
@@ -542,6 +550,8 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		}
 		p = next;
 	}
+	if (p >= end)
+		*stop = end;
 	return NULL;
 }
 
@@ -559,6 +569,92 @@ static struct hs_error *add_top(struct gl *g, size_t idx, uint64_t top,
 	ar->free_count++;
 	ar->free_bytes += top_size;
 	return hs_heap_add(g->heap, &a);
+}
+
+/* Does a piece of the main arena start at p: a chain of in-use-bit-set,
+ * non-mmapped chunks of sane sizes that reaches top, or glibc's two
+ * 16-byte fenceposts, before limit?  Reads only.  *end: the top's end, or
+ * the page after the fenceposts (the piece's end). */
+static bool probe_piece(struct gl *g, uint64_t p, uint64_t limit, uint64_t top,
+			uint64_t top_size, uint64_t page, uint64_t *end)
+{
+	uint64_t size;
+	if (!rd64(g, p + g->mc_size, &size) || !(size & PREV_INUSE))
+		return false;  /* a piece's first chunk follows nothing free */
+	for (uint64_t n = 0; p < limit && n < (1u << 24); n++) {
+		if (p == top) {
+			*end = top + top_size;
+			return *end <= limit;
+		}
+		if (!rd64(g, p + g->mc_size, &size) || (size & (IS_MMAPPED | NON_MAIN_ARENA)))
+			return false;
+		uint64_t csz = size & ~(uint64_t)SIZE_BITS, nsize;
+		if (csz == 16 && rd64(g, p + 16 + g->mc_size, &nsize) &&
+		    (nsize & ~(uint64_t)SIZE_BITS) == 16) {
+			*end = align_up(p + 32, page);
+			return *end <= limit;
+		}
+		if (csz < MINSIZE || (csz & (ALIGN - 1)) || csz > limit - p)
+			return false;
+		p += csz;
+	}
+	return false;
+}
+
+/* The main arena after brk failed (non-contiguous): sysmalloc maps pieces
+ * of at least 1 MiB (MMAP_AS_MORECORE_SIZE), each new one usually right
+ * below the last, where the kernel merges them into one mapping; an old
+ * piece ends with two fenceposts.  Walks every piece of the mapping that
+ * holds top: from the mapping's start up to the top's piece, then the
+ * older pieces above it, while glibc's system_mem has bytes the walk has
+ * not accounted for. */
+static struct hs_error *walk_main_pieces(struct gl *g, struct hs_arena *ar,
+					 uint64_t top)
+{
+	const struct hs_core_segment *ts = hs_core_find_segment(g->core, top);
+	if (!ts || top + ar->top_size > ts->vaddr + ts->memsz) {
+		hs_log_warn(g->log, "main arena is non-contiguous and its top chunk %#llx is not in the core",
+			    (unsigned long long)top);
+		ar->partial = g->heap->partial = true;
+		return NULL;
+	}
+	uint64_t page = g->page ? g->page : 4096;
+	uint64_t seg_lo = ts->vaddr, seg_hi = ts->vaddr + ts->memsz;
+	bool top_walked = false;
+	uint64_t probes = 0, p = align_up(seg_lo, page);
+	while (p < seg_hi && probes < (1u << 20)) {
+		if (top_walked && ar->covered >= ar->system_mem)
+			break;
+		uint64_t end = 0;
+		probes++;
+		if (!probe_piece(g, p, seg_hi, top, ar->top_size, page, &end)) {
+			if (!top_walked && p > top)
+				break;
+			p += page;  /* not a piece of this arena: another mapping */
+			continue;
+		}
+		bool reached, fence;
+		uint64_t stop;
+		struct hs_error *err;
+		if ((err = hs_heap_add_region(g->heap, p, end, HS_REGION_HEAP)) ||
+		    (err = walk_chunks(g, 0, p, end, top >= p && top < end ? top : 0, ar,
+				       &reached, &stop, &fence)))
+			return err;
+		ar->nheaps++;
+		ar->covered += end - p;
+		if (reached) {
+			if ((err = add_top(g, 0, top, ar->top_size, ar)))
+				return err;
+			top_walked = true;
+		}
+		p = end;
+	}
+	if (!top_walked) {
+		hs_log_warn(g->log, "main arena is non-contiguous and the piece that holds its top chunk %#llx could not be walked",
+			    (unsigned long long)top);
+		ar->partial = g->heap->partial = true;
+	}
+	return NULL;
 }
 
 static struct hs_error *walk_main_arena(struct gl *g, const uint8_t *buf,
@@ -607,12 +703,20 @@ static struct hs_error *walk_main_arena(struct gl *g, const uint8_t *buf,
 				    (unsigned long long)seg_end);
 		end = seg_end;
 	}
-	bool reached;
+	bool reached, fence;
+	uint64_t stop;
 	if ((err = hs_heap_add_region(g->heap, sbrk_base, end, HS_REGION_HEAP)))
 		return err;
-	if ((err = walk_chunks(g, 0, start, end, top_ok ? top : 0, ar, &reached)))
+	if ((err = walk_chunks(g, 0, start, end, top_ok ? top : 0, ar, &reached,
+			       &stop, &fence)))
 		return err;
 	ar->nheaps = 1;
+	/* what the walk accounts for of system_mem: from the break's start
+	 * to the top's end, or to the page-aligned break past the two 16-byte
+	 * fenceposts that end the brk piece of a non-contiguous arena */
+	uint64_t page = g->page ? g->page : 4096;
+	ar->covered = reached ? top + ar->top_size - sbrk_base :
+		fence ? align_up(stop + 32, page) - sbrk_base : stop - sbrk_base;
 	if (reached) {
 		if ((err = add_top(g, 0, top, ar->top_size, ar)))
 			return err;
@@ -623,28 +727,9 @@ static struct hs_error *walk_main_arena(struct gl *g, const uint8_t *buf,
 				    (unsigned long long)top);
 		ar->partial = g->heap->partial = true;
 	}
-	if ((flags & NONCONTIGUOUS_BIT) && !top_ok) {
-		/* The main arena grew by mmap after brk failed: the top lives
-		 * in another mapping.  Walk it from the start of its segment. */
-		const struct hs_core_segment *ts = hs_core_find_segment(g->core, top);
-		if (ts && top + ar->top_size <= ts->vaddr + ts->memsz) {
-			uint64_t s = align_up(ts->vaddr, ALIGN);
-			if ((err = hs_heap_add_region(g->heap, s, top + ar->top_size,
-						      HS_REGION_HEAP)))
-				return err;
-			if ((err = walk_chunks(g, 0, s, top + ar->top_size, top,
-					       ar, &reached)))
-				return err;
-			ar->nheaps++;
-			if (reached) {
-				if ((err = add_top(g, 0, top, ar->top_size, ar)))
-					return err;
-			} else {
-				hs_log_warn(g->log, "main arena is non-contiguous and its top segment could not be walked");
-				ar->partial = g->heap->partial = true;
-			}
-		}
-	}
+	if ((flags & NONCONTIGUOUS_BIT) && !top_ok &&
+	    (err = walk_main_pieces(g, ar, top)))
+		return err;
 	return NULL;
 }
 
@@ -704,15 +789,18 @@ static struct hs_error *walk_other_arena(struct gl *g, uint64_t arena,
 			ar->partial = g->heap->partial = true;
 			has_top = false;
 		}
-		bool reached;
+		bool reached, fence;
+		uint64_t stop;
 		/* the whole reservation: past h + size it is PROT_NONE, which
 		 * some dumpers still write out */
 		if ((err = hs_heap_add_region(g->heap, h, h + g->heap_max,
 					      HS_REGION_HEAP)))
 			return err;
 		if ((err = walk_chunks(g, idx, start, end, has_top ? top : 0, ar,
-				       &reached)))
+				       &reached, &stop, &fence)))
 			return err;
+		/* system_mem counts each heap's size, header included */
+		ar->covered += (reached || fence) ? hsize : stop - h;
 		if (has_top && reached &&
 		    (err = add_top(g, idx, top, ar->top_size, ar)))
 			return err;
@@ -929,6 +1017,9 @@ static struct hs_error *scan_mmapped(struct gl *g)
 			q += csz;
 		}
 	}
+	if (g->heap->mmap_bytes < g->heap->mmap_expected_bytes &&
+	    g->heap->mmap_expected_bytes <= g->core->mapped_bytes)
+		g->heap->unaccounted_bytes += g->heap->mmap_expected_bytes - g->heap->mmap_bytes;
 	if (g->heap->mmap_count != g->heap->mmap_expected ||
 	    g->heap->mmap_bytes != g->heap->mmap_expected_bytes) {
 		hs_log_warn(g->log, "found %llu mmapped chunks (%llu bytes), glibc counts %llu (%llu bytes)",
@@ -1460,7 +1551,19 @@ static void cross_check(struct gl *g)
 			fast[a->arena]++;
 	}
 	for (size_t i = 0; i < h->narenas; i++) {
-		const struct hs_arena *ar = &h->arenas[i];
+		struct hs_arena *ar = &h->arenas[i];
+		/* glibc's own count of the arena's memory against the walk's
+		 * (a system_mem larger than the core was not trusted) */
+		if (ar->system_mem <= g->core->mapped_bytes && ar->covered < ar->system_mem) {
+			uint64_t miss = ar->system_mem - ar->covered;
+			h->unaccounted_bytes += miss;
+			if (!ar->partial)
+				hs_log_warn(g->log, "arena %zu: system_mem says %llu bytes, the walk accounts for %llu: %llu bytes missing",
+					    i, (unsigned long long)ar->system_mem,
+					    (unsigned long long)ar->covered,
+					    (unsigned long long)miss);
+			ar->partial = h->partial = true;
+		}
 		if (ar->partial)
 			continue;
 		if (bins[i] != ar->bin_chunks)

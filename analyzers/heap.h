@@ -96,6 +96,7 @@ struct hs_arena {
 	uint64_t top;               /* top chunk */
 	uint64_t top_size;
 	uint64_t system_mem;
+	uint64_t covered;           /* bytes of system_mem the walk accounts for */
 	bool uninitialized;     /* glibc: malloc never set the arena up */
 	uint32_t nheaps;            /* heap segments walked */
 	uint32_t attached_threads;
@@ -173,6 +174,9 @@ struct hs_heap {
 	struct hs_region *regions;  /* sorted by start after hs_heap_finish */
 	size_t nregions;
 	bool partial;               /* some part could not be walked */
+	/* bytes the allocator's own counters say it holds that the walk could
+	 * not account for (glibc: system_mem and mp_.mmapped_mem) */
+	uint64_t unaccounted_bytes;
 	bool has_je_stats;
 	struct hs_je_stats je_stats;
 	struct hs_je_class *je_classes;  /* by arena, then size */

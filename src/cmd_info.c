@@ -196,6 +196,7 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kstring(&w, "name", heap->allocator);
 		hs_jsonw_kstring(&w, "version", heap->version);
 		hs_jsonw_kbool(&w, "partial", heap->partial);
+		hs_jsonw_kuint(&w, "unaccounted_bytes", heap->unaccounted_bytes);
 		if (heap->nfound) {
 			hs_jsonw_key(&w, "found");
 			hs_jsonw_array_begin(&w);

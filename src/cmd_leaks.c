@@ -186,6 +186,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_object_end(&w);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_kbool(&w, "partial", heap->partial);
+		hs_jsonw_kuint(&w, "unaccounted_bytes", heap->unaccounted_bytes);
 		hs_cli_json_warnings(&w, &snap->log);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_finish(&w);
@@ -193,6 +194,11 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		char b1[32], b2[32];
 		uint64_t used = t[HS_REACH_REACHABLE].bytes + t[HS_REACH_POSSIBLE].bytes +
 			leaked.bytes;
+		if (heap->partial)
+			printf("PARTIAL: the heap walk met damaged or missing metadata%s%s%s; the figures below cover what it could read (see warnings)\n",
+			       heap->unaccounted_bytes ? " and could not account for " : "",
+			       heap->unaccounted_bytes ? hs_fmt_size(b1, heap->unaccounted_bytes) : "",
+			       heap->unaccounted_bytes ? " the allocator says it holds" : "");
 		if (leaked.count)
 			printf("LEAKED: %" PRIu64 " blocks, %s (%.1f%% of used bytes): %" PRIu64
 			       " leak roots holding %" PRIu64 " more blocks\n",
@@ -202,8 +208,6 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		else
 			printf("No leaks: every used block is reachable from a root%s.\n",
 			       t[HS_REACH_POSSIBLE].count ? " (some only through interior pointers)" : "");
-		if (heap->partial)
-			printf("(PARTIAL: the heap walk met damaged or missing metadata; see warnings)\n");
 		if (!rerr) {
 			printf("\n");
 			hs_cli_suspects_text(snap);

@@ -48,6 +48,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_object_begin(&w);
 		hs_jsonw_kstring(&w, "allocator", heap->allocator);
 		hs_jsonw_kbool(&w, "partial", heap->partial);
+		hs_jsonw_kuint(&w, "unaccounted_bytes", heap->unaccounted_bytes);
 		hs_jsonw_key(&w, "allocations");
 		hs_jsonw_array_begin(&w);
 		for (size_t i = 0; i < heap->nallocs; i++) {

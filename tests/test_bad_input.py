@@ -616,6 +616,31 @@ def test_corrupted(core, rec):
             parse_json(r, probs)
         R.case("corrupted metadata: %s: info" % what, probs)
 
+        if recipe in ("huge-size", "zero-size"):
+            check_partial_verdict(path, what)
+
+
+def check_partial_verdict(path, what):
+    """A walk cut short in the middle of the heap: leaks and top say so on
+    their first line, with the bytes glibc's system_mem counts that the
+    walk could not account for, and JSON says partial with that figure."""
+    for cmd in ("leaks", "top"):
+        probs = []
+        r = hs(cmd, path, "--format", "json")
+        doc = parse_json(r, probs) if r.rc == 0 else None
+        if r.rc != 0:
+            probs.append("exit %s: %s" % (r.rc, r.describe()))
+        elif doc is not None:
+            miss = doc.get("unaccounted_bytes")
+            if doc.get("partial") is not True or not isinstance(miss, int) or miss <= 0:
+                probs.append("partial %r, unaccounted_bytes %r" % (doc.get("partial"), miss))
+        r = hs(cmd, path)
+        first = r.out.splitlines()[0] if r.out else ""
+        if not re.match(r"PARTIAL: .*could not account for [0-9.]+ [KMG]?i?B", first):
+            probs.append("first line %r" % first)
+        R.case("corrupted metadata: %s: %s says partial first, with the missing bytes"
+               % (what, cmd), probs)
+
 
 # ---------------------------------------------------------------------------
 # Impossible thread ids.

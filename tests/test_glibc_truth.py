@@ -576,6 +576,11 @@ def check_heapsift(ck, snap, oracle):
                  got == want, "expected tids %s, got %s" % (want, got))
     if info is not None:
         check_signal(ck, snap, info)
+        alloc = info.get("allocator") or {}
+        ck.check("%s: info: the walk accounts for all of system_mem and mmapped_mem"
+                 % name, alloc.get("unaccounted_bytes") == 0 and alloc.get("partial") is False,
+                 "unaccounted_bytes %r, partial %r" % (alloc.get("unaccounted_bytes"),
+                                                      alloc.get("partial")))
     warnings = list(lst.get("warnings") or []) + list((info or {}).get("warnings") or [])
     ck.errors("%s: no warnings on a clean heap" % name, [str(w) for w in warnings])
     if snap.name in FILTER_FIXTURES and snap.kind == "gcore":
