@@ -679,10 +679,13 @@ static bool runtime_module(const struct hs_module *m)
 /* The C and C++ runtime's types: those of its modules, and the standard
  * library's templates the program instantiated (std::vector<...>, which
  * a program embeds far more often than it mallocs alone). */
-static bool runtime_type(const struct hs_dtype *d)
+static bool runtime_type(struct hs_dtype *d)
 {
-	return runtime_module(d->mod) || !strncmp(d->name, "std::", 5) ||
-	       !strncmp(d->name, "__gnu_cxx::", 11) || !strncmp(d->name, "__cxxabiv1::", 12);
+	if (!d->runtime)  /* decided once per type: this sits in the solver's loops */
+		d->runtime = runtime_module(d->mod) || !strncmp(d->name, "std::", 5) ||
+			     !strncmp(d->name, "__gnu_cxx::", 11) ||
+			     !strncmp(d->name, "__cxxabiv1::", 12) ? 1 : 2;
+	return d->runtime == 1;
 }
 
 /* A class with a vptr (its own or a base's): a block of such a class
