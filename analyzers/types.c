@@ -230,6 +230,8 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 	} else {
 		t->typed++;
 	}
+	if (t->type_of[id] != HS_NO_TYPE)
+		t->cookie[id / 64] &= ~(1ull << (id % 64));  /* retyped: from its start */
 	t->type_of[id] = d->index;
 	c->from[id] = (uint8_t)from;
 	return push(c, id);
@@ -263,6 +265,21 @@ static bool typed_interior(struct ctx *c, uint32_t holder, uint32_t id,
 		return true;
 	if (!add_hold(c, holder, id, v))
 		return false;
+	/* new T[n]: the count, then n T's that fill the block as the
+	 * allocator rounds it */
+	uint64_t n;
+	if (off == 8 && c->t->type_of[id] == HS_NO_TYPE &&
+	    hs_core_read_u64(c->core, a->addr, &n) && n >= 1 &&
+	    n <= (a->size - 8) / pointee->size &&
+	    hs_heap_size_class(c->heap, 8 + n * pointee->size) == a->size) {
+		c->t->cookie[id / 64] |= 1ull << (id % 64);
+		if (!assign(c, id, pointee, FROM_DWARF))
+			return false;
+		if (c->t->type_of[id] != pointee->index)
+			c->t->cookie[id / 64] &= ~(1ull << (id % 64));
+		else
+			return true;  /* its elements are scanned as the block's */
+	}
 	if (c->inner_seen[id / 64] >> (id % 64) & 1)
 		return true;
 	c->inner_seen[id / 64] |= 1ull << (id % 64);
@@ -492,9 +509,9 @@ static struct hs_error *propagate(struct ctx *c)
 		const struct hs_alloc *a = &c->heap->allocs[id];
 		if (!d->size)
 			continue;
-		uint64_t k = hs_types_count(t, c->heap, id);
+		uint64_t k = hs_types_count(t, c->heap, id), at = a->addr + hs_types_start(t, id);
 		for (uint64_t e = 0; e < k; e++) {
-			struct hs_error *err = scan_object(c, d, a->addr + e * d->size,
+			struct hs_error *err = scan_object(c, d, at + e * d->size,
 							   d->size, id);
 			if (err)
 				return err;
@@ -551,7 +568,9 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	t->type_of = malloc(((size_t)graph->n + 1) * sizeof(uint32_t));
 	c.from = calloc((size_t)graph->n + 1, 1);
 	c.inner_seen = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
-	if (!t->type_of || !c.from || !c.inner_seen)
+	t->cookie = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
+	t->core = core;
+	if (!t->type_of || !c.from || !c.inner_seen || !t->cookie)
 		goto out;
 	memset(t->type_of, 0xff, ((size_t)graph->n + 1) * sizeof(uint32_t));
 	if ((err = collect_vtables(&c)) || (err = seed_vtables(&c)) ||
@@ -589,6 +608,7 @@ void hs_types_destroy(struct hs_types *t)
 	free(t->varrays);
 	free(t->holds);
 	free(t->inferred);
+	free(t->cookie);
 	free(t);
 }
 
@@ -598,6 +618,10 @@ uint64_t hs_types_count(const struct hs_types *t, const struct hs_heap *heap,
 	struct hs_dtype *d = hs_types_of(t, id);
 	if (!d || !d->size || (t->inferred && (t->inferred[id] & HS_INFER_ONE)))
 		return 1;
+	uint64_t n;
+	if (hs_types_start(t, id) && hs_core_read_u64(t->core, heap->allocs[id].addr, &n) &&
+	    n >= 1 && n <= (heap->allocs[id].size - 8) / d->size)
+		return n;
 	if (d->from_vtable) {
 		/* ids were added in increasing order */
 		size_t lo = 0, hi = t->nvarrays;

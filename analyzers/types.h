@@ -16,6 +16,9 @@
  *    end, holds the block (the typed rule of rules.h: `holds` lists them
  *    for the mark) and the T there is scanned for pointers in turn; the
  *    block itself is not given the type T (it starts with something else).
+ *    A typed T * 8 bytes into an untyped block whose first word n says
+ *    that n T's fill the rest (the size a new T[n] gets: the Itanium C++
+ *    ABI's array cookie, the newarray rule) types it T[n], elements from +8.
  * 4. Slabs: a block named by the vptr at its start that has room for at
  *    least four objects of that class but holds them in less than half
  *    its bytes is a pool's slab, "slab of T" (its own type, not a T).
@@ -87,6 +90,11 @@ struct hs_types {
 		uint64_t value;
 	} *holds;
 	size_t nholds, capholds;
+	/* blocks that are a new T[n] with its count before the elements (the
+	 * Itanium C++ ABI's array cookie): one bit each; n is the block's
+	 * first word, read from core */
+	uint64_t *cookie;
+	const struct hs_core *core;
 	/* per allocation: HS_INFER_*, NULL before hs_types_infer */
 	uint8_t *inferred;
 	uint64_t inferred_sure, inferred_guess;   /* blocks */
@@ -123,6 +131,13 @@ static inline bool hs_types_inferred(const struct hs_types *t, uint32_t id)
 static inline struct hs_dtype *hs_types_of(const struct hs_types *t, uint32_t id)
 {
 	return t && t->type_of[id] != HS_NO_TYPE ? t->reg->v[t->type_of[id]] : NULL;
+}
+
+/* Where allocation id's first element starts: 8 for a new T[n] with its
+ * count before the elements, else 0. */
+static inline uint64_t hs_types_start(const struct hs_types *t, uint32_t id)
+{
+	return t && t->cookie && (t->cookie[id / 64] >> (id % 64) & 1) ? 8 : 0;
 }
 
 /* How many elements of its type allocation id holds (1 when untyped). */

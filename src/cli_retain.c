@@ -33,6 +33,12 @@ char *hs_cli_field(struct hs_snapshot *snap, uint32_t id, uint64_t offset)
 	struct hs_dtype *d = hs_types_of(snap->types, id);
 	if (!d || !d->size)
 		return NULL;
+	uint64_t start = hs_types_start(snap->types, id);
+	if (offset < start) {  /* a new T[n]'s count */
+		char *out;
+		return asprintf(&out, "%s[] count", d->name) < 0 ? NULL : out;
+	}
+	offset -= start;
 	char *member = hs_dtype_member_at(snap->types->reg, d, offset % d->size);
 	char *out = NULL;
 	uint64_t k = offset / d->size;
