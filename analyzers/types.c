@@ -758,18 +758,17 @@ static struct hs_error *local_ok(struct ctx *c, uint32_t id, struct hs_dtype *d,
 				break;
 			if (!read_word(c, obj, a->addr, off, &v))
 				return NULL;
-			/* a value that points nowhere says nothing either way: a
+			/* into the heap's range: a used block, not free memory.
+			 * A value that points nowhere says nothing either way: a
 			 * redacted core has zeros there (analyzers/redact.h keeps
 			 * only words that point into mapped memory), and the
-			 * answer must be the same on it */
-			if (!v || !hs_core_find_segment(c->core, v))
-				continue;
+			 * answer must be the same on it; outside the heap's range
+			 * nothing is decided */
 			bool interior;
-			if (v >= c->graph->map.lo && v < c->graph->map.hi) {
-				/* into the heap: a used block, not free memory */
-				if (hs_graph_target(c->graph, v, &interior) == HS_NO_ALLOC)
-					return NULL;
-			}
+			if (v >= c->graph->map.lo && v < c->graph->map.hi &&
+			    hs_graph_target(c->graph, v, &interior) == HS_NO_ALLOC &&
+			    hs_core_find_segment(c->core, v))
+				return NULL;
 		}
 	}
 	for (uint64_t w = 0; scalar && w < d->size / 8; w++) {

@@ -939,12 +939,17 @@ bool hs_dtype_is_aggregate(const struct hs_dtype *type)
 		return true;
 	if (!type->dbg)
 		return false;
+	if (type->aggregate)  /* decided once: the types' solver asks often */
+		return type->aggregate == 1;
 	Dwarf_Die die;
-	if (!dwarf_offdie(type->dbg, type->die, &die))
-		return false;
-	int tag = dwarf_tag(&die);
-	return tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
-	       tag == DW_TAG_union_type;
+	bool agg = false;
+	if (dwarf_offdie(type->dbg, type->die, &die)) {
+		int tag = dwarf_tag(&die);
+		agg = tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+		      tag == DW_TAG_union_type;
+	}
+	((struct hs_dtype *)type)->aggregate = agg ? 1 : 2;
+	return agg;
 }
 
 /* ---- the catalogue of struct definitions, by size ---- */

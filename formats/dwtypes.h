@@ -41,6 +41,7 @@ struct hs_dtype {
 	bool polymorphic;       /* has a vptr, its own or a base's (set with ptrs) */
 	uint8_t runtime;        /* the types' solver's cache: 0 unknown, 1 the C or
 				 * C++ runtime's type, 2 the program's */
+	uint8_t aggregate;      /* hs_dtype_is_aggregate's cache: 0 unknown, 1, 2 */
 	/* words (8-byte, aligned) that only scalar members cover: one bit
 	 * each, for types of at most HS_DSTRUCT_MAX_SIZE bytes */
 	bool scalar_done;
