@@ -736,7 +736,7 @@ static bool read_word(const struct ctx *c, const uint8_t *obj, uint64_t addr,
 
 /* Whether type d could be what block id holds, by the block alone. */
 static struct hs_error *local_ok(struct ctx *c, uint32_t id, struct hs_dtype *d,
-				 bool *ret)
+				 const uint8_t *obj, bool *ret)
 {
 	const struct hs_alloc *a = &c->heap->allocs[id];
 	const struct hs_dptr *p;
@@ -750,7 +750,6 @@ static struct hs_error *local_ok(struct ctx *c, uint32_t id, struct hs_dtype *d,
 	if ((err = hs_dtype_pointers(c->t->reg, d, &p, &n)) ||
 	    (err = hs_dtype_scalar_words(c->t->reg, d, &scalar)))
 		return err;
-	const uint8_t *obj = hs_core_ptr(c->core, a->addr, d->size);
 	for (size_t i = 0; i < n; i++) {
 		for (uint32_t k = 0; k < p[i].count; k++) {
 			uint64_t off = p[i].offset + k * p[i].stride, v;
@@ -981,13 +980,16 @@ static struct hs_error *infer_solve(struct infer *in)
 			break;
 		size_t start = in->ncand;
 		bool own = false;
+		/* the block in one piece of the core (NULL: word by word) */
+		const uint8_t *obj = hs_core_ptr(c->core, c->heap->allocs[id].addr,
+						 c->heap->allocs[id].size);
 		for (size_t i = 0; i < k->n && !err; i++) {
 			bool ok;
 			if (++in->checks > INFER_MAX_CHECKS) {
 				in->over = true;
 				break;
 			}
-			if ((err = local_ok(c, id, k->v[i], &ok)) || !ok)
+			if ((err = local_ok(c, id, k->v[i], obj, &ok)) || !ok)
 				continue;
 			if (in->ncand == in->capcand) {
 				size_t cap = in->capcand ? 2 * in->capcand : 1024;
