@@ -913,18 +913,14 @@ bool hs_dwarf_module_tls(struct hs_dwarf *dw, struct hs_module *m,
 	return true;
 }
 
-bool hs_dwarf_tls_block(struct hs_dwarf *dw, const struct hs_core *core,
-			struct hs_module *m, uint64_t fs_base, uint64_t *ret)
+/* Calls fn(rela, module bias, the symbols its section names, arg) for
+ * each TPOFF64 and DTPMOD64 relocation of module m's RELA sections, until
+ * fn returns true (then returns true). */
+static bool each_tls_rela(struct hs_dwarf *dw, struct hs_module *m,
+			  bool (*fn)(const GElf_Rela *r, uint64_t bias,
+				     Elf_Data *symdata, void *arg),
+			  void *arg)
 {
-	uint64_t memsz, align;
-	if (!hs_dwarf_module_tls(dw, m, &memsz, &align))
-		return false;
-	if (m->is_exe) {
-		/* x86-64 TLS variant II: the executable's block is the first,
-		 * ending at the thread pointer (rounded to its alignment). */
-		*ret = fs_base - ((memsz + align - 1) & ~(align - 1));
-		return true;
-	}
 	uint64_t bias;
 	Elf *elf = hs_dwarf_module_elf(dw, m, &bias);
 	if (!elf)
@@ -949,67 +945,94 @@ bool hs_dwarf_tls_block(struct hs_dwarf *dw, const struct hs_core *core,
 			if (!gelf_getrela(d, (int)i, &r))
 				break;
 			uint32_t type = GELF_R_TYPE(r.r_info);
-			if (type != R_X86_64_TPOFF64 && type != R_X86_64_DTPMOD64)
-				continue;
-			uint64_t symval = 0;
-			size_t symi = GELF_R_SYM(r.r_info);
-			if (symi) {
-				GElf_Sym sym;
-				if (!symdata || !gelf_getsym(symdata, (int)symi, &sym) ||
-				    sym.st_shndx == SHN_UNDEF)
-					continue;  /* another module's variable */
-				symval = sym.st_value;
-			}
-			uint64_t slot;
-			if (!hs_core_read_u64(core, r.r_offset + bias, &slot))
-				continue;
-			if (type == R_X86_64_TPOFF64) {
-				*ret = fs_base + slot - symval - (uint64_t)r.r_addend;
+			if ((type == R_X86_64_TPOFF64 || type == R_X86_64_DTPMOD64) &&
+			    fn(&r, bias, symdata, arg))
 				return true;
-			}
-			/* DTPMOD64: slot = module id; dtv at tcb+8, 16-byte
-			 * entries, dtv[id].val is the block */
-			uint64_t dtv, block;
-			if (slot == 0 || slot > 1 << 20 ||
-			    !hs_core_read_u64(core, fs_base + 8, &dtv) ||
-			    !hs_core_read_u64(core, dtv + 16 * slot, &block) ||
-			    block == (uint64_t)-1 || block == 0)
-				continue;
-			*ret = block;
-			return true;
 		}
 	}
 	return false;
 }
 
+struct tls_find {
+	const struct hs_core *core;
+	uint64_t fs_base, block;
+};
+
+/* A relocated GOT slot of the module's own TLS: where its block sits. */
+static bool tls_block_of(const GElf_Rela *r, uint64_t bias, Elf_Data *symdata,
+			 void *arg)
+{
+	struct tls_find *f = arg;
+	uint32_t type = GELF_R_TYPE(r->r_info);
+	uint64_t symval = 0;
+	size_t symi = GELF_R_SYM(r->r_info);
+	if (symi) {
+		GElf_Sym sym;
+		if (!symdata || !gelf_getsym(symdata, (int)symi, &sym) ||
+		    sym.st_shndx == SHN_UNDEF)
+			return false;  /* another module's variable */
+		symval = sym.st_value;
+	}
+	uint64_t slot;
+	if (!hs_core_read_u64(f->core, r->r_offset + bias, &slot))
+		return false;
+	if (type == R_X86_64_TPOFF64) {
+		f->block = f->fs_base + slot - symval - (uint64_t)r->r_addend;
+		return true;
+	}
+	/* DTPMOD64: slot = module id; dtv at tcb+8, 16-byte entries,
+	 * dtv[id].val is the block */
+	uint64_t dtv, block;
+	if (slot == 0 || slot > 1 << 20 ||
+	    !hs_core_read_u64(f->core, f->fs_base + 8, &dtv) ||
+	    !hs_core_read_u64(f->core, dtv + 16 * slot, &block) ||
+	    block == (uint64_t)-1 || block == 0)
+		return false;
+	f->block = block;
+	return true;
+}
+
+bool hs_dwarf_tls_block(struct hs_dwarf *dw, const struct hs_core *core,
+			struct hs_module *m, uint64_t fs_base, uint64_t *ret)
+{
+	uint64_t memsz, align;
+	if (!hs_dwarf_module_tls(dw, m, &memsz, &align))
+		return false;
+	if (m->is_exe) {
+		/* x86-64 TLS variant II: the executable's block is the first,
+		 * ending at the thread pointer (rounded to its alignment). */
+		*ret = fs_base - ((memsz + align - 1) & ~(align - 1));
+		return true;
+	}
+	struct tls_find f = {.core = core, .fs_base = fs_base};
+	if (!each_tls_rela(dw, m, tls_block_of, &f))
+		return false;
+	*ret = f.block;
+	return true;
+}
+
+struct tpoff_slots {
+	uint64_t *v;
+	size_t n, max;
+};
+
+static bool tpoff_slot(const GElf_Rela *r, uint64_t bias, Elf_Data *symdata,
+		       void *arg)
+{
+	(void)symdata;
+	struct tpoff_slots *t = arg;
+	if (GELF_R_TYPE(r->r_info) == R_X86_64_TPOFF64 && !GELF_R_SYM(r->r_info))
+		t->v[t->n++] = r->r_offset + bias;
+	return t->n >= t->max;  /* stop when full */
+}
+
 size_t hs_dwarf_tpoff_slots(struct hs_dwarf *dw, struct hs_module *m,
 			    uint64_t *ret, size_t max)
 {
-	uint64_t bias;
-	Elf *elf = hs_dwarf_module_elf(dw, m, &bias);
-	size_t k = 0;
-	if (!elf)
-		return 0;
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn)) && k < max) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
-		    !sh.sh_entsize)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		if (!d)
-			continue;
-		size_t n = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < n && k < max; i++) {
-			GElf_Rela r;
-			if (!gelf_getrela(d, (int)i, &r))
-				break;
-			if (GELF_R_TYPE(r.r_info) == R_X86_64_TPOFF64 &&
-			    !GELF_R_SYM(r.r_info))
-				ret[k++] = r.r_offset + bias;
-		}
-	}
-	return k;
+	struct tpoff_slots t = {ret, 0, max};
+	if (max)
+		each_tls_rela(dw, m, tpoff_slot, &t);
+	return t.n;
 }
 
 /* Unwinding.  libdwfl's core backend (dwfl_core_file_attach) is not used:

@@ -93,6 +93,20 @@ def one_line_error(r):
     return lines[0] if len(lines) == 1 else None
 
 
+def warned_or_refused(r, whole):
+    """A JSON run that must be refused in one line (exit 1) or give a
+    partial or warned result; whole: the problem when it gave neither."""
+    if r.rc == 0:
+        try:
+            doc = json.loads(r.out)
+        except ValueError:
+            doc = {}
+        return [] if doc.get("warnings") or doc.get("partial") else [whole]
+    if r.rc != 1 or not one_line_error(r):
+        return ["exit %s: %r" % (r.rc, r.err[-400:])]
+    return []
+
+
 def test_same(name, core):
     for cmd in [("info",)] + COMMANDS:
         probs = []
@@ -197,17 +211,8 @@ def test_unknown_release(core, info):
         R.skip("a row that does not fit", "cannot copy libc with its version string")
         return
     r = hs("list", bad, "--sysroot", root, "--no-system-debug", "--format", "json")
-    probs = []
-    if r.rc == 0:
-        try:
-            doc = json.loads(r.out)
-        except ValueError:
-            doc = {}
-        if not doc.get("warnings") and not doc.get("partial"):
-            probs.append("a walk with another release's row gave no warning")
-    elif r.rc != 1 or not one_line_error(r):
-        probs.append("exit %s: %r" % (r.rc, r.err[-400:]))
-    R.case("a row that does not fit: refused or warned", probs)
+    R.case("a row that does not fit: refused or warned",
+           warned_or_refused(r, "a walk with another release's row gave no warning"))
 
 
 def test_corrupt_arena(core, info):
@@ -224,17 +229,8 @@ def test_corrupt_arena(core, info):
                     "--u64", "%#x=%#x" % (addr + 2160, 0x4141414141414140)],
                    check=True, capture_output=True)
     r = hs("list", bad, "--no-system-debug", "--format", "json")
-    probs = []
-    if r.rc == 0:
-        try:
-            doc = json.loads(r.out)
-        except ValueError:
-            doc = {}
-        if not doc.get("partial") and not doc.get("warnings"):
-            probs.append("a whole walk from a corrupted main_arena")
-    elif r.rc != 1 or not one_line_error(r):
-        probs.append("exit %s: %r" % (r.rc, r.err[-400:]))
-    elif "main_arena" not in one_line_error(r):
+    probs = warned_or_refused(r, "a whole walk from a corrupted main_arena")
+    if not probs and r.rc == 1 and "main_arena" not in one_line_error(r):
         probs.append("error does not name main_arena: %s" % one_line_error(r))
     R.case(name + ": one clear line or a partial result", probs)
 
