@@ -1,3 +1,5 @@
+/* Comparison of snapshots: see analyzers/diff.h (matching rules, rows,
+ * series and trends). */
 #include "src/sort.h"
 #include "analyzers/diff.h"
 #include "src/strmap.h"

@@ -1,3 +1,5 @@
+/* Semi-NCA dominators over the two-block graph: see
+ * analyzers/dominators.h. */
 #include "analyzers/dominators.h"
 
 #include <pthread.h>

@@ -1,3 +1,5 @@
+/* Fragmentation and footprint per arena and per mapping: see
+ * analyzers/frag.h. */
 #include "analyzers/frag.h"
 #include "src/sort.h"
 

@@ -1,3 +1,4 @@
+/* The address map and the pointer graph it builds: see analyzers/graph.h. */
 #include "src/sort.h"
 #include "analyzers/graph.h"
 

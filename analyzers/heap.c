@@ -1,3 +1,5 @@
+/* The allocator-neutral heap model (runs, regions, arenas, the final
+ * sort): see analyzers/heap.h. */
 #include "src/sort.h"
 #include "analyzers/heap.h"
 

@@ -1,3 +1,107 @@
+/* jemalloc 5.x walker.
+ *
+ * Finding it (hs_jemalloc_detect): a module named libjemalloc*; else a
+ * module whose build-id has a row in formats/jelayout.c, or that defines
+ * mallctl, je_mallctl or _rjem_mallctl, or an executable whose symbol table
+ * has arena_emap_global; else an executable holding "<jemalloc>: ".
+ * Internal symbols are tried as je_NAME, _rjem_je_NAME, then NAME
+ * (je_symbol).  The version is the "5.3.0-0-g<40 hex>" string in the
+ * library's read-only sections (find_version).
+ *
+ * Layouts (struct hs_je_layout, L below), one of two sources:
+ *   DWARF, when the module has struct edata_s (layout_from_dwarf): offsets
+ *     and sizes of the types; nsizes, nbins and arenas_max from the sizes of
+ *     the symbols sz_index2size_tab, bin_infos and arenas; the size classes
+ *     read from sz_index2size_tab in the core; e_bits' fields and the
+ *     rtree's shape derived from those numbers by jemalloc 5.3's rules.
+ *   Else the table (pick_layout): the row with the module's build-id, else
+ *     one of the same version (warned; refused for a copy linked into the
+ *     executable, or when the TLS block is not tsd_size bytes); the size
+ *     classes computed (size_classes: tiny, then 2^lg_ngroup per doubling),
+ *     class nbins checked against large_minclass.
+ * A region's usable size is sizes[szind] either way.  A field added to
+ * struct hs_je_layout must be filled by both sources.
+ *
+ *   emap_t (arena_emap_global)             edata_t, one per extent
+ *     +emap_rtree_off rtree_t                +0 e_bits (fields by L->bits_*):
+ *       +rtree_root_off root[2^bits0]           arena, slab, state, szind,
+ *         -> node[2^bits1] (-> [2^bits2])       nfree
+ *           -> leaf words, one per page      +edata_addr_off e_addr
+ *   key: the page's address; level widths    +edata_size_off e_size_esn
+ *   bits0.. from the top of lg_vaddr bits     (low page bits masked off)
+ *   leaf word: szind | edata_t | flags;       +edata_bitmap_off slab bitmap,
+ *   the walker keeps only the edata_t:         bitmap_groups_max words;
+ *   low lg_vaddr bits, sign-extended,          bit r set = region r free
+ *   & ~(edata_size - 1)
+ *
+ *   thread: fs_base -> the library's TLS block = tsd_t (+ tsd_tls's offset
+ *   when that symbol exists)
+ *     +tsd_arena_off  arena_t *
+ *     +tsd_tcache_off tcache_t (inside the tsd)
+ *       +tcache_slow_ptr_off -> tcache_slow_t
+ *            +tcache_slow_tcache_off     back to the tcache (checked)
+ *            +tcache_slow_arena_off      arena_t *
+ *            +tcache_slow_dyn_alloc_off  the tcache's own allocation
+ *            +tcache_slow_descriptor_off its link in the arena's ring
+ *       +tcache_bins_off cache_bin_t[tcache_nbins_max], cache_bin_size each
+ *            +cache_bin_stack_head_off     void **stack_head
+ *            +cache_bin_low_bits_empty_off uint16_t
+ *            n = (uint16_t)(low_bits_empty - stack_head) / 8 pointers
+ *            from stack_head up (at most cache_bin_ncached_max)
+ *
+ *   arenas[arenas_max] -> arena_t
+ *     +arena_ind_off           its index (must equal its slot)
+ *     +arena_descriptor_ql_off ring of cache_bin_array_descriptor_t, one per
+ *                              tcache: +descriptor_next_off,
+ *                              +descriptor_bins_off (its cache_bin_t array)
+ *     +arena_base_off -> base_t +base_blocks_off -> base_block_t list
+ *                              (+base_block_size_off, +base_block_next_off)
+ * arena_t's bins (bin_t) are not read: every slab is reached through the
+ * extent map, and so is every large extent.
+ *
+ * Order of the walk (walk()):
+ *  1. version, layouts, size classes.
+ *  2. the extent map (find_emap): its symbol, accepted only if plausible;
+ *     else capstone disassembles exported functions (malloc_usable_size,
+ *     sallocx, free, ...) and tries each RIP-relative target in the
+ *     library's writable data.  Plausible: of up to 4096 leaf words, those
+ *     whose extent covers their key outnumber the others 100 to 1 (and are
+ *     not none), and every node is readable; the most good leaves win.
+ *  3. threads(): each tsd becomes a metadata region; a tcache whose
+ *     tcache_slow points back is read (cached pointers -> j->cached,
+ *     dyn_alloc -> j->internal); arenas from the tsd and the tcache.
+ *  4. find_arenas(): the symbol arenas, else the place in the library's
+ *     writable data where every arena known from step 3 sits at its own
+ *     index (most arenas at their own index wins).
+ *  5. arena_rings(): each arena's descriptor ring (every tcache, explicit
+ *     ones too) and its base blocks (metadata regions, metadata_blocks).
+ *  6. metadata regions: a shared library's writable data; for a copy in
+ *     the executable, only the rtree.
+ *  7. the rtree in key order; visit_extent() once per edata_t:
+ *       active slab   szind < nbins; nregs = size / sizes[szind]; a block
+ *                     per region, free when its bitmap bit is set (the
+ *                     count is compared with nfree); used ones are
+ *                     tcache if cached, internal if jemalloc's, else small
+ *       active large  one block at e_addr of sizes[szind] bytes (large,
+ *                     tcache or internal), which must fit in the extent
+ *       dirty, muzzy, retained: the whole extent, a free page run
+ *     An arena index absent from the arenas array counts as unassociated.
+ *
+ * Stats recomputed into heap->je_stats (jemalloc's own counters are not
+ * read): allocated = used regions and large usable sizes, thread caches'
+ * included; active = bytes of active extents; dirty, muzzy, retained =
+ * bytes of extents in that state; metadata_blocks; per arena and class,
+ * heap->je_classes.  An arena's system_mem excludes retained extents.
+ *
+ * Partial (heap->partial, with a warning): an unreadable or implausible
+ * thread cache bin; no arenas array; an array slot whose arena gives
+ * another index; a broken descriptor ring or base block list; extent map
+ * nodes not in the core; extents unreadable, inconsistent or in
+ * transition; extents of unknown arenas; nfree disagreeing with bitmaps.
+ * Warned only: a TLS block of another size than tsd_size; a table row
+ * used for another build of its version.  No layouts, a size table that
+ * is not jemalloc's, or no extent map: an error, and no heap.
+ */
 #include "analyzers/jemalloc.h"
 #include "formats/jelayout.h"
 #include "src/sort.h"

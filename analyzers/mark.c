@@ -1,3 +1,5 @@
+/* The conservative mark and its leak classes, and the scan of roots'
+ * words: see analyzers/mark.h. */
 #include "analyzers/mark.h"
 
 #include <stdlib.h>

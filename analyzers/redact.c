@@ -1,3 +1,4 @@
+/* Redaction of a core (which words are kept): see analyzers/redact.h. */
 #include "src/sort.h"
 #include "analyzers/redact.h"
 

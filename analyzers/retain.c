@@ -1,3 +1,5 @@
+/* Dominator tree of the heap, retained sizes, retainer paths and leak
+ * suspects: see analyzers/retain.h. */
 #include "src/sort.h"
 #include "analyzers/retain.h"
 

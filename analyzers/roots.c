@@ -1,3 +1,5 @@
+/* Named roots of the mark (registers, stacks, globals, TLS, unexplained
+ * memory) and how each thread stopped: see analyzers/roots.h. */
 #include "src/sort.h"
 #include "analyzers/glibc.h"
 #include "formats/gllayout.h"

@@ -1,3 +1,5 @@
+/* Header rules, their per-block checks and the learned offsets: see
+ * analyzers/rules.h. */
 #include "analyzers/rules.h"
 
 #include <gelf.h>

@@ -1,3 +1,4 @@
+/* Dominator stacks interned in a trie: see analyzers/stacks.h. */
 #include "analyzers/stacks.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* Per-type and per-root rows of a heap: see analyzers/summary.h. */
 #include "src/sort.h"
 #include "analyzers/summary.h"
 

@@ -1,3 +1,6 @@
+/* What each allocation is (vtables and RTTI, DWARF propagation, typed
+ * interior pointers, leaked blocks by their contents): see
+ * analyzers/types.h for the rules and their order. */
 #include "src/sort.h"
 #include "analyzers/types.h"
 

@@ -1,3 +1,4 @@
+/* Writing a copy of a core with words zeroed: see formats/corewrite.h. */
 #include "formats/corewrite.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* Modules, symbols, type layouts, TLS and unwinding of a core through
+ * libdwfl: see formats/dwarf.h. */
 #include "src/sort.h"
 #include "formats/dwarf.h"
 #include "formats/dwflview.h"

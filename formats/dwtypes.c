@@ -1,3 +1,5 @@
+/* C and C++ types, variables and frame locals from DWARF: see
+ * formats/dwtypes.h. */
 #include "src/sort.h"
 #include "formats/dwtypes.h"
 

@@ -1,3 +1,4 @@
+/* Self-contained HTML pages: see formats/htmlpage.h. */
 #include "formats/htmlpage.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The streaming JSON writer: see formats/jsonw.h. */
 #include "formats/jsonw.h"
 
 #include <string.h>

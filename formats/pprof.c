@@ -1,3 +1,5 @@
+/* pprof and folded-stack writers: see formats/pprof.h for the
+ * profile.proto fields written. */
 #include "formats/pprof.h"
 
 #include <errno.h>
