@@ -58,7 +58,8 @@ static const char usage_text[] =
 	"                     pointer are roots, however the thread stopped\n"
 	"  --threads N        worker threads (default: one per CPU)\n"
 	"  --stats            time and memory of each phase, on stderr\n"
-	"  --help             this text\n"
+	"  --help             this text; COMMAND --help or help COMMAND: one command\n"
+	"  --version          heapsift's version\n"
 	"  --                 the end of the options: what follows is CORE (ADDR),\n"
 	"                     even when it starts with '-'\n"
 	"\n"
@@ -190,23 +191,105 @@ struct command {
 	const char *name;
 	int (*run)(struct hs_cli *, struct hs_snapshot *);
 	unsigned takes;
+	/* `heapsift help NAME`, `heapsift NAME --help`: the synopsis, what it
+	 * answers, its own options, an example */
+	const char *synopsis, *about, *options, *example;
 };
 
 static const struct command commands[] = {
-	{"info", hs_cmd_info, 0},
-	{"list", hs_cmd_list, TAKES_STATE},
-	{"leaks", hs_cmd_leaks, TAKES_LIST},
-	{"show", hs_cmd_show, TAKES_ADDR | TAKES_SHOW_BYTES},
-	{"top", hs_cmd_top, TAKES_N},
-	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N},
-	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N},
-	{"types", hs_cmd_types, TAKES_N},
-	{"redact", hs_cmd_redact, TAKES_OUT},
-	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N},
-	{"export", hs_cmd_export, TAKES_EXPORT},
-	{"report", hs_cmd_report, TAKES_OUT_ONLY},
-	{"frag", hs_cmd_frag, 0},
+	{"info", hs_cmd_info, 0, "heapsift info CORE [options]",
+	 "Process, signal (or snapshot), threads, modules and where their debug\n"
+	 "info came from, the allocator and its totals (glibc's mallinfo2,\n"
+	 "jemalloc's stats), and how the allocator's state was found.",
+	 NULL, "heapsift info demo.core"},
+	{"list", hs_cmd_list, TAKES_STATE, "heapsift list CORE [--state used|free|all] [--min-size N] [--raw] [options]",
+	 "Every heap allocation: address, size, state, place, and (without --raw)\n"
+	 "its leak class, retained size and type.",
+	 "  --state used|free|all  which blocks (default used)\n"
+	 "  --min-size N           blocks of at least N bytes (K, M, G suffixes)\n"
+	 "  --raw                  the allocator's view only, without the analysis: fast\n",
+	 "heapsift list demo.core --state all --format json"},
+	{"leaks", hs_cmd_leaks, TAKES_LIST, "heapsift leaks CORE [--list] [options]",
+	 "Leaked vs reachable, memcheck's classes: counts and bytes per class, the\n"
+	 "suspects, leak roots grouped by type, and what each header rule holds.",
+	 "  --list                 every leak root, not only the groups\n",
+	 "heapsift leaks demo.core"},
+	{"show", hs_cmd_show, TAKES_ADDR | TAKES_SHOW_BYTES, "heapsift show CORE ADDR [--show-bytes] [options]",
+	 "One block: its class, type, who points to it and what it points to.",
+	 "  --show-bytes           its bytes too\n",
+	 "heapsift show demo.core 0x55d0c6e0b2a0"},
+	{"top", hs_cmd_top, TAKES_N, "heapsift top CORE [-n N] [options]",
+	 "What holds the memory: suspects, roots and blocks by retained size.",
+	 "  -n N                   rows (default 20)\n", "heapsift top demo.core -n 10"},
+	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N, "heapsift path CORE ADDR [--all] [-n N] [options]",
+	 "The shortest chain of pointers from a root to the block.",
+	 "  --all                  one chain per block or root pointing to it\n"
+	 "  -n N                   at most N chains\n",
+	 "heapsift path demo.core 0x55d0c6e0b2a0"},
+	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N, "heapsift dom CORE ADDR [-n N] [options]",
+	 "The block's dominators and the largest blocks it dominates.",
+	 "  -n N                   rows\n", "heapsift dom demo.core 0x55d0c6e0b2a0"},
+	{"types", hs_cmd_types, TAKES_N, "heapsift types CORE [-n N] [options]",
+	 "Per type (C++ vtables, DWARF types, leaked blocks typed from their\n"
+	 "contents): count, bytes, retained and leaked.",
+	 "  -n N                   rows (default 20)\n", "heapsift types demo.core -n 8"},
+	{"redact", hs_cmd_redact, TAKES_OUT, "heapsift redact CORE -o OUT [--keep-strings] [options]",
+	 "A copy of the core without the program's data that analyzes the same.",
+	 "  -o OUT                 the copy (- for standard output)\n"
+	 "  --keep-strings         keep C strings too\n",
+	 "heapsift redact demo.core -o demo.redacted.core"},
+	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N, "heapsift diff CORE1 CORE2 [CORE3 ...] [--force] [--html OUT] [-n N] [options]",
+	 "What grew between snapshots, per type and per root, and the trend over\n"
+	 "three or more (heapdiff is the same command).",
+	 "  --force                cores of different builds\n"
+	 "  --html OUT             the comparison as one HTML page\n"
+	 "  -n N                   rows\n",
+	 "heapdiff phase1.core phase2.core phase3.core"},
+	{"export", hs_cmd_export, TAKES_EXPORT, "heapsift export CORE --pprof OUT.pb.gz | --folded OUT [options]",
+	 "The heap as dominator stacks, for pprof and flame graphs.",
+	 "  --pprof OUT.pb.gz      a pprof profile\n"
+	 "  --folded OUT           folded stacks (flamegraph.pl, speedscope)\n",
+	 "heapsift export demo.core --pprof demo.pb.gz"},
+	{"report", hs_cmd_report, TAKES_OUT_ONLY, "heapsift report CORE -o OUT.html [options]",
+	 "One self-contained HTML page: top, leaks, types, frag.",
+	 "  -o OUT.html            the page (- for standard output)\n",
+	 "heapsift report demo.core -o demo.html"},
+	{"frag", hs_cmd_frag, 0, "heapsift frag CORE [options]",
+	 "Fragmentation and footprint: free memory by where it sits, what it can\n"
+	 "serve, memory by mapping kind.",
+	 NULL, "heapsift frag demo.core"},
 };
+
+/* `heapsift help NAME`: one command's usage, on stdout. */
+static int command_help(const struct command *cmd)
+{
+	printf("usage: %s\n\n%s\n", cmd->synopsis, cmd->about);
+	if (cmd->options)
+		printf("\noptions of %s:\n%s", cmd->name, cmd->options);
+	printf("\ncommon options: --format text|json, --quiet, --exe, --debug-dir,\n"
+	       "--sysroot, --no-system-debug, --threads, --stats, and the analysis\n"
+	       "options (heapsift help)\n\nexample:\n  %s\n", cmd->example);
+	return HS_EXIT_OK;
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+/* A bare `heapsift`: what to type next, on stderr. */
+static int short_usage(void)
+{
+	fprintf(stderr, "usage: heapsift COMMAND CORE [options]\ncommands:");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(stderr, " %s", commands[i].name);
+	fprintf(stderr, "\n'heapsift help' lists everything, 'heapsift help COMMAND' one command;\n"
+		"'heapsift --version' the version.\n");
+	return HS_EXIT_USAGE;
+}
 
 static int not_an_option_of(const struct command *cmd, const char *opt)
 {
@@ -367,8 +450,7 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 			break;
 		case OPT_QUIET: cli->quiet = true; break;
 		case OPT_HELP:
-			fputs(usage_text, stdout);
-			return HS_EXIT_OK;
+			return command_help(cmd);
 		case OPT_FORMAT:
 			if (!strcmp(optarg, "text"))
 				cli->format = HS_FORMAT_TEXT;
@@ -527,16 +609,23 @@ static int run(int argc, char **argv)
 	}
 	argv = args;
 	if (argc < 2)
-		return usage_error("%s", "missing COMMAND");
+		return short_usage();
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("heapsift %s\n", HS_VERSION);
+		return HS_EXIT_OK;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
+		if (argc > 2 && strcmp(argv[1], "help") == 0) {
+			const struct command *c = find_command(argv[2]);
+			if (!c)
+				return usage_error("unknown command '%s'", argv[2]);
+			return command_help(c);
+		}
 		fputs(usage_text, stdout);
 		return HS_EXIT_OK;
 	}
-	const struct command *cmd = NULL;
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			cmd = &commands[i];
+	const struct command *cmd = find_command(argv[1]);
 	if (!cmd)
 		return usage_error("unknown command '%s'", argv[1]);
 	cli.command = cmd->name;

@@ -222,7 +222,6 @@ def test_not_cores(core):
 
 def test_usage(core):
     cases = [
-        ("no arguments", [], None),
         ("unknown command", ["frobnicate", core], "frobnicate"),
         ("unknown option", ["info", "--bogus-option", core], "--bogus-option"),
         ("bad --state value", ["list", core, "--state", "sideways"], "sideways"),
@@ -236,6 +235,7 @@ def test_usage(core):
     for name, args, mention in cases:
         R.case("usage: " + name, expect_error(hs(*args), 2, mention=mention))
     test_option_parsing(core)
+    test_help()
 
 
 def expect_ok(r):
@@ -311,6 +311,34 @@ def test_option_parsing(core):
     if not probs and doc is None:
         probs.append("no JSON on stdout: %r" % r.out[:200])
     R.case("--: diff -- -x.core CORE (the cores of diff after it)", probs)
+
+
+COMMANDS = ("info", "list", "leaks", "show", "top", "path", "dom", "types", "redact",
+            "diff", "export", "report", "frag")
+
+
+def test_help():
+    """--version; a bare heapsift; help for one command, two ways."""
+    r = hs("--version")
+    R.case("--version: 'heapsift X.Y.Z' on stdout, exit 0",
+           [] if r.rc == 0 and re.fullmatch(r"heapsift \d+\.\d+\.\d+\n", r.out)
+           else ["exit %s, out %r" % (r.rc, r.out)])
+    r = hs()
+    probs = [] if r.rc == 2 and "usage: heapsift COMMAND" in r.err and "heapsift help" in r.err \
+        and all(c in r.err for c in COMMANDS) else ["exit %s, err %r" % (r.rc, r.err[:300])]
+    R.case("a bare heapsift: a short usage with every command, exit 2", probs)
+    for c in COMMANDS:
+        a, b = hs("help", c), hs(c, "--help")
+        probs = []
+        if a.rc != 0 or not a.out.startswith("usage: heapsift " + c):
+            probs.append("help %s: exit %s, %r" % (c, a.rc, a.out[:120]))
+        if b.rc != 0 or b.out != a.out:
+            probs.append("%s --help differs from help %s" % (c, c))
+        if "example:" not in a.out:
+            probs.append("no example")
+        R.case("help %s and %s --help: its usage, options and an example" % (c, c), probs)
+    R.case("help of an unknown command: exit 2",
+           expect_error(hs("help", "frobnicate"), 2, mention="frobnicate"))
 
 
 # ---------------------------------------------------------------------------
