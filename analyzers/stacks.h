@@ -12,23 +12,7 @@
 
 #include "analyzers/retain.h"
 #include "analyzers/types.h"
-
-enum { HS_STACK_DEPTH = 64 };
-
-struct hs_stack_frame {
-	uint32_t label;         /* index into labels */
-	uint32_t parent;        /* frame, or UINT32_MAX for a stack's base */
-	uint32_t depth;
-	/* blocks whose stack ends here */
-	uint64_t count, bytes, leaked_count, leaked_bytes;
-};
-
-struct hs_stacks {
-	struct hs_stack_frame *frames;
-	size_t nframes;
-	char **labels;
-	size_t nlabels;
-};
+#include "formats/pprof.h"      /* struct hs_stacks and HS_STACK_DEPTH */
 
 struct hs_error *hs_stacks_build(const struct hs_heap *heap,
 				 const struct hs_mark *mark,

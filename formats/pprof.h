@@ -17,8 +17,32 @@
 #ifndef HS_PPROF_H
 #define HS_PPROF_H
 
-#include "analyzers/stacks.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "src/error.h"
+
+/* What the writers take: stacks interned in a trie of frames, each frame a
+ * label and its parent, with the blocks whose stack ends there
+ * (analyzers/stacks.h builds them from the dominator tree). */
+/* the deepest stack: frames have depth < HS_STACK_DEPTH */
+enum { HS_STACK_DEPTH = 64 };
+
+struct hs_stack_frame {
+	uint32_t label;         /* index into labels */
+	uint32_t parent;        /* frame, or UINT32_MAX for a stack's base */
+	uint32_t depth;
+	/* blocks whose stack ends here */
+	uint64_t count, bytes, leaked_count, leaked_bytes;
+};
+
+struct hs_stacks {
+	struct hs_stack_frame *frames;
+	size_t nframes;
+	char **labels;
+	size_t nlabels;
+};
 
 struct hs_error *hs_pprof_write(const struct hs_stacks *s, const char *path);
 struct hs_error *hs_folded_write(const struct hs_stacks *s, const char *path,

@@ -1,6 +1,7 @@
 /* heapsift export: dominator stacks for pprof and flame graphs. */
 #include <stdlib.h>
 
+#include "analyzers/stacks.h"
 #include "formats/pprof.h"
 #include "src/cli.h"
 #include "src/cli_retain.h"
