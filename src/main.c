@@ -12,58 +12,6 @@
 #include "src/cli.h"
 #include "src/escape.h"
 
-static const char usage_text[] =
-	"usage: heapsift COMMAND CORE [options]\n"
-	"\n"
-	"commands:\n"
-	"  info    process, threads, modules and their debug info, allocator totals\n"
-	"  list    every heap allocation with its leak class, retained size and\n"
-	"          type (--state used|free|all, --min-size N; --raw: the\n"
-	"          allocator's view only, without the analysis: fast)\n"
-	"  leaks   leaked vs reachable: counts, bytes, leak roots by size (--list)\n"
-	"  show    heapsift show CORE ADDR: one block, who points to it, what it\n"
-	"          points to (--show-bytes prints its bytes)\n"
-	"  top     what holds the memory: suspects, roots and blocks by retained\n"
-	"          size (-n N rows)\n"
-	"  path    heapsift path CORE ADDR: the shortest chain of pointers from a\n"
-	"          root to the block (--all: one per block or root pointing to it)\n"
-	"  dom     heapsift dom CORE ADDR: the block's dominators and the largest\n"
-	"          blocks it dominates (-n N)\n"
-	"  types   per type (C++ vtables, DWARF types): count, bytes, retained,\n"
-	"          leaked (-n N rows)\n"
-	"  redact  heapsift redact CORE -o OUT [--keep-strings]: a copy of the core\n"
-	"          without the program's data, that analyzes the same\n"
-	"  frag    fragmentation and footprint: free memory by where it sits, what\n"
-	"          it can serve, memory by mapping kind\n"
-	"  report  heapsift report CORE -o OUT.html: one self-contained HTML page\n"
-	"  export  heapsift export CORE --pprof OUT.pb.gz | --folded OUT: the heap\n"
-	"          as dominator stacks for pprof and flame graphs\n"
-	"  diff    heapsift diff CORE1 CORE2 [CORE3 ...] (or heapdiff ...): what\n"
-	"          grew per type and per root, and the trend over 3 or more\n"
-	"          (--force: cores of different builds; --html OUT: as a page)\n"
-	"\n"
-	"options:\n"
-	"  --exe BINARY       the executable, when the core's path to it is gone\n"
-	"  --debug-dir DIR    look for debug files in DIR/.build-id first\n"
-	"  --sysroot DIR      the core's files live under DIR (core from another machine)\n"
-	"  --no-system-debug  ignore /usr/lib/debug and debuginfod: debug info only\n"
-	"                     from --debug-dir and the files themselves\n"
-	"  --format text|json output format (default text)\n"
-	"  --quiet            no warnings or progress on stderr\n"
-	"  --no-unexplained   writable memory nothing explains is not a root\n"
-	"  --no-rule NAMES    header rules not to apply: all, stdstring, length64,\n"
-	"                     newarray, multipleinheritance, sds, learned, typed\n"
-	"                     (comma-separated)\n"
-	"  --conservative-roots  every register and the red zone below each stack\n"
-	"                     pointer are roots, however the thread stopped\n"
-	"  --threads N        worker threads (default: one per CPU)\n"
-	"  --stats            time and memory of each phase, on stderr\n"
-	"  --help             this text; COMMAND --help or help COMMAND: one command\n"
-	"  --version          heapsift's version\n"
-	"  --                 the end of the options: what follows is CORE (ADDR),\n"
-	"                     even when it starts with '-'\n"
-	"\n"
-	"exit status: 0 success, 1 analysis error, 2 usage error\n";
 
 __attribute__((format(printf, 1, 2)))
 static int usage_error(const char *fmt, ...)
@@ -160,121 +108,308 @@ enum {
 	TAKES_OUT_ONLY = 1 << 9,    /* -o without --keep-strings */
 };
 
-static const struct option long_opts[] = {
-	{"exe", required_argument, NULL, OPT_EXE},
-	{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
-	{"sysroot", required_argument, NULL, OPT_SYSROOT},
-	{"no-system-debug", no_argument, NULL, OPT_NO_SYSTEM_DEBUG},
-	{"format", required_argument, NULL, OPT_FORMAT},
-	{"quiet", no_argument, NULL, OPT_QUIET},
-	{"state", required_argument, NULL, OPT_STATE},
-	{"min-size", required_argument, NULL, OPT_MIN_SIZE},
-	{"help", no_argument, NULL, OPT_HELP},
-	{"list", no_argument, NULL, OPT_LIST},
-	{"show-bytes", no_argument, NULL, OPT_SHOW_BYTES},
-	{"no-unexplained", no_argument, NULL, OPT_NO_UNEXPLAINED},
-	{"threads", required_argument, NULL, OPT_THREADS},
-	{"stats", no_argument, NULL, OPT_STATS},
-	{"all", no_argument, NULL, OPT_ALL},
-	{"keep-strings", no_argument, NULL, OPT_KEEP_STRINGS},
-	{"force", no_argument, NULL, OPT_FORCE},
-	{"pprof", required_argument, NULL, OPT_PPROF},
-	{"folded", required_argument, NULL, OPT_FOLDED},
-	{"html", required_argument, NULL, OPT_HTML},
-	{"raw", no_argument, NULL, OPT_RAW},
-	{"conservative-roots", no_argument, NULL, OPT_CONSERVATIVE_ROOTS},
-	{"no-rule", required_argument, NULL, OPT_NO_RULE},
-	{NULL, 0, NULL, 0},
+/* Every option: the parser's table (long_opts is built from it), and what
+ * --help, help COMMAND, the man page and the bash completion say.  takes:
+ * 0 for an option of every command, else the TAKES_ bits of the commands
+ * that take it. */
+struct opt_doc {
+	const char *name;       /* long name, or NULL for a short-only option */
+	char short_name;
+	int has_arg;
+	int val;
+	const char *arg;        /* the value's name, NULL when it takes none */
+	unsigned takes;
+	const char *help;
 };
+
+static const struct opt_doc opt_docs[] = {
+	{"exe", 0, required_argument, OPT_EXE, "BINARY", 0,
+	 "the executable, when the core's path to it is gone"},
+	{"debug-dir", 0, required_argument, OPT_DEBUG_DIR, "DIR", 0,
+	 "look for debug files in DIR/.build-id first"},
+	{"sysroot", 0, required_argument, OPT_SYSROOT, "DIR", 0,
+	 "the core's files live under DIR (core from another machine)"},
+	{"no-system-debug", 0, no_argument, OPT_NO_SYSTEM_DEBUG, NULL, 0,
+	 "ignore /usr/lib/debug and debuginfod: debug info only from --debug-dir and the files themselves"},
+	{"format", 0, required_argument, OPT_FORMAT, "text|json", 0,
+	 "output format (default text)"},
+	{"quiet", 0, no_argument, OPT_QUIET, NULL, 0, "no warnings or progress on stderr"},
+	{"no-unexplained", 0, no_argument, OPT_NO_UNEXPLAINED, NULL, 0,
+	 "writable memory nothing explains is not a root"},
+	{"no-rule", 0, required_argument, OPT_NO_RULE, "NAMES", 0,
+	 "header rules not to apply: all, stdstring, length64, newarray, multipleinheritance, sds, learned, typed (comma-separated)"},
+	{"conservative-roots", 0, no_argument, OPT_CONSERVATIVE_ROOTS, NULL, 0,
+	 "every register and the red zone below each stack pointer are roots, however the thread stopped"},
+	{"threads", 0, required_argument, OPT_THREADS, "N", 0,
+	 "worker threads (default: one per CPU)"},
+	{"stats", 0, no_argument, OPT_STATS, NULL, 0, "time and memory of each phase, on stderr"},
+	{"help", 0, no_argument, OPT_HELP, NULL, 0,
+	 "this text; COMMAND --help or help COMMAND: one command"},
+	{"state", 0, required_argument, OPT_STATE, "used|free|all", TAKES_STATE,
+	 "which blocks (default used)"},
+	{"min-size", 0, required_argument, OPT_MIN_SIZE, "N", TAKES_STATE,
+	 "blocks of at least N bytes (K, M, G suffixes)"},
+	{"raw", 0, no_argument, OPT_RAW, NULL, TAKES_STATE,
+	 "the allocator's view only, without the analysis: fast"},
+	{"list", 0, no_argument, OPT_LIST, NULL, TAKES_LIST, "every leak root, not only the groups"},
+	{"show-bytes", 0, no_argument, OPT_SHOW_BYTES, NULL, TAKES_SHOW_BYTES, "the block's bytes too"},
+	{"all", 0, no_argument, OPT_ALL, NULL, TAKES_ALL,
+	 "one chain per block or root pointing to it"},
+	{NULL, 'n', required_argument, 'n', "N", TAKES_N, "rows (at most 1000000)"},
+	{NULL, 'o', required_argument, 'o', "OUT", TAKES_OUT | TAKES_OUT_ONLY,
+	 "the output file (- for standard output)"},
+	{"keep-strings", 0, no_argument, OPT_KEEP_STRINGS, NULL, TAKES_OUT, "keep C strings too"},
+	{"force", 0, no_argument, OPT_FORCE, NULL, TAKES_CORES, "cores of different builds"},
+	{"html", 0, required_argument, OPT_HTML, "OUT", TAKES_CORES, "the comparison as one HTML page"},
+	{"pprof", 0, required_argument, OPT_PPROF, "OUT.pb.gz", TAKES_EXPORT, "a pprof profile"},
+	{"folded", 0, required_argument, OPT_FOLDED, "OUT", TAKES_EXPORT,
+	 "folded stacks (flamegraph.pl, speedscope)"},
+};
+enum { NOPTS = sizeof(opt_docs) / sizeof(opt_docs[0]) };
 
 struct command {
 	const char *name;
 	int (*run)(struct hs_cli *, struct hs_snapshot *);
 	unsigned takes;
-	/* `heapsift help NAME`, `heapsift NAME --help`: the synopsis, what it
-	 * answers, its own options, an example */
-	const char *synopsis, *about, *options, *example;
+	/* `heapsift help NAME`, `heapsift NAME --help`, the man page: the
+	 * synopsis, a one-line summary, what it answers, an example (its
+	 * options come from opt_docs) */
+	const char *synopsis, *summary, *about, *example;
 };
 
 static const struct command commands[] = {
 	{"info", hs_cmd_info, 0, "heapsift info CORE [options]",
+	 "process, threads, modules and their debug info, allocator totals",
 	 "Process, signal (or snapshot), threads, modules and where their debug\n"
 	 "info came from, the allocator and its totals (glibc's mallinfo2,\n"
 	 "jemalloc's stats), and how the allocator's state was found.",
-	 NULL, "heapsift info demo.core"},
-	{"list", hs_cmd_list, TAKES_STATE, "heapsift list CORE [--state used|free|all] [--min-size N] [--raw] [options]",
+	 "heapsift info demo.core"},
+	{"list", hs_cmd_list, TAKES_STATE,
+	 "heapsift list CORE [--state used|free|all] [--min-size N] [--raw] [options]",
+	 "every heap allocation with its leak class, retained size and type",
 	 "Every heap allocation: address, size, state, place, and (without --raw)\n"
 	 "its leak class, retained size and type.",
-	 "  --state used|free|all  which blocks (default used)\n"
-	 "  --min-size N           blocks of at least N bytes (K, M, G suffixes)\n"
-	 "  --raw                  the allocator's view only, without the analysis: fast\n",
 	 "heapsift list demo.core --state all --format json"},
 	{"leaks", hs_cmd_leaks, TAKES_LIST, "heapsift leaks CORE [--list] [options]",
+	 "leaked vs reachable: counts, bytes, leak roots by type",
 	 "Leaked vs reachable, memcheck's classes: counts and bytes per class, the\n"
 	 "suspects, leak roots grouped by type, and what each header rule holds.",
-	 "  --list                 every leak root, not only the groups\n",
 	 "heapsift leaks demo.core"},
-	{"show", hs_cmd_show, TAKES_ADDR | TAKES_SHOW_BYTES, "heapsift show CORE ADDR [--show-bytes] [options]",
+	{"show", hs_cmd_show, TAKES_ADDR | TAKES_SHOW_BYTES,
+	 "heapsift show CORE ADDR [--show-bytes] [options]",
+	 "one block, who points to it, what it points to",
 	 "One block: its class, type, who points to it and what it points to.",
-	 "  --show-bytes           its bytes too\n",
 	 "heapsift show demo.core 0x55d0c6e0b2a0"},
 	{"top", hs_cmd_top, TAKES_N, "heapsift top CORE [-n N] [options]",
+	 "what holds the memory: suspects, roots and blocks by retained size",
 	 "What holds the memory: suspects, roots and blocks by retained size.",
-	 "  -n N                   rows (default 20)\n", "heapsift top demo.core -n 10"},
-	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N, "heapsift path CORE ADDR [--all] [-n N] [options]",
+	 "heapsift top demo.core -n 10"},
+	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N,
+	 "heapsift path CORE ADDR [--all] [-n N] [options]",
+	 "the shortest chain of pointers from a root to the block",
 	 "The shortest chain of pointers from a root to the block.",
-	 "  --all                  one chain per block or root pointing to it\n"
-	 "  -n N                   at most N chains\n",
 	 "heapsift path demo.core 0x55d0c6e0b2a0"},
 	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N, "heapsift dom CORE ADDR [-n N] [options]",
+	 "the block's dominators and the largest blocks it dominates",
 	 "The block's dominators and the largest blocks it dominates.",
-	 "  -n N                   rows\n", "heapsift dom demo.core 0x55d0c6e0b2a0"},
+	 "heapsift dom demo.core 0x55d0c6e0b2a0"},
 	{"types", hs_cmd_types, TAKES_N, "heapsift types CORE [-n N] [options]",
+	 "per type: count, bytes, retained, leaked",
 	 "Per type (C++ vtables, DWARF types, leaked blocks typed from their\n"
 	 "contents): count, bytes, retained and leaked.",
-	 "  -n N                   rows (default 20)\n", "heapsift types demo.core -n 8"},
-	{"redact", hs_cmd_redact, TAKES_OUT, "heapsift redact CORE -o OUT [--keep-strings] [options]",
+	 "heapsift types demo.core -n 8"},
+	{"redact", hs_cmd_redact, TAKES_OUT,
+	 "heapsift redact CORE -o OUT [--keep-strings] [options]",
+	 "a copy of the core without the program's data, that analyzes the same",
 	 "A copy of the core without the program's data that analyzes the same.",
-	 "  -o OUT                 the copy (- for standard output)\n"
-	 "  --keep-strings         keep C strings too\n",
 	 "heapsift redact demo.core -o demo.redacted.core"},
-	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N, "heapsift diff CORE1 CORE2 [CORE3 ...] [--force] [--html OUT] [-n N] [options]",
-	 "What grew between snapshots, per type and per root, and the trend over\n"
-	 "three or more (heapdiff is the same command).",
-	 "  --force                cores of different builds\n"
-	 "  --html OUT             the comparison as one HTML page\n"
-	 "  -n N                   rows\n",
-	 "heapdiff phase1.core phase2.core phase3.core"},
-	{"export", hs_cmd_export, TAKES_EXPORT, "heapsift export CORE --pprof OUT.pb.gz | --folded OUT [options]",
-	 "The heap as dominator stacks, for pprof and flame graphs.",
-	 "  --pprof OUT.pb.gz      a pprof profile\n"
-	 "  --folded OUT           folded stacks (flamegraph.pl, speedscope)\n",
-	 "heapsift export demo.core --pprof demo.pb.gz"},
-	{"report", hs_cmd_report, TAKES_OUT_ONLY, "heapsift report CORE -o OUT.html [options]",
-	 "One self-contained HTML page: top, leaks, types, frag.",
-	 "  -o OUT.html            the page (- for standard output)\n",
-	 "heapsift report demo.core -o demo.html"},
 	{"frag", hs_cmd_frag, 0, "heapsift frag CORE [options]",
+	 "fragmentation and footprint",
 	 "Fragmentation and footprint: free memory by where it sits, what it can\n"
 	 "serve, memory by mapping kind.",
-	 NULL, "heapsift frag demo.core"},
+	 "heapsift frag demo.core"},
+	{"report", hs_cmd_report, TAKES_OUT_ONLY, "heapsift report CORE -o OUT.html [options]",
+	 "one self-contained HTML page",
+	 "One self-contained HTML page: top, leaks, types, frag.",
+	 "heapsift report demo.core -o demo.html"},
+	{"export", hs_cmd_export, TAKES_EXPORT,
+	 "heapsift export CORE --pprof OUT.pb.gz | --folded OUT [options]",
+	 "the heap as dominator stacks for pprof and flame graphs",
+	 "The heap as dominator stacks, for pprof and flame graphs.",
+	 "heapsift export demo.core --pprof demo.pb.gz"},
+	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N,
+	 "heapsift diff CORE1 CORE2 [CORE3 ...] [--force] [--html OUT] [-n N] [options]",
+	 "what grew between snapshots (heapdiff is the same command)",
+	 "What grew between snapshots, per type and per root, and the trend over\n"
+	 "three or more (heapdiff is the same command).",
+	 "heapdiff phase1.core phase2.core phase3.core"},
 };
+enum { NCOMMANDS = sizeof(commands) / sizeof(commands[0]) };
 
-/* `heapsift help NAME`: one command's usage, on stdout. */
+/* "--name VALUE", "-n N" */
+static void opt_label(const struct opt_doc *o, char *buf, size_t len)
+{
+	if (o->name)
+		snprintf(buf, len, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+	else
+		snprintf(buf, len, "-%c%s%s", o->short_name, o->arg ? " " : "",
+			 o->arg ? o->arg : "");
+}
+
+/* The options a command takes of its own (mine) or every command's. */
+static void print_options(FILE *f, const struct command *cmd, bool mine)
+{
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt_doc *o = &opt_docs[i];
+		if (mine ? !(o->takes & cmd->takes) : o->takes != 0)
+			continue;
+		char label[64];
+		opt_label(o, label, sizeof(label));
+		fprintf(f, "  %-22s %s\n", label, o->help);
+	}
+}
+
+/* `heapsift help`, `heapsift --help`: everything, on stdout. */
+static int full_usage(void)
+{
+	printf("usage: heapsift COMMAND CORE [options]\n\ncommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("  %-7s %s\n", commands[i].name, commands[i].summary);
+	printf("\noptions of every command:\n");
+	print_options(stdout, NULL, false);
+	printf("  %-22s %s\n", "--version", "heapsift's version");
+	printf("  %-22s %s\n", "--", "the end of the options: what follows is CORE (ADDR), even when it starts with '-'");
+	printf("\n'heapsift help COMMAND' shows a command's own options and an example.\n"
+	       "exit status: 0 success, 1 analysis error, 2 usage error\n");
+	return HS_EXIT_OK;
+}
+
+/* `heapsift help NAME`, `heapsift NAME --help`: one command, on stdout. */
 static int command_help(const struct command *cmd)
 {
 	printf("usage: %s\n\n%s\n", cmd->synopsis, cmd->about);
-	if (cmd->options)
-		printf("\noptions of %s:\n%s", cmd->name, cmd->options);
-	printf("\ncommon options: --format text|json, --quiet, --exe, --debug-dir,\n"
-	       "--sysroot, --no-system-debug, --threads, --stats, and the analysis\n"
-	       "options (heapsift help)\n\nexample:\n  %s\n", cmd->example);
+	bool any = false;
+	for (size_t i = 0; i < NOPTS; i++)
+		any |= (opt_docs[i].takes & cmd->takes) != 0;
+	if (any) {
+		printf("\noptions of %s:\n", cmd->name);
+		print_options(stdout, cmd, true);
+	}
+	printf("\noptions of every command:\n");
+	print_options(stdout, cmd, false);
+	printf("\nexample:\n  %s\n", cmd->example);
+	return HS_EXIT_OK;
+}
+
+/* The man page, roff (`heapsift help --man`): the same tables. */
+static void roff(const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '-')
+			putchar('\\');
+		putchar(*s == '\n' ? ' ' : *s);
+	}
+}
+
+static int man_page(void)
+{
+	printf(".TH HEAPSIFT 1 \"\" \"heapsift %s\" \"User Commands\"\n.SH NAME\n"
+	       "heapsift, heapdiff \\- offline heap analysis of Linux core files\n"
+	       ".SH SYNOPSIS\n.B heapsift\n.I COMMAND CORE\n[\\fIoptions\\fR]\n"
+	       ".SH DESCRIPTION\nheapsift reads an ELF core of an x86\\-64 Linux process and "
+	       "rebuilds its glibc or jemalloc heap: leaks, what holds the memory, types, "
+	       "fragmentation, and the difference between snapshots.\n.SH COMMANDS\n",
+	       HS_VERSION);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		const struct command *c = &commands[i];
+		printf(".SS %s\n", c->name);
+		roff(c->synopsis);
+		printf("\n.PP\n");
+		roff(c->about);
+		printf("\n");
+		for (size_t k = 0; k < NOPTS; k++) {
+			const struct opt_doc *o = &opt_docs[k];
+			if (!(o->takes & c->takes))
+				continue;
+			char label[64];
+			opt_label(o, label, sizeof(label));
+			printf(".TP\n.B ");
+			roff(label);
+			printf("\n");
+			roff(o->help);
+			printf("\n");
+		}
+		printf(".PP\nExample: ");
+		roff(c->example);
+		printf("\n");
+	}
+	printf(".SH OPTIONS\nThese options are taken by every command.\n");
+	for (size_t k = 0; k < NOPTS; k++) {
+		const struct opt_doc *o = &opt_docs[k];
+		if (o->takes)
+			continue;
+		char label[64];
+		opt_label(o, label, sizeof(label));
+		printf(".TP\n.B ");
+		roff(label);
+		printf("\n");
+		roff(o->help);
+		printf("\n");
+	}
+	printf(".TP\n.B \\-\\-version\nheapsift's version\n"
+	       ".SH EXIT STATUS\n0 success, 1 analysis error, 2 usage error.\n");
+	return HS_EXIT_OK;
+}
+
+/* The bash completion (`heapsift help --completion`): the same tables. */
+static int completion(void)
+{
+	printf("# bash completion for heapsift and heapdiff (heapsift help --completion)\n"
+	       "_heapsift() {\n"
+	       "\tlocal cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n"
+	       "\t[ \"${COMP_WORDS[0]##*/}\" = heapdiff ] && cmd=diff\n"
+	       "\tif [ \"$COMP_CWORD\" = 1 ] && [ \"${COMP_WORDS[0]##*/}\" != heapdiff ]; then\n"
+	       "\t\tCOMPREPLY=($(compgen -W \"");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("%s%s", i ? " " : "", commands[i].name);
+	printf(" help --help --version\" -- \"$cur\"))\n\t\treturn\n\tfi\n"
+	       "\tlocal common=\"");
+	bool first = true;
+	for (size_t k = 0; k < NOPTS; k++)
+		if (!opt_docs[k].takes && opt_docs[k].name) {
+			printf("%s--%s", first ? "" : " ", opt_docs[k].name);
+			first = false;
+		}
+	printf("\" own=\n\tcase $cmd in\n");
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		printf("\t%s) own=\"", commands[i].name);
+		first = true;
+		for (size_t k = 0; k < NOPTS; k++) {
+			const struct opt_doc *o = &opt_docs[k];
+			if (!(o->takes & commands[i].takes))
+				continue;
+			if (o->name)
+				printf("%s--%s", first ? "" : " ", o->name);
+			else
+				printf("%s-%c", first ? "" : " ", o->short_name);
+			first = false;
+		}
+		printf("\" ;;\n");
+	}
+	printf("\tesac\n"
+	       "\tif [[ $cur == -* ]]; then\n"
+	       "\t\tCOMPREPLY=($(compgen -W \"$own $common\" -- \"$cur\"))\n"
+	       "\telse\n"
+	       "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
+	       "\tfi\n"
+	       "}\n"
+	       "complete -F _heapsift heapsift heapdiff\n");
 	return HS_EXIT_OK;
 }
 
 static const struct command *find_command(const char *name)
 {
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(name, commands[i].name))
 			return &commands[i];
 	return NULL;
@@ -284,7 +419,7 @@ static const struct command *find_command(const char *name)
 static int short_usage(void)
 {
 	fprintf(stderr, "usage: heapsift COMMAND CORE [options]\ncommands:");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(stderr, " %s", commands[i].name);
 	fprintf(stderr, "\n'heapsift help' lists everything, 'heapsift help COMMAND' one command;\n"
 		"'heapsift --version' the version.\n");
@@ -396,8 +531,8 @@ static int bad_option(const char *arg)
 	char names[512] = "";
 	size_t len = 0;
 	int matches = 0;
-	for (const struct option *o = long_opts; o->name; o++) {
-		if (n > 2 && !strncmp(o->name, arg + 2, (size_t)n - 2) &&
+	for (const struct opt_doc *o = opt_docs; o < opt_docs + NOPTS; o++) {
+		if (o->name && n > 2 && !strncmp(o->name, arg + 2, (size_t)n - 2) &&
 		    len < sizeof(names)) {
 			len += (size_t)snprintf(names + len, sizeof(names) - len,
 						"%s--%s", matches ? ", " : "", o->name);
@@ -418,6 +553,13 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 	opterr = 0;
 	const char *addr = NULL;
 	bool end_of_options = false;
+	struct option long_opts[NOPTS + 1];
+	size_t nlong = 0;
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opt_docs[i].name)
+			long_opts[nlong++] = (struct option){opt_docs[i].name, opt_docs[i].has_arg,
+							     NULL, opt_docs[i].val};
+	long_opts[nlong] = (struct option){NULL, 0, NULL, 0};
 	for (;;) {
 		/* argv[before] is the argument getopt looks at: an option, a
 		 * cluster of short ones, or what ends the options */
@@ -437,6 +579,18 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 			if (rc >= 0)
 				return rc;
 			continue;
+		}
+		/* an option of other commands */
+		for (size_t i = 0; i < NOPTS; i++) {
+			const struct opt_doc *o = &opt_docs[i];
+			if (o->val == c && o->takes && !(o->takes & cmd->takes)) {
+				char label[64];
+				if (o->name)
+					snprintf(label, sizeof(label), "--%s", o->name);
+				else
+					snprintf(label, sizeof(label), "-%c", o->short_name);
+				return not_an_option_of(cmd, label);
+			}
 		}
 		switch (c) {
 		case OPT_EXE: cli->opts.exe = optarg; break;
@@ -461,19 +615,13 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 						   optarg);
 			break;
 		case OPT_LIST:
-			if (!(cmd->takes & TAKES_LIST))
-				return not_an_option_of(cmd, "--list");
 			cli->list = true;
 			break;
 		case OPT_SHOW_BYTES:
-			if (!(cmd->takes & TAKES_SHOW_BYTES))
-				return not_an_option_of(cmd, "--show-bytes");
 			cli->show_bytes = true;
 			break;
 		case 'n': {
 			uint64_t n;
-			if (!(cmd->takes & TAKES_N))
-				return not_an_option_of(cmd, "-n");
 			if (!parse_size(optarg, &n) || n < 1 || n > 1000000)
 				return usage_error("-n takes a number from 1 to 1000000, not '%s'",
 						   optarg);
@@ -482,42 +630,28 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 			break;
 		}
 		case 'o':
-			if (!(cmd->takes & (TAKES_OUT | TAKES_OUT_ONLY)))
-				return not_an_option_of(cmd, "-o");
 			cli->out = optarg;
 			break;
 		case OPT_KEEP_STRINGS:
-			if (!(cmd->takes & TAKES_OUT))
-				return not_an_option_of(cmd, "--keep-strings");
 			cli->keep_strings = true;
 			break;
 		case OPT_PPROF:
 		case OPT_FOLDED:
-			if (!(cmd->takes & TAKES_EXPORT))
-				return not_an_option_of(cmd, c == OPT_PPROF ? "--pprof" : "--folded");
 			if (c == OPT_PPROF)
 				cli->pprof = optarg;
 			else
 				cli->folded = optarg;
 			break;
 		case OPT_RAW:
-			if (!(cmd->takes & TAKES_STATE))
-				return not_an_option_of(cmd, "--raw");
 			cli->raw = true;
 			break;
 		case OPT_HTML:
-			if (!(cmd->takes & TAKES_CORES))
-				return not_an_option_of(cmd, "--html");
 			cli->out = optarg;
 			break;
 		case OPT_FORCE:
-			if (!(cmd->takes & TAKES_CORES))
-				return not_an_option_of(cmd, "--force");
 			cli->force = true;
 			break;
 		case OPT_ALL:
-			if (!(cmd->takes & TAKES_ALL))
-				return not_an_option_of(cmd, "--all");
 			cli->all = true;
 			break;
 		case OPT_STATS:
@@ -546,8 +680,6 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 			break;
 		}
 		case OPT_STATE:
-			if (!(cmd->takes & TAKES_STATE))
-				return not_an_option_of(cmd, "--state");
 			if (!strcmp(optarg, "used"))
 				cli->state = HS_STATE_USED;
 			else if (!strcmp(optarg, "free"))
@@ -559,8 +691,6 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 						   optarg);
 			break;
 		case OPT_MIN_SIZE:
-			if (!(cmd->takes & TAKES_STATE))
-				return not_an_option_of(cmd, "--min-size");
 			if (!parse_size(optarg, &cli->min_size))
 				return usage_error("--min-size takes a size in bytes, not '%s'",
 						   optarg);
@@ -617,13 +747,16 @@ static int run(int argc, char **argv)
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
 		if (argc > 2 && strcmp(argv[1], "help") == 0) {
+			if (!strcmp(argv[2], "--man"))
+				return man_page();
+			if (!strcmp(argv[2], "--completion"))
+				return completion();
 			const struct command *c = find_command(argv[2]);
 			if (!c)
 				return usage_error("unknown command '%s'", argv[2]);
 			return command_help(c);
 		}
-		fputs(usage_text, stdout);
-		return HS_EXIT_OK;
+		return full_usage();
 	}
 	const struct command *cmd = find_command(argv[1]);
 	if (!cmd)
