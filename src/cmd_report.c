@@ -40,8 +40,11 @@ static int cmp_group(const void *a, const void *b)
 	return tx > ty ? -1 : tx < ty;
 }
 
-static void leak_groups(struct hs_jsonw *w, struct hs_snapshot *snap)
+/* Leak roots by type into the open array; false when out of memory (the
+ * rows written so far stay). */
+static bool leak_groups(struct hs_jsonw *w, struct hs_snapshot *snap)
 {
+	bool ok = false;
 	const struct hs_mark *m = snap->mark;
 	size_t n = m->nleak_roots;
 	struct lr *v = calloc(n ? n : 1, sizeof(*v));
@@ -79,11 +82,13 @@ static void leak_groups(struct hs_jsonw *w, struct hs_snapshot *snap)
 		hs_jsonw_kuint(w, "held_bytes", g[i].held_bytes);
 		hs_jsonw_object_end(w);
 	}
+	ok = true;
 out:
 	for (size_t i = 0; v && i < n; i++)
 		free(v[i].label);
 	free(v);
 	free(g);
+	return ok;
 }
 
 struct data_arg {
@@ -168,7 +173,8 @@ static void data(struct hs_jsonw *w, void *arg)
 	/* leak roots by type (untyped: by size), as in `leaks` */
 	hs_jsonw_key(w, "leaks");
 	hs_jsonw_array_begin(w);
-	leak_groups(w, snap);
+	if (!leak_groups(w, snap))  /* a section left out is said, not silent */
+		hs_log_warn(&snap->log, "report: the leak roots by type were left out: out of memory");
 	hs_jsonw_array_end(w);
 	/* the blocks of largest retained size */
 	hs_jsonw_key(w, "blocks");
@@ -239,6 +245,7 @@ static void data(struct hs_jsonw *w, void *arg)
 	}
 	hs_jsonw_array_end(w);
 	hs_jsonw_object_end(w);
+	hs_cli_json_warnings(w, &snap->log);
 	hs_jsonw_object_end(w);
 }
 
