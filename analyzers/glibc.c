@@ -1110,7 +1110,7 @@ struct hs_error *hs_other_allocator(struct hs_dwarf *dw)
 
 bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc)
 {
-	*libc = hs_dwarf_find_module(dw, "libc.so");
+	*libc = hs_dwarf_find_glibc(dw, "libc.so", "libc");
 	if (*libc)
 		return true;
 	/* static executables carry their own malloc */
