@@ -16,7 +16,9 @@ For each root:
     listed in use with its exact usable size and chunk, freed ones where the
     fixture expects them, info's mallinfo2 equals the process's, the walk
     accounts for all of system_mem, no warnings; and info says where the
-    layouts, main_arena, mp_ and the tcache came from;
+    layouts, main_arena, mp_ and the tcache came from.  Then the checks of
+    test_nodebug.py: list, leaks, top, types and frag give the same JSON
+    both ways;
   - gdb with the root as its sysroot (and the root's libc6-dbg) reads the
     same core (tests/gdb_oracle.py): the fixture's claims hold on that
     release, and every heap chunk heapsift lists is gdb's.
@@ -43,6 +45,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hstest  # noqa: E402
 import test_glibc_truth as truth  # noqa: E402
+import test_nodebug  # noqa: E402
 from hstest import HsError  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -199,6 +202,10 @@ def run_suite(ck, suite, names, oracle_on):
                 mode.name = "%s%s" % (label, "[no-debug]" if hidden else "")
                 truth.check_heapsift(ck, mode, oracle)
                 check_found(ck, mode.name, mode, hidden)
+            # list, leaks, top, types, frag: the same JSON either way
+            test_nodebug.test_same(label, snap.core,
+                                   ("--exe", snap.binary, "--sysroot", root),
+                                   ck.errors)
             if ck.failed == failed_before and os.environ.get("HS_KEEP_CORES") != "1":
                 os.unlink(snap.core)
     finally:
