@@ -28,8 +28,9 @@ are made by scripts/roots.sh under $HS_ROOTS_DIR (default
 /var/cache/heapsift-roots) and reused afterwards.  Registered with ctest
 only when asked (-DHS_ROOTS=ON or HS_ROOTS=1 at configure time).
 
-Environment: HS_ROOTS_SUITES (default "bullseye trixie"), HS_ROOTS_DIR,
-HS_ROOTS_MIRROR (passed to scripts/roots.sh), and hstest.py's.
+Environment: HS_ROOTS_SUITES (default "bullseye trixie"), HS_ROOTS_FIXTURES
+(default: all of test_glibc_truth.py's), HS_ROOTS_DIR, HS_ROOTS_MIRROR
+(passed to scripts/roots.sh), and hstest.py's.
 
 Usage: test_roots.py [-v] [--no-oracle] [--suites S,S] [FIXTURE ...]
 Prints "N passed, M failed" last.
@@ -251,7 +252,8 @@ def main():
     if not hstest.heapsift_available():
         ck.check("heapsift binary exists", False, hstest.HEAPSIFT)
         return ck.summary()
-    names = args.fixtures or truth.FIXTURES
+    names = (args.fixtures or (os.environ.get("HS_ROOTS_FIXTURES") or "").split()
+             or truth.FIXTURES)
     for suite in [s for s in args.suites.split(",") if s]:
         t0 = time.monotonic()
         run_suite(ck, suite, names, not args.no_oracle)
