@@ -1110,7 +1110,7 @@ struct hs_error *hs_other_allocator(struct hs_dwarf *dw)
 
 bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc)
 {
-	*libc = hs_dwarf_find_module(dw, "libc.so");
+	*libc = hs_dwarf_find_glibc(dw, "libc.so", "libc");
 	if (*libc)
 		return true;
 	/* static executables carry their own malloc */
@@ -1394,7 +1394,7 @@ static struct hs_error *find_by_code(struct gl *g, bool need_arena,
 		}
 		g->main_arena = best;
 		hs_heap_found(g->heap, "main_arena", "disassembly",
-			      "libc+%#llx, used %zu times by malloc_trim, mallinfo2, malloc_stats, mallopt, malloc, free, ...",
+			      "libc+%#llx, used %zu times by malloc_trim, mallinfo, malloc_stats, mallopt, malloc, free, ...",
 			      (unsigned long long)(best - g->libc->bias), best_refs);
 	}
 	if (need_mp) {

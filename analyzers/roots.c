@@ -334,7 +334,7 @@ static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
 {
 	*tcb = TCB_SIZE_FALLBACK;
 	*static_size = 0;
-	struct hs_module *libc = hs_dwarf_find_module(b->dw, "libc.so");
+	struct hs_module *libc = hs_dwarf_find_glibc(b->dw, "libc.so", "libc");
 	const struct hs_layout *l;
 	struct hs_error *err = NULL;
 	if (libc) {
@@ -351,7 +351,7 @@ static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
 		hs_error_destroy(err);
 		err = NULL;
 	}
-	struct hs_module *ld = hs_dwarf_find_module(b->dw, "ld-linux");
+	struct hs_module *ld = hs_dwarf_find_glibc(b->dw, "ld-linux", "ld");
 	uint64_t addr, off, v;
 	if (ld && !(err = hs_dwarf_symbol(b->dw, ld, "_rtld_global_ro", &addr,
 					  NULL, NULL)) &&
@@ -615,7 +615,7 @@ static bool live_tid(const struct hs_core *core, int32_t tid)
  * can start, and with it a block.  Explained, so no root. */
 static struct hs_error *stale_loader_words(struct builder *b)
 {
-	struct hs_module *ld = hs_dwarf_find_module(b->dw, "ld-linux");
+	struct hs_module *ld = hs_dwarf_find_glibc(b->dw, "ld-linux", "ld");
 	uint64_t cache, cache_new, v;
 	if (!ld)
 		return NULL;
@@ -639,8 +639,8 @@ static struct hs_error *stale_loader_words(struct builder *b)
  * cached thread's dtv stays held by glibc (header.dtv): a value root. */
 static struct hs_error *dead_thread_stacks(struct builder *b)
 {
-	struct hs_module *ld = hs_dwarf_find_module(b->dw, "ld-linux");
-	struct hs_module *libc = hs_dwarf_find_module(b->dw, "libc.so");
+	struct hs_module *ld = hs_dwarf_find_glibc(b->dw, "ld-linux", "ld");
+	struct hs_module *libc = hs_dwarf_find_glibc(b->dw, "libc.so", "libc");
 	const struct hs_layout *rg, *pt, *tcb;
 	uint64_t rtld, off_used, off_cache, off_list, off_tid, off_sb, off_sbsize,
 		off_dtv;
@@ -660,6 +660,7 @@ static struct hs_error *dead_thread_stacks(struct builder *b)
 	    (err = hs_layout_member(tcb, "dtv", &off_dtv, NULL))) {
 		bool nomem = err == &hs_error_nomem;
 		hs_error_destroy(err);
+		err = NULL;  /* the test below may not set it */
 		if (nomem)
 			return &hs_error_nomem;
 		/* no DWARF: _rtld_global is exported, the offsets are in the

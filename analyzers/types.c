@@ -697,8 +697,16 @@ static bool runtime_module(const struct hs_module *m)
 		return false;
 	const char *base = strrchr(m->name, '/');
 	base = base ? base + 1 : m->name;
+	/* before glibc 2.34 the files behind its sonames: libc-2.31.so, ... */
+	static const char *const stems[] = {
+		"libc", "ld", "libm", "libdl", "librt", "libresolv", "libanl",
+		"libutil", "libmvec",
+	};
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
 		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
+			return true;
+	for (size_t i = 0; i < sizeof(stems) / sizeof(stems[0]); i++)
+		if (hs_glibc_versioned_name(base, stems[i]))
 			return true;
 	return false;
 }

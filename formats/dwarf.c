@@ -5,6 +5,7 @@
 #include "formats/dwflview.h"
 #include "src/safeopen.h"
 
+#include <ctype.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -385,6 +386,32 @@ struct hs_module *hs_dwarf_find_module(struct hs_dwarf *dw, const char *prefix)
 		const char *base = strrchr(dw->mods[i].name, '/');
 		base = base ? base + 1 : dw->mods[i].name;
 		if (!strncmp(base, prefix, n))
+			return &dw->mods[i];
+	}
+	return NULL;
+}
+
+bool hs_glibc_versioned_name(const char *base, const char *stem)
+{
+	size_t n = strlen(stem);
+	if (strncmp(base, stem, n) || base[n] != '-')
+		return false;
+	const char *v = base + n + 1;
+	size_t len = strspn(v, "0123456789.");
+	return len >= 2 && isdigit((unsigned char)v[0]) && v[len - 1] == '.' &&
+	       !strcmp(v + len, "so");
+}
+
+struct hs_module *hs_dwarf_find_glibc(struct hs_dwarf *dw, const char *prefix,
+				      const char *stem)
+{
+	struct hs_module *m = hs_dwarf_find_module(dw, prefix);
+	if (m)
+		return m;
+	for (size_t i = 0; i < dw->nmods; i++) {
+		const char *base = strrchr(dw->mods[i].name, '/');
+		base = base ? base + 1 : dw->mods[i].name;
+		if (hs_glibc_versioned_name(base, stem))
 			return &dw->mods[i];
 	}
 	return NULL;

@@ -80,6 +80,15 @@ size_t hs_dwarf_num_modules(const struct hs_dwarf *dw);
 struct hs_module *hs_dwarf_module(struct hs_dwarf *dw, size_t i);
 /* The module whose file name (basename) starts with prefix, e.g. "libc.so". */
 struct hs_module *hs_dwarf_find_module(struct hs_dwarf *dw, const char *prefix);
+/* One of glibc's own libraries by file name: one that starts with prefix
+ * (the soname: "libc.so", "ld-linux"), which since glibc 2.34 is the file
+ * itself, or STEM-VERSION.so ("libc-2.31.so", "ld-2.31.so"), the file the
+ * soname's symbolic link named before 2.34 and so the name in the core. */
+struct hs_module *hs_dwarf_find_glibc(struct hs_dwarf *dw, const char *prefix,
+				      const char *stem);
+/* base (a file name) is STEM-VERSION.so, VERSION digits and dots:
+ * "libc-2.31.so" for stem "libc". */
+bool hs_glibc_versioned_name(const char *base, const char *stem);
 struct hs_module *hs_dwarf_module_at(struct hs_dwarf *dw, uint64_t addr);
 /* Loads the module's DWARF (if any) and fills debug_path/debug_source. */
 void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m);

@@ -11,6 +11,8 @@
 # Both trees replay the fuzzers' committed corpora (ctest fuzz_replay_*).
 # HS_FUZZ_CI=1 also runs each libFuzzer harness for 60 s afterwards
 # (scripts/fuzz.sh all 60, in build-fuzz/ with clang): a crash fails.
+# HS_ROOTS=1 adds the test on Debian bullseye and trixie roots to build/
+# (ctest "roots", -DHS_ROOTS=ON; docs/testing.md says what it costs).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,7 +48,9 @@ esac
 status=0
 case "$WHICH" in
 all | normal)
-	build "$ROOT/build"
+	roots=OFF
+	[ "${HS_ROOTS:-0}" = 1 ] && roots=ON
+	build "$ROOT/build" -DHS_ROOTS="$roots"
 	run_ctest "$ROOT/build" || status=1
 	# the README's first command, end to end
 	say "scripts/demo.sh"

@@ -2,6 +2,8 @@
 # libc6-dbg debug info, independently of heapsift, and write it as JSON.
 #
 #   HS_ORACLE_OUT=out.json gdb -batch -nx -q -x tests/gdb_oracle.py BINARY CORE
+#   HS_ORACLE_SAFE_LINKING=0: glibc before 2.32, whose tcache and fastbin links
+#   are plain pointers
 #
 # Output:
 #   {"mp": {n_mmaps, mmapped_mem, mmap_threshold, sbrk_base, ...},
@@ -59,9 +61,13 @@ def sizeof(typename):
     return gdb.lookup_type(typename).sizeof
 
 
+# glibc before 2.32 stores tcache and fastbin links as they are
+SAFE_LINKING = os.environ.get("HS_ORACLE_SAFE_LINKING", "1") == "1"
+
+
 def reveal(pos, ptr):
     # Safe-linking (malloc.c PROTECT_PTR/REVEAL_PTR): (pos >> 12) ^ ptr
-    return (pos >> 12) ^ ptr
+    return (pos >> 12) ^ ptr if SAFE_LINKING else ptr
 
 
 def chunksize(c):

@@ -51,8 +51,13 @@ class Snapshot:
     with gdb's gcore while the fixture is stopped) or "kernel" (the kernel's
     core dump of the same stopped process, made afterwards with SIGABRT)."""
 
-    def __init__(self, name, binary, core, record, record_path, kind="gcore"):
+    def __init__(self, name, binary, core, record, record_path, kind="gcore",
+                 extra=()):
         self.name = name
+        # options given to every heapsift run on this core (--sysroot ...)
+        self.extra = tuple(extra)
+        # gdb commands run before the oracle loads the core (set sysroot ...)
+        self.gdb_init = ()
         self.binary = binary
         self.core = core
         self.record = record
@@ -157,6 +162,28 @@ def _allow_core_dumps():
         pass
 
 
+def gcore(pid, prefix, core, name):
+    """Core the stopped process pid with gdb's gcore into `core` (the log
+    of gcore in PREFIX.log)."""
+    gcore_out = prefix + ".log"
+    with open(gcore_out, "wb") as log:
+        try:
+            rc = subprocess.run(["gcore", "-o", prefix, str(pid)],
+                                stdout=log, stderr=subprocess.STDOUT,
+                                timeout=GCORE_TIMEOUT).returncode
+        except FileNotFoundError:
+            raise HsError("gcore (from gdb) is not installed")
+        except subprocess.TimeoutExpired:
+            raise HsError("gcore of %s (pid %d) timed out" % (name, pid))
+    produced = "%s.%d" % (prefix, pid)
+    if rc != 0 or not os.path.exists(produced):
+        with open(gcore_out, errors="replace") as log:
+            tail = log.read()[-2000:]
+        raise HsError("gcore of %s (pid %d) failed (exit %d):\n%s"
+                      % (name, pid, rc, tail))
+    os.replace(produced, core)
+
+
 def take_core(name, workdir=None, args=(), kernel=True):
     """Run fixture `name` until it stops, core it with gcore, then (when
     `kernel` and core_pattern allows) make the kernel dump it too.
@@ -208,24 +235,7 @@ def take_core(name, workdir=None, args=(), kernel=True):
     kernel_result = HsError("kernel core not taken: %s" % why)
     try:
         wait_stopped(proc)
-        prefix = os.path.join(workdir, name + ".gcore")
-        gcore_out = prefix + ".log"
-        with open(gcore_out, "wb") as log:
-            try:
-                rc = subprocess.run(["gcore", "-o", prefix, str(proc.pid)],
-                                    stdout=log, stderr=subprocess.STDOUT,
-                                    timeout=GCORE_TIMEOUT).returncode
-            except FileNotFoundError:
-                raise HsError("gcore (from gdb) is not installed")
-            except subprocess.TimeoutExpired:
-                raise HsError("gcore of %s (pid %d) timed out" % (name, proc.pid))
-        produced = "%s.%d" % (prefix, proc.pid)
-        if rc != 0 or not os.path.exists(produced):
-            with open(gcore_out, errors="replace") as log:
-                tail = log.read()[-2000:]
-            raise HsError("gcore of %s (pid %d) failed (exit %d):\n%s"
-                          % (name, proc.pid, rc, tail))
-        os.replace(produced, core)
+        gcore(proc.pid, os.path.join(workdir, name + ".gcore"), core, name)
         if kernel_ok:
             # Still stopped after gcore.  SIGABRT stays pending until SIGCONT;
             # it is delivered before any fixture code runs on, so the heap
@@ -313,7 +323,7 @@ def run_heapsift(args, timeout=HEAPSIFT_TIMEOUT):
 def heapsift_json(command, snap, *extra):
     """`heapsift COMMAND CORE --exe BIN --format json EXTRA...`, parsed."""
     args = [command, snap.core, "--exe", snap.binary, "--format", "json"]
-    args += list(extra)
+    args += list(snap.extra) + list(extra)
     p = run_heapsift(args)
     shown = "heapsift " + " ".join(str(a) for a in args)
     if p.returncode != 0:
@@ -330,7 +340,7 @@ _hs_cache = {}
 
 
 def heapsift_cached(command, snap, *extra):
-    key = (command, snap.core) + tuple(extra)
+    key = (command, snap.core) + snap.extra + tuple(extra)
     if key not in _hs_cache:
         try:
             _hs_cache[key] = heapsift_json(command, snap, *extra)
@@ -358,14 +368,21 @@ def gdb_oracle(snap):
     script = os.path.join(HERE, "gdb_oracle.py")
     env = dict(os.environ)
     env["HS_ORACLE_OUT"] = out
+    try:  # safe-linking came with glibc 2.32
+        major, minor = map(int, str(snap.record.get("glibc")).split(".")[:2])
+        if (major, minor) < (2, 32):
+            env["HS_ORACLE_SAFE_LINKING"] = "0"
+    except ValueError:
+        pass
     segments = snap.record.get("notes", {}).get("oracle_segments")
     if segments:
         env["HS_ORACLE_SEGMENTS"] = segments
     if os.path.exists(out):
         os.unlink(out)
     try:
-        p = subprocess.run(["gdb", "-batch", "-nx", "-q", "-x", script,
-                            snap.binary, snap.core],
+        init = [a for c in snap.gdb_init for a in ("-iex", c)]
+        p = subprocess.run(["gdb", "-batch", "-nx", "-q"] + init
+                           + ["-x", script, snap.binary, snap.core],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, env=env, timeout=600)
     except FileNotFoundError:

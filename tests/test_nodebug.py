@@ -107,11 +107,15 @@ def warned_or_refused(r, whole):
     return []
 
 
-def test_same(name, core):
+def test_same(name, core, extra=(), case=None):
+    """extra: options for every run (--sysroot ROOT); case(name, problems)
+    reports (default: this test's Results)."""
+    case = case or R.case
     for cmd in [("info",)] + COMMANDS:
         probs = []
-        a = json_of(hs(*cmd, core, "--format", "json"), probs)
-        b = json_of(hs(*cmd, core, "--format", "json", "--no-system-debug"), probs)
+        a = json_of(hs(*cmd, core, "--format", "json", *extra), probs)
+        b = json_of(hs(*cmd, core, "--format", "json", "--no-system-debug",
+                       *extra), probs)
         if a is not None and b is not None:
             if cmd[0] == "info":
                 a, b = a.get("allocator", {}), b.get("allocator", {})
@@ -137,7 +141,7 @@ def test_same(name, core):
             d = first_diff(strip(a), strip(b))
             if d:
                 probs.append("differs: " + d)
-        R.case("%s: %s the same without debug info" % (name, cmd[0]), probs)
+        case("%s: %s the same without debug info" % (name, cmd[0]), probs)
 
 
 def libc_of(core_info):
