@@ -608,27 +608,24 @@ static bool probe_piece(struct gl *g, uint64_t p, uint64_t limit, uint64_t top,
  * holds top: from the mapping's start up to the top's piece, then the
  * older pieces above it, while glibc's system_mem has bytes the walk has
  * not accounted for. */
-static struct hs_error *walk_main_pieces(struct gl *g, struct hs_arena *ar,
-					 uint64_t top)
+static bool covered(const struct gl *g, uint64_t start, uint64_t end,
+		    uint64_t *skip_to);
+
+/* Walks the pieces that follow one another from p in [p, hi); scan: when a
+ * page holds no piece, try the next (the mapping that holds top also
+ * holds other things), else stop there. */
+static struct hs_error *pieces_from(struct gl *g, struct hs_arena *ar, uint64_t p,
+				    uint64_t hi, uint64_t top, bool scan,
+				    bool *top_walked, uint64_t *probes)
 {
-	const struct hs_core_segment *ts = hs_core_find_segment(g->core, top);
-	if (!ts || top + ar->top_size > ts->vaddr + ts->memsz) {
-		hs_log_warn(g->log, "main arena is non-contiguous and its top chunk %#llx is not in the core",
-			    (unsigned long long)top);
-		ar->partial = g->heap->partial = true;
-		return NULL;
-	}
 	uint64_t page = g->page ? g->page : 4096;
-	uint64_t seg_lo = ts->vaddr, seg_hi = ts->vaddr + ts->memsz;
-	bool top_walked = false;
-	uint64_t probes = 0, p = align_up(seg_lo, page);
-	while (p < seg_hi && probes < (1u << 20)) {
-		if (top_walked && ar->covered >= ar->system_mem)
+	while (p < hi && *probes < (1u << 20)) {
+		if (*top_walked && ar->covered >= ar->system_mem)
 			break;
 		uint64_t end = 0;
-		probes++;
-		if (!probe_piece(g, p, seg_hi, top, ar->top_size, page, &end)) {
-			if (!top_walked && p > top)
+		++*probes;
+		if (!probe_piece(g, p, hi, top, ar->top_size, page, &end)) {
+			if (!scan || (!*top_walked && p > top))
 				break;
 			p += page;  /* not a piece of this arena: another mapping */
 			continue;
@@ -645,10 +642,49 @@ static struct hs_error *walk_main_pieces(struct gl *g, struct hs_arena *ar,
 		if (reached) {
 			if ((err = add_top(g, 0, top, ar->top_size, ar)))
 				return err;
-			top_walked = true;
+			*top_walked = true;
 		}
 		p = end;
 	}
+	return NULL;
+}
+
+/* The main arena after brk failed (non-contiguous): sysmalloc maps pieces
+ * of at least 1 MiB (MMAP_AS_MORECORE_SIZE), each new one usually right
+ * below the last, where the kernel merges them into one mapping; an old
+ * piece ends with two fenceposts.  Walks every piece of the mapping that
+ * holds top (from the mapping's start up to the top's piece, then the
+ * older pieces above it); then, while glibc's system_mem has bytes the walk
+ * has not accounted for, the pieces that start other mappings (a piece the
+ * kernel could not merge: something was mapped between). */
+static struct hs_error *walk_main_pieces(struct gl *g, struct hs_arena *ar,
+					 uint64_t top)
+{
+	const struct hs_core_segment *ts = hs_core_find_segment(g->core, top);
+	if (!ts || top + ar->top_size > ts->vaddr + ts->memsz) {
+		hs_log_warn(g->log, "main arena is non-contiguous and its top chunk %#llx is not in the core",
+			    (unsigned long long)top);
+		ar->partial = g->heap->partial = true;
+		return NULL;
+	}
+	uint64_t page = g->page ? g->page : 4096;
+	bool top_walked = false;
+	uint64_t probes = 0;
+	struct hs_error *err = pieces_from(g, ar, align_up(ts->vaddr, page),
+					   ts->vaddr + ts->memsz, top, true,
+					   &top_walked, &probes);
+	for (size_t i = 0; !err && top_walked && ar->covered < ar->system_mem &&
+	     i < g->core->nsegs; i++) {
+		const struct hs_core_segment *s = &g->core->segs[i];
+		uint64_t skip;
+		if (s == ts || !(s->flags & HS_SEG_W) || s->file >= 0 || (s->vaddr & (page - 1)) ||
+		    covered(g, s->vaddr, s->vaddr + s->memsz, &skip))
+			continue;
+		err = pieces_from(g, ar, s->vaddr, s->vaddr + s->memsz, top, false,
+				  &top_walked, &probes);
+	}
+	if (err)
+		return err;
 	if (!top_walked) {
 		hs_log_warn(g->log, "main arena is non-contiguous and the piece that holds its top chunk %#llx could not be walked",
 			    (unsigned long long)top);
