@@ -723,18 +723,6 @@ static bool runtime_type(struct hs_dtype *d)
 	return d->runtime == 1;
 }
 
-/* A class with a vptr (its own or a base's): a block of such a class
- * starts with a vptr and was named by it already; one that was not is no
- * such class. */
-static struct hs_error *polymorphic(struct ctx *c, struct hs_dtype *d, bool *ret)
-{
-	const struct hs_dptr *p;
-	size_t n;
-	struct hs_error *err = hs_dtype_pointers(c->t->reg, d, &p, &n);
-	*ret = !err && d->polymorphic;
-	return err;
-}
-
 static bool read_word(const struct ctx *c, const uint8_t *obj, uint64_t addr,
 		      uint64_t off, uint64_t *v)
 {
@@ -754,13 +742,15 @@ static struct hs_error *local_ok(struct ctx *c, uint32_t id, struct hs_dtype *d,
 	size_t n;
 	const uint64_t *scalar;
 	struct hs_error *err;
-	bool poly;
 	*ret = false;
-	if ((err = polymorphic(c, d, &poly)) || poly)
-		return err;
 	if ((err = hs_dtype_pointers(c->t->reg, d, &p, &n)) ||
 	    (err = hs_dtype_scalar_words(c->t->reg, d, &scalar)))
 		return err;
+	/* a class with a vptr (its own or a base's; known with its pointer
+	 * slots): a block of such a class starts with a vptr and was named
+	 * by it already, one that was not is no such class */
+	if (d->polymorphic)
+		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		for (uint32_t k = 0; k < p[i].count; k++) {
 			uint64_t off = p[i].offset + k * p[i].stride, v;
@@ -870,10 +860,9 @@ static struct hs_error *arc_ok(struct infer *in, uint32_t id, struct hs_dtype *d
 			bool interior;
 			if (!read_word(c, obj, a->addr, off, &v))
 				continue;
-			/* null, or pointing nowhere (zero in a redacted core) */
-			sc->nulls += !v || (hs_graph_hit(c->graph, v, &interior) == HS_NO_ALLOC &&
-					    !hs_core_find_segment(c->core, v));
 			uint32_t tgt = hs_graph_hit(c->graph, v, &interior);
+			/* null, or pointing nowhere (zero in a redacted core) */
+			sc->nulls += !v || (tgt == HS_NO_ALLOC && !hs_core_find_segment(c->core, v));
 			if (tgt == HS_NO_ALLOC || interior)
 				continue;  /* interior: an embedded member, say nothing */
 			if (!compatible(in, tgt, p[i].pointee)) {
@@ -978,7 +967,6 @@ static struct hs_error *class_cands(struct infer *in, struct infer_class **class
 static struct hs_error *infer_solve(struct infer *in)
 {
 	struct ctx *c = in->c;
-	struct hs_types *t = c->t;
 	struct hs_error *err = NULL;
 	struct infer_class *classes = NULL;
 	size_t nclasses = 0;
@@ -1131,10 +1119,10 @@ static struct hs_error *infer_solve(struct infer *in)
 			continue;
 		bool ok;
 		struct score sc;
-		bool evidence = false;
-		err = arc_ok(in, in->ids[j], unique[j], &ok, &sc);
-		evidence = sc.strong || sc.weak;
-		if (!err && !evidence)
+		if ((err = arc_ok(in, in->ids[j], unique[j], &ok, &sc)))
+			break;
+		bool evidence = sc.strong || sc.weak;
+		if (!evidence)
 			err = held_as(in, (uint32_t)j, unique[j],
 				      (const struct hs_dtype *const *)unique, &evidence);
 		conf[j] = evidence ? HS_INFER_SURE : HS_INFER_GUESS;
@@ -1166,8 +1154,18 @@ done:
 	free(tier);
 	free(unique);
 	free(conf);
-	(void)t;
 	return err;
+}
+
+/* A leaked block still untyped, in a heap chunk or small region no larger
+ * than the largest struct the catalogue holds: one to infer a type for. */
+static bool inferable(const struct hs_types *t, const struct hs_heap *heap,
+		      const uint8_t *reach, uint64_t maxsize, uint32_t id)
+{
+	const struct hs_alloc *a = &heap->allocs[id];
+	return (reach[id] == HS_REACH_LEAK_ROOT || reach[id] == HS_REACH_INDIRECT) &&
+	       t->type_of[id] == HS_NO_TYPE && a->size <= maxsize &&
+	       (a->where == HS_WHERE_HEAP || a->where == HS_WHERE_SMALL);
 }
 
 struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
@@ -1189,13 +1187,8 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	memset(in.idx, 0xff, n * sizeof(uint32_t));
 	uint64_t maxsize = hs_heap_size_class(heap, HS_DSTRUCT_MAX_SIZE);
 	size_t cnt = 0;
-	for (uint32_t id = 0; id < graph->n; id++) {
-		const struct hs_alloc *a = &heap->allocs[id];
-		if ((reach[id] == HS_REACH_LEAK_ROOT || reach[id] == HS_REACH_INDIRECT) &&
-		    t->type_of[id] == HS_NO_TYPE && a->size <= maxsize &&
-		    (a->where == HS_WHERE_HEAP || a->where == HS_WHERE_SMALL))
-			cnt++;
-	}
+	for (uint32_t id = 0; id < graph->n; id++)
+		cnt += inferable(t, heap, reach, maxsize, id);
 	err = NULL;
 	if (!cnt)
 		goto out;
@@ -1214,10 +1207,7 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	if (!in.ids || !in.cfirst || !in.poff)
 		goto out;
 	for (uint32_t id = 0; id < graph->n; id++) {
-		const struct hs_alloc *a = &heap->allocs[id];
-		if ((reach[id] == HS_REACH_LEAK_ROOT || reach[id] == HS_REACH_INDIRECT) &&
-		    t->type_of[id] == HS_NO_TYPE && a->size <= maxsize &&
-		    (a->where == HS_WHERE_HEAP || a->where == HS_WHERE_SMALL)) {
+		if (inferable(t, heap, reach, maxsize, id)) {
 			in.idx[id] = (uint32_t)in.n;
 			in.ids[in.n++] = id;
 		}
