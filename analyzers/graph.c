@@ -232,6 +232,22 @@ static void *scan_part(void *arg)
 	return NULL;
 }
 
+/* src's edge to dst when it is an interior one (rows are sorted by id),
+ * else NULL. */
+static uint32_t *interior_edge(struct hs_graph *g, uint32_t src, uint32_t dst)
+{
+	uint32_t lo = g->offsets[src], hi = g->offsets[src + 1], end = hi;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (HS_EDGE_ID(g->edges[mid]) < dst)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < end && HS_EDGE_ID(g->edges[lo]) == dst &&
+	       (g->edges[lo] & HS_EDGE_INTERIOR) ? &g->edges[lo] : NULL;
+}
+
 /* Edges into blocks whose size has learned offsets become rule edges where
  * the pointer uses such an offset: the rows of the sources that have such
  * an interior edge are scanned again (same edges, other flags). */
@@ -259,18 +275,9 @@ static void apply_learned(const struct hs_core *core, struct hs_graph *g)
 			if (t == HS_NO_ALLOC || t == src || !interior ||
 			    hs_rules_check(g->rules, &allocs[t], v) != HS_RULE_LEARNED)
 				continue;
-			/* the row is sorted by id */
-			uint32_t lo = 0, hi = n;
-			while (lo < hi) {
-				uint32_t mid = lo + (hi - lo) / 2;
-				if (HS_EDGE_ID(row[mid]) < t)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo < n && HS_EDGE_ID(row[lo]) == t &&
-			    (row[lo] & HS_EDGE_INTERIOR)) {
-				row[lo] = t | HS_EDGE_RULE;
+			uint32_t *e = interior_edge(g, src, t);
+			if (e) {
+				*e = t | HS_EDGE_RULE;
 				g->rule_of[t] = HS_RULE_LEARNED;
 			}
 		}
@@ -421,20 +428,10 @@ void hs_graph_destroy(struct hs_graph *g)
 bool hs_graph_take_as_start(struct hs_graph *g, uint32_t src, uint32_t dst,
 			    enum hs_rule rule)
 {
-	if (!g->rule_of || src >= g->n || dst >= g->n)
+	uint32_t *e;
+	if (!g->rule_of || src >= g->n || dst >= g->n || !(e = interior_edge(g, src, dst)))
 		return false;
-	uint32_t lo = g->offsets[src], hi = g->offsets[src + 1];
-	while (lo < hi) {  /* edges are sorted by id */
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (HS_EDGE_ID(g->edges[mid]) < dst)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == g->offsets[src + 1] || HS_EDGE_ID(g->edges[lo]) != dst ||
-	    !(g->edges[lo] & HS_EDGE_INTERIOR))
-		return false;
-	g->edges[lo] = dst | HS_EDGE_RULE;
+	*e = dst | HS_EDGE_RULE;
 	if (!g->rule_of[dst])
 		g->rule_of[dst] = (uint8_t)rule;
 	return true;
