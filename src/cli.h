@@ -72,6 +72,10 @@ int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);
 /* "warnings": [...] (and "warnings_omitted" past the kept ones). */
 void hs_cli_json_warnings(struct hs_jsonw *w, const struct hs_log *log);
 
+/* The first line of a verdict (leaks, top) on a partial walk: that it is
+ * partial, and the bytes it could not account for.  Nothing when whole. */
+void hs_cli_partial_line(const struct hs_heap *heap);
+
 /* Prints "heapsift: MESSAGE (see heapsift --help)", returns the usage code. */
 int hs_cli_usage(const struct hs_cli *cli, const char *message);
 

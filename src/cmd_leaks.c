@@ -194,11 +194,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		char b1[32], b2[32];
 		uint64_t used = t[HS_REACH_REACHABLE].bytes + t[HS_REACH_POSSIBLE].bytes +
 			leaked.bytes;
-		if (heap->partial)
-			printf("PARTIAL: the heap walk met damaged or missing metadata%s%s%s; the figures below cover what it could read (see warnings)\n",
-			       heap->unaccounted_bytes ? " and could not account for " : "",
-			       heap->unaccounted_bytes ? hs_fmt_size(b1, heap->unaccounted_bytes) : "",
-			       heap->unaccounted_bytes ? " the allocator says it holds" : "");
+		hs_cli_partial_line(heap);
 		if (leaked.count)
 			printf("LEAKED: %" PRIu64 " blocks, %s (%.1f%% of used bytes): %" PRIu64
 			       " leak roots holding %" PRIu64 " more blocks\n",

@@ -168,12 +168,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_object_end(&w);
 		hs_jsonw_finish(&w);
 	} else {
-		if (snap->heap->partial)
-			printf("PARTIAL: the heap walk met damaged or missing metadata%s%s%s; the figures below cover what it could read (see warnings)\n",
-			       snap->heap->unaccounted_bytes ? " and could not account for " : "",
-			       snap->heap->unaccounted_bytes ?
-			       hs_fmt_size(b2, snap->heap->unaccounted_bytes) : "",
-			       snap->heap->unaccounted_bytes ? " the allocator says it holds" : "");
+		hs_cli_partial_line(snap->heap);
 		printf("HEAP: %" PRIu64 " blocks in use by the program, %s\n\n", r->used_count,
 		       hs_fmt_size(b1, r->used_bytes));
 		hs_cli_suspects_text(snap);

@@ -25,6 +25,16 @@ static int usage_error(const char *fmt, ...)
 	return HS_EXIT_USAGE;
 }
 
+void hs_cli_partial_line(const struct hs_heap *heap)
+{
+	char b[32];
+	if (heap->partial)
+		printf("PARTIAL: the heap walk met damaged or missing metadata%s%s%s; the figures below cover what it could read (see warnings)\n",
+		       heap->unaccounted_bytes ? " and could not account for " : "",
+		       heap->unaccounted_bytes ? hs_fmt_size(b, heap->unaccounted_bytes) : "",
+		       heap->unaccounted_bytes ? " the allocator says it holds" : "");
+}
+
 void hs_cli_json_warnings(struct hs_jsonw *w, const struct hs_log *log)
 {
 	hs_jsonw_key(w, "warnings");
@@ -246,14 +256,14 @@ static const struct command commands[] = {
 };
 enum { NCOMMANDS = sizeof(commands) / sizeof(commands[0]) };
 
-/* "--name VALUE", "-n N" */
-static void opt_label(const struct opt_doc *o, char *buf, size_t len)
+/* "--name", "-n", and with its value's name "--name VALUE", "-n N" */
+static void opt_name(const struct opt_doc *o, bool with_arg, char *buf, size_t len)
 {
+	bool arg = with_arg && o->arg;
 	if (o->name)
-		snprintf(buf, len, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		snprintf(buf, len, "--%s%s%s", o->name, arg ? " " : "", arg ? o->arg : "");
 	else
-		snprintf(buf, len, "-%c%s%s", o->short_name, o->arg ? " " : "",
-			 o->arg ? o->arg : "");
+		snprintf(buf, len, "-%c%s%s", o->short_name, arg ? " " : "", arg ? o->arg : "");
 }
 
 /* The options a command takes of its own (mine) or every command's. */
@@ -264,7 +274,7 @@ static void print_options(FILE *f, const struct command *cmd, bool mine)
 		if (mine ? !(o->takes & cmd->takes) : o->takes != 0)
 			continue;
 		char label[64];
-		opt_label(o, label, sizeof(label));
+		opt_name(o, true, label, sizeof(label));
 		fprintf(f, "  %-22s %s\n", label, o->help);
 	}
 }
@@ -332,7 +342,7 @@ static int man_page(void)
 			if (!(o->takes & c->takes))
 				continue;
 			char label[64];
-			opt_label(o, label, sizeof(label));
+			opt_name(o, true, label, sizeof(label));
 			printf(".TP\n.B ");
 			roff(label);
 			printf("\n");
@@ -349,7 +359,7 @@ static int man_page(void)
 		if (o->takes)
 			continue;
 		char label[64];
-		opt_label(o, label, sizeof(label));
+		opt_name(o, true, label, sizeof(label));
 		printf(".TP\n.B ");
 		roff(label);
 		printf("\n");
@@ -375,9 +385,11 @@ static int completion(void)
 	printf(" help --help --version\" -- \"$cur\"))\n\t\treturn\n\tfi\n"
 	       "\tlocal common=\"");
 	bool first = true;
+	char name[64];
 	for (size_t k = 0; k < NOPTS; k++)
 		if (!opt_docs[k].takes && opt_docs[k].name) {
-			printf("%s--%s", first ? "" : " ", opt_docs[k].name);
+			opt_name(&opt_docs[k], false, name, sizeof(name));
+			printf("%s%s", first ? "" : " ", name);
 			first = false;
 		}
 	printf("\" own=\n\tcase $cmd in\n");
@@ -388,10 +400,8 @@ static int completion(void)
 			const struct opt_doc *o = &opt_docs[k];
 			if (!(o->takes & commands[i].takes))
 				continue;
-			if (o->name)
-				printf("%s--%s", first ? "" : " ", o->name);
-			else
-				printf("%s-%c", first ? "" : " ", o->short_name);
+			opt_name(o, false, name, sizeof(name));
+			printf("%s%s", first ? "" : " ", name);
 			first = false;
 		}
 		printf("\" ;;\n");
@@ -585,10 +595,7 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 			const struct opt_doc *o = &opt_docs[i];
 			if (o->val == c && o->takes && !(o->takes & cmd->takes)) {
 				char label[64];
-				if (o->name)
-					snprintf(label, sizeof(label), "--%s", o->name);
-				else
-					snprintf(label, sizeof(label), "-%c", o->short_name);
+				opt_name(o, false, label, sizeof(label));
 				return not_an_option_of(cmd, label);
 			}
 		}
