@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "src/error.h"
+#include "src/fmt.h"
 #include "src/snapshot.h"
 
 enum hs_exit {
@@ -81,7 +82,5 @@ int hs_cli_usage(const struct hs_cli *cli, const char *message);
 
 /* Prints "heapsift: MESSAGE" and returns the exit code for err. */
 int hs_cli_fail(const struct hs_cli *cli, const struct hs_error *err);
-/* "1.5 MiB" style; buf of at least 32 bytes. */
-const char *hs_fmt_size(char *buf, uint64_t bytes);
 
 #endif

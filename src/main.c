@@ -60,22 +60,6 @@ int hs_cli_fail(const struct hs_cli *cli, const struct hs_error *err)
 	return err->code == HS_ERR_USAGE ? HS_EXIT_USAGE : HS_EXIT_ANALYSIS;
 }
 
-const char *hs_fmt_size(char *buf, uint64_t bytes)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, 32, "%" PRIu64 " B", bytes);
-	else
-		snprintf(buf, 32, "%.1f %s", v, units[u]);
-	return buf;
-}
-
 static bool parse_size(const char *s, uint64_t *ret)
 {
 	char *end;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Includes only go down the layers (docs/architecture.md, "Layers").
 
-  0 base       src/error, log, sort, strmap, outfile, escape, safeopen
+  0 base       src/error, log, sort, strmap, outfile, escape, safeopen, fmt
   1 formats    formats/
   2 analyzers  analyzers/
   3 top        the rest of src/: the snapshot and the CLI
@@ -21,7 +21,7 @@ import badinput_util as u  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = {"src/error", "src/log", "src/sort", "src/strmap", "src/outfile", "src/escape",
-        "src/safeopen"}
+        "src/safeopen", "src/fmt"}
 NAMES = ["base", "formats", "analyzers", "top"]
 R = u.Results()
 
