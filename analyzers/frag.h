@@ -19,7 +19,7 @@
 
 #include <stdbool.h>
 
-#include "analyzers/heap.h"
+#include "analyzers/alloc/heap.h"
 #include "analyzers/roots.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzers/heap.h"
+#include "analyzers/alloc/heap.h"
 #include "analyzers/rules.h"
 #include "formats/elfcore.h"
 #include "src/log.h"

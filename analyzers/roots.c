@@ -1,7 +1,7 @@
 /* Named roots of the mark (registers, stacks, globals, TLS, unexplained
  * memory) and how each thread stopped: see analyzers/roots.h. */
 #include "src/sort.h"
-#include "analyzers/glibc.h"
+#include "analyzers/alloc/glibc.h"
 #include "formats/gllayout.h"
 #include "analyzers/roots.h"
 

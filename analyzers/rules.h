@@ -57,7 +57,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "analyzers/heap.h"
+#include "analyzers/alloc/heap.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
 #include "src/error.h"

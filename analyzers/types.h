@@ -50,7 +50,7 @@
 #define HS_TYPES_H
 
 #include "analyzers/graph.h"
-#include "analyzers/heap.h"
+#include "analyzers/alloc/heap.h"
 #include "analyzers/mark.h"
 #include "formats/dwtypes.h"
 

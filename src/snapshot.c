@@ -4,8 +4,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "analyzers/glibc.h"
-#include "analyzers/jemalloc.h"
+#include "analyzers/alloc/glibc.h"
+#include "analyzers/alloc/jemalloc.h"
 
 double hs_now(void)
 {

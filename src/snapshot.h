@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "analyzers/graph.h"
-#include "analyzers/heap.h"
+#include "analyzers/alloc/heap.h"
 #include "analyzers/mark.h"
 #include "analyzers/retain.h"
 #include "analyzers/roots.h"

@@ -3,8 +3,10 @@
 
   0 base       src/error, log, sort, strmap, outfile, escape, safeopen, fmt
   1 formats    formats/
-  2 analyzers  analyzers/
-  3 top        the rest of src/: the snapshot and the CLI
+  2 backends   analyzers/alloc/: the allocator-neutral heap model, the
+               backend interface and the allocator walkers
+  3 analyzers  the rest of analyzers/
+  4 top        the rest of src/: the snapshot and the CLI
 
 A file may include a header of its own layer or of a layer below; an
 include of a layer above fails, and so does a project header the table
@@ -22,7 +24,7 @@ import badinput_util as u  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = {"src/error", "src/log", "src/sort", "src/strmap", "src/outfile", "src/escape",
         "src/safeopen", "src/fmt"}
-NAMES = ["base", "formats", "analyzers", "top"]
+NAMES = ["base", "formats", "backends", "analyzers", "top"]
 R = u.Results()
 
 
@@ -30,7 +32,7 @@ def layer(path):
     stem = os.path.splitext(path)[0]
     if stem in BASE:
         return 0
-    for i, d in ((1, "formats/"), (2, "analyzers/"), (3, "src/")):
+    for i, d in ((1, "formats/"), (2, "analyzers/alloc/"), (3, "analyzers/"), (4, "src/")):
         if path.startswith(d):
             return i
     return None

@@ -31,7 +31,7 @@ static int memfd = -1;
 
 /* type, then the members the walkers read (NULL-terminated) */
 static const char *const *const lookups[] = {
-	/* glibc (analyzers/glibc.c) */
+	/* glibc (analyzers/alloc/glibc.c) */
 	(const char *const[]){"struct malloc_state", "flags", "fastbinsY", "top",
 		"bins", "next", "system_mem", "attached_threads", NULL},
 	(const char *const[]){"struct malloc_chunk", "mchunk_size", "fd", "bk",
@@ -49,7 +49,7 @@ static const char *const *const lookups[] = {
 		"_dl_stack_cache", NULL},
 	(const char *const[]){"struct rtld_global_ro", "_dl_tls_static_size",
 		NULL},
-	/* jemalloc built with -g (analyzers/jemalloc.c) */
+	/* jemalloc built with -g (analyzers/alloc/jemalloc.c) */
 	(const char *const[]){"struct edata_s", "e_addr", "e_size_esn",
 		"e_slab_data", NULL},
 	(const char *const[]){"struct bin_info_s", NULL},

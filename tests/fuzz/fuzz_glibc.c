@@ -1,4 +1,4 @@
-/* fuzz_glibc: the glibc ptmalloc walker (analyzers/glibc.c) on real cores
+/* fuzz_glibc: the glibc ptmalloc walker (analyzers/alloc/glibc.c) on real cores
  * with patched allocator state.
  *
  * Base cores (tests/fuzz/base/, gcore of fixtures, gzip; small fixtures:
@@ -18,7 +18,7 @@
  * structs and the threads' tcache pointers.  Input format: fz_base.h. */
 #include <stdint.h>
 
-#include "analyzers/glibc.h"
+#include "analyzers/alloc/glibc.h"
 #include "tests/fuzz/fz_base.h"
 
 static struct fz_base bases[3];

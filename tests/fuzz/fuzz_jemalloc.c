@@ -1,4 +1,4 @@
-/* fuzz_jemalloc: the jemalloc 5.3 walker (analyzers/jemalloc.c) on a real
+/* fuzz_jemalloc: the jemalloc 5.3 walker (analyzers/alloc/jemalloc.c) on a real
  * core with patched allocator state.
  *
  * Base core (tests/fuzz/base/, gcore, gzip): jemalloc-arenas.core.gz,
@@ -14,7 +14,7 @@
  * format: fz_base.h. */
 #include <stdint.h>
 
-#include "analyzers/jemalloc.h"
+#include "analyzers/alloc/jemalloc.h"
 #include "tests/fuzz/fz_base.h"
 
 static struct fz_base bases[1];

@@ -1,5 +1,5 @@
 /* Seed for fuzz_dwarf: types with the names and members heapsift reads
- * from libc's and ld.so's DWARF (analyzers/glibc.c, analyzers/roots.c).
+ * from libc's and ld.so's DWARF (analyzers/alloc/glibc.c, analyzers/roots.c).
  * Only their shapes matter here (typedefs, arrays, nesting, an anonymous
  * union, a TLS variable, a function with locals), not glibc's exact
  * layout.  Built by tests/fuzz/make-seeds.sh. */

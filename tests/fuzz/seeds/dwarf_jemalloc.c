@@ -1,5 +1,5 @@
 /* Seed for fuzz_dwarf: types with the names and members the jemalloc
- * walker reads from a jemalloc built with -g (analyzers/jemalloc.c,
+ * walker reads from a jemalloc built with -g (analyzers/alloc/jemalloc.c,
  * layout_from_dwarf): bit fields, unions, queue links, big arrays.  Their
  * shapes only, not jemalloc's exact layout.  Built by
  * tests/fuzz/make-seeds.sh. */

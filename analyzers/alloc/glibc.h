@@ -4,7 +4,7 @@
 #ifndef HS_GLIBC_H
 #define HS_GLIBC_H
 
-#include "analyzers/heap.h"
+#include "analyzers/alloc/heap.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
 #include "src/log.h"
@@ -15,7 +15,7 @@ bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc);
 
 /* An error naming the allocator when the program's malloc is not glibc's
  * (tcmalloc, mimalloc: their heaps are not read; jemalloc has its own
- * walker, analyzers/jemalloc.h): walking
+ * walker, analyzers/alloc/jemalloc.h): walking
  * glibc's mostly idle heap instead would give a wrong answer as if it were
  * certain.  NULL when malloc is glibc's. */
 struct hs_error *hs_other_allocator(struct hs_dwarf *dw);

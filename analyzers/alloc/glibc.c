@@ -23,7 +23,7 @@
  * fastbins and thread caches, which keep the bit set.  Fastbin fd and tcache
  * next pointers are safe-linked (glibc >= 2.32): stored = (&field >> 12) ^ p.
  */
-#include "analyzers/glibc.h"
+#include "analyzers/alloc/glibc.h"
 #include "formats/gllayout.h"
 #include "src/sort.h"
 

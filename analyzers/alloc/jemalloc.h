@@ -10,7 +10,7 @@
 #ifndef HS_JEMALLOC_H
 #define HS_JEMALLOC_H
 
-#include "analyzers/heap.h"
+#include "analyzers/alloc/heap.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
 #include "src/log.h"

@@ -1,7 +1,7 @@
 /* The allocator-neutral heap model (runs, regions, arenas, the final
- * sort): see analyzers/heap.h. */
+ * sort): see analyzers/alloc/heap.h. */
 #include "src/sort.h"
-#include "analyzers/heap.h"
+#include "analyzers/alloc/heap.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -102,7 +102,7 @@
  * used for another build of its version.  No layouts, a size table that
  * is not jemalloc's, or no extent map: an error, and no heap.
  */
-#include "analyzers/jemalloc.h"
+#include "analyzers/alloc/jemalloc.h"
 #include "formats/jelayout.h"
 #include "src/sort.h"
 
