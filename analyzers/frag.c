@@ -93,14 +93,15 @@ static int cmp_class(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* jemalloc: size classes per arena and in all; the largest request that
- * free memory serves (a small class with a free region in some slab, or a
- * free page run that holds a new slab or a large extent with its pad). */
-static struct hs_error *jemalloc_part(struct hs_frag *f, const struct hs_heap *heap)
+/* A headerless slab allocator (jemalloc): size classes per arena and in
+ * all; the largest request that free memory serves (a small class with a
+ * free region in some slab, or a free page run that holds a new slab or a
+ * large extent with its pad). */
+static struct hs_error *classes_part(struct hs_frag *f, const struct hs_heap *heap)
 {
-	f->jemalloc = true;
+	f->headerless = true;
 	f->mmap_threshold = 0;
-	f->metadata = heap->je_stats.metadata_blocks;
+	f->metadata = heap->metadata_bytes;
 	uint64_t page = heap->page_size ? heap->page_size : 4096;
 	uint64_t runs = 0;  /* the largest dirty or muzzy run */
 	for (size_t i = 0; i < heap->nallocs; i++) {
@@ -109,8 +110,8 @@ static struct hs_error *jemalloc_part(struct hs_frag *f, const struct hs_heap *h
 			runs = a->size;
 	}
 	f->largest_servable = runs > page ? runs - page : 0;
-	for (size_t i = 0; i < heap->nje_classes; i++) {
-		const struct hs_je_class *c = &heap->je_classes[i];
+	for (size_t i = 0; i < heap->nclasses; i++) {
+		const struct hs_size_class *c = &heap->classes[i];
 		struct hs_frag_arena *targets[2] = {
 			c->arena < f->narenas ? &f->arenas[c->arena] : NULL, &f->all,
 		};
@@ -232,7 +233,7 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 	 * the walk could not read it) */
 	f->mmap_threshold = heap->mmap_threshold ? heap->mmap_threshold : 128 * 1024;
 	if (heap->headerless) {
-		struct hs_error *err = jemalloc_part(f, heap);
+		struct hs_error *err = classes_part(f, heap);
 		if (err) {
 			hs_frag_destroy(f);
 			return err;

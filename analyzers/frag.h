@@ -95,8 +95,9 @@ struct hs_frag {
 	uint64_t stack_used;                    /* from each sp to the top */
 	uint64_t mmap_threshold;                /* requests at least this big are mmapped */
 	uint64_t largest_servable;              /* the largest request a free chunk serves */
-	bool jemalloc;
-	uint64_t metadata;                      /* jemalloc: its base blocks */
+	bool headerless;                        /* jemalloc: slabs of size classes and
+						 * page runs, retained space, no top */
+	uint64_t metadata;                      /* memory of the allocator's metadata */
 };
 
 struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,

@@ -34,14 +34,14 @@ static bool kind_applies(const struct hs_frag *f, int k)
 {
 	bool je = k == HS_FREE_TCACHE || k >= HS_FREE_SLABS;
 	bool gl = k < HS_FREE_SLABS;
-	return f->jemalloc ? je : gl;
+	return f->headerless ? je : gl;
 }
 
 /* The largest request free memory serves: glibc's chunk less its header;
  * jemalloc's region or page run as is. */
 static uint64_t max_request(const struct hs_frag *f)
 {
-	if (f->jemalloc)
+	if (f->headerless)
 		return f->largest_servable;
 	return f->largest_servable > 8 ? f->largest_servable - 8 : 0;
 }
@@ -96,11 +96,11 @@ static void verdict(const struct hs_frag *f, char *buf, size_t len)
 	else if (a->system && fr * 10 < a->system)
 		snprintf(buf, len, "the heap is %.0f%% in use and %s free%s: growth is live data (see leaks, top)",
 			 100.0 * (double)a->used_bytes / (double)a->system, hs_fmt_size(b1, fr),
-			 f->jemalloc ? "" : " outside the top chunk");
+			 f->headerless ? "" : " outside the top chunk");
 	else
 		snprintf(buf, len, "%s of the heap's %s is free%s, the largest free block %s (external fragmentation %.0f%%)",
 			 hs_fmt_size(b1, fr), hs_fmt_size(b2, a->system),
-			 f->jemalloc ? " (in slabs, thread caches, dirty and muzzy pages)" : " outside the top chunk",
+			 f->headerless ? " (in slabs, thread caches, dirty and muzzy pages)" : " outside the top chunk",
 			 hs_fmt_size(b2 + 16, a->largest_free), 100.0 * ext_frag(a));
 }
 
@@ -177,7 +177,7 @@ void hs_cli_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 	hs_jsonw_key(w, "requests");
 	hs_jsonw_object_begin(w);
 	hs_jsonw_kuint(w, "largest_served_from_free", max_request(f));
-	if (f->jemalloc) {
+	if (f->headerless) {
 		hs_jsonw_key(w, "classes_without_free_regions");
 		hs_jsonw_array_begin(w);
 		for (size_t i = 0; i < f->all.nclasses; i++)
@@ -188,7 +188,7 @@ void hs_cli_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 		hs_jsonw_kuint(w, "mmap_threshold", f->mmap_threshold);
 	}
 	hs_jsonw_object_end(w);
-	if (f->jemalloc)
+	if (f->headerless)
 		hs_jsonw_kuint(w, "metadata", f->metadata);
 	hs_jsonw_key(w, "footprint");
 	hs_jsonw_array_begin(w);
@@ -249,26 +249,26 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 		sep = ",";
 	}
 	printf("\n");
-	if (f->jemalloc)
+	if (f->headerless)
 		printf("jemalloc's own metadata (base blocks): %s\n", hs_fmt_size(b1, f->metadata));
 	printf("\n%6s %11s %11s %11s %11s %13s %9s %11s\n", "ARENA", "SYSTEM", "USED",
-	       "FREE", f->jemalloc ? "RETAINED" : "TOP", "LARGEST FREE", "EXT FRAG", "OVERHEAD");
+	       "FREE", f->headerless ? "RETAINED" : "TOP", "LARGEST FREE", "EXT FRAG", "OVERHEAD");
 	for (size_t i = 0; i < f->narenas; i++) {
 		const struct hs_frag_arena *a = &f->arenas[i];
-		if (f->jemalloc && !a->system && !a->free_bytes[HS_FREE_RETAINED])
+		if (f->headerless && !a->system && !a->free_bytes[HS_FREE_RETAINED])
 			continue;  /* an arena index not in use */
 		printf("%5zu%s %11s %11s %11s %11s %13s %8.0f%% %11s\n", i, a->main ? "*" : " ",
 		       hs_fmt_size(b1, a->system), hs_fmt_size(b2, a->used_bytes),
 		       hs_fmt_size(b3, free_nontop(a)),
-		       hs_fmt_size(b4, f->jemalloc ? a->free_bytes[HS_FREE_RETAINED] : a->top),
+		       hs_fmt_size(b4, f->headerless ? a->free_bytes[HS_FREE_RETAINED] : a->top),
 		       hs_fmt_size(b5, a->largest_free), 100.0 * ext_frag(a),
 		       hs_fmt_size(b1 + 16, a->overhead));
 	}
-	if (f->jemalloc)
+	if (f->headerless)
 		printf("(* arena 0; SYSTEM: pages of active, dirty and muzzy extents; FREE: slab regions, thread caches, dirty and muzzy pages; RETAINED: address space kept, no memory; OVERHEAD: slab tails, large extents' pad page, thread caches' stacks)\n");
 	else
 		printf("(* the main arena; FREE is outside the top chunk, in chunk bytes)\n");
-	if (f->jemalloc && all->nclasses) {
+	if (f->headerless && all->nclasses) {
 		/* the classes with the most free bytes first */
 		size_t n = all->nclasses;
 		struct hs_frag_class *byfree = malloc(n * sizeof(*byfree));
@@ -296,7 +296,7 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 			       all->hist_count[b], hs_fmt_size(b2, all->hist_bytes[b]));
 	printf("\nREQUESTS: free memory serves requests up to %s; larger ones grow the heap",
 	       hs_fmt_size(b1, max_request(f)));
-	if (f->jemalloc) {
+	if (f->headerless) {
 		size_t none = 0;
 		for (size_t i = 0; i < all->nclasses; i++)
 			none += !all->classes[i].free;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "formats/jsonw.h"
+#include "analyzers/alloc/backend.h"
 #include "analyzers/roots.h"
 #include "src/cli.h"
 
@@ -11,23 +12,6 @@ static const char *sig_name(int sig)
 {
 	const char *s = sig > 0 && sig < NSIG ? sigabbrev_np(sig) : NULL;
 	return s ? s : "?";
-}
-
-static void json_mallinfo(struct hs_jsonw *w, const struct hs_mallinfo2 *m)
-{
-	hs_jsonw_key(w, "mallinfo2");
-	hs_jsonw_object_begin(w);
-	hs_jsonw_kuint(w, "arena", m->arena);
-	hs_jsonw_kuint(w, "ordblks", m->ordblks);
-	hs_jsonw_kuint(w, "smblks", m->smblks);
-	hs_jsonw_kuint(w, "hblks", m->hblks);
-	hs_jsonw_kuint(w, "hblkhd", m->hblkhd);
-	hs_jsonw_kuint(w, "usmblks", m->usmblks);
-	hs_jsonw_kuint(w, "fsmblks", m->fsmblks);
-	hs_jsonw_kuint(w, "uordblks", m->uordblks);
-	hs_jsonw_kuint(w, "fordblks", m->fordblks);
-	hs_jsonw_kuint(w, "keepcost", m->keepcost);
-	hs_jsonw_object_end(w);
 }
 
 struct totals {
@@ -211,24 +195,8 @@ static void info_json(struct hs_cli *cli, struct hs_snapshot *snap)
 			}
 			hs_jsonw_array_end(&w);
 		}
-		if (heap->has_mallinfo2)
-			json_mallinfo(&w, &heap->mallinfo2);
-		if (heap->has_je_stats) {
-			const struct hs_je_stats *js = &heap->je_stats;
-			hs_jsonw_key(&w, "stats");
-			hs_jsonw_object_begin(&w);
-			hs_jsonw_kuint(&w, "allocated", js->allocated);
-			hs_jsonw_kuint(&w, "active", js->active);
-			hs_jsonw_kuint(&w, "dirty", js->dirty);
-			hs_jsonw_kuint(&w, "muzzy", js->muzzy);
-			hs_jsonw_kuint(&w, "retained", js->retained);
-			hs_jsonw_kuint(&w, "metadata_blocks", js->metadata_blocks);
-			hs_jsonw_object_end(&w);
-			hs_jsonw_kaddr(&w, "extent_map", js->extent_map);
-			if (js->arenas_array)
-				hs_jsonw_kaddr(&w, "arenas_array", js->arenas_array);
-			hs_jsonw_kstring(&w, "layouts", js->layout);
-		}
+		if (heap->backend->stats_json)
+			heap->backend->stats_json(&w, heap);
 		hs_jsonw_key(&w, "totals");
 		hs_jsonw_object_begin(&w);
 		hs_jsonw_kuint(&w, "used_count", t.used_count);
@@ -376,17 +344,8 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 		       hs_fmt_size(b1, t.used_bytes));
 		printf("  free     %10" PRIu64 " blocks  %12s\n", t.free_count,
 		       hs_fmt_size(b1, t.free_bytes));
-		if (heap->has_je_stats) {
-			const struct hs_je_stats *js = &heap->je_stats;
-			char b3[32], b4[32], b5[32];
-			printf("  stats    allocated %s, active %s, dirty %s, muzzy %s, retained %s (jemalloc's stats.*)\n",
-			       hs_fmt_size(b1, js->allocated), hs_fmt_size(b2, js->active),
-			       hs_fmt_size(b3, js->dirty), hs_fmt_size(b4, js->muzzy),
-			       hs_fmt_size(b5, js->retained));
-		} else {
-			printf("  mmapped  %10" PRIu64 " chunks  %12s\n", heap->mmap_count,
-			       hs_fmt_size(b1, heap->mmap_bytes));
-		}
+		if (heap->backend->stats_text)
+			heap->backend->stats_text(stdout, heap);
 		for (size_t i = 0; i < heap->narenas; i++) {
 			const struct hs_arena *a = &heap->arenas[i];
 			if (heap->headerless && !a->addr && !a->system_mem)
@@ -400,17 +359,6 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (a->uninitialized)
 				printf(" (never set up: malloc was not called yet)");
 			printf("\n");
-		}
-		if (heap->has_mallinfo2) {
-			const struct hs_mallinfo2 *m = &heap->mallinfo2;
-			printf("mallinfo2  arena %" PRIu64 " ordblks %" PRIu64
-			       " smblks %" PRIu64 " hblks %" PRIu64 " hblkhd %" PRIu64
-			       " usmblks %" PRIu64 " fsmblks %" PRIu64
-			       " uordblks %" PRIu64 " fordblks %" PRIu64
-			       " keepcost %" PRIu64 "\n",
-			       m->arena, m->ordblks, m->smblks, m->hblks, m->hblkhd,
-			       m->usmblks, m->fsmblks, m->uordblks, m->fordblks,
-			       m->keepcost);
 		}
 	}
 	if (snap->log.nwarnings)

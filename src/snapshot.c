@@ -4,8 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "analyzers/alloc/glibc.h"
-#include "analyzers/alloc/jemalloc.h"
+#include "analyzers/alloc/backend.h"
 
 double hs_now(void)
 {
@@ -91,15 +90,12 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 		const struct hs_error *derr = hs_snapshot_dwarf(snap, &dw);
 		if (derr)
 			snap->heap_err = copy_error(derr);
-		else if (!(snap->heap_err = hs_other_allocator(dw))) {
-			struct hs_module *je;
+		else {
+			const struct hs_backend *b;
 			double t0 = hs_now();
-			if (hs_jemalloc_detect(dw, &je))
-				snap->heap_err = hs_jemalloc_walk(snap->core, dw, &snap->log,
-								  &snap->heap);
-			else
-				snap->heap_err = hs_glibc_walk(snap->core, dw, &snap->log,
-							       &snap->heap);
+			if (!(snap->heap_err = hs_backend_find(dw, &b)))
+				snap->heap_err = b->walk(snap->core, dw, &snap->log,
+							 &snap->heap);
 			snap->t_heap = hs_now() - t0;
 		}
 	}

@@ -25,9 +25,11 @@
  */
 #include "analyzers/alloc/glibc.h"
 #include "formats/gllayout.h"
+#include "src/fmt.h"
 #include "src/sort.h"
 
 #include <capstone/capstone.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1110,40 +1112,6 @@ static bool find_main_arena(struct hs_dwarf *dw, struct hs_module *m,
 	return ok;
 }
 
-struct hs_error *hs_other_allocator(struct hs_dwarf *dw)
-{
-	static const struct {
-		const char *module;     /* basename prefix */
-		const char *symbol;     /* or a symbol only that allocator has */
-		const char *name;
-	} known[] = {
-		{"libtcmalloc", "tc_malloc", "tcmalloc"},
-		{"libmimalloc", "mi_malloc", "mimalloc"},
-	};
-	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
-		struct hs_module *m = hs_dwarf_module(dw, i);
-		const char *base = strrchr(m->name, '/');
-		base = base ? base + 1 : m->name;
-		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
-			bool by_name = !strncmp(base, known[k].module, strlen(known[k].module));
-			bool by_symbol = false;
-			if (!by_name && m->is_exe) {
-				/* statically linked: its exported entry points */
-				struct hs_error *err = hs_dwarf_symbol(dw, m, known[k].symbol,
-								       NULL, NULL, NULL);
-				by_symbol = !err;
-				hs_error_destroy(err);
-			}
-			if (by_name || by_symbol)
-				return hs_error_create(HS_ERR_UNSUPPORTED,
-						       "the program's malloc is %s (%s, build-id %s), whose heap heapsift does not read yet; it reads glibc's malloc and jemalloc",
-						       known[k].name, base,
-						       m->build_id ? m->build_id : "unknown");
-		}
-	}
-	return NULL;
-}
-
 bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc)
 {
 	*libc = hs_dwarf_find_glibc(dw, "libc.so", "libc");
@@ -1790,8 +1758,13 @@ static struct hs_error *walk(struct gl *g)
 	} while (arena != g->main_arena);
 	mi.hblks = g->heap->mmap_expected;
 	mi.hblkhd = g->heap->mmap_expected_bytes;
-	g->heap->mallinfo2 = mi;
-	g->heap->has_mallinfo2 = true;
+	struct hs_mallinfo2 *mip = malloc(sizeof(*mip));
+	if (!mip) {
+		err = &hs_error_nomem;
+		goto out;
+	}
+	*mip = mi;
+	g->heap->stats = mip;
 
 	/* Now the chunks, arena by arena (fastbins of all arenas are known). */
 	if ((err = sort_specials(&g->special, &g->sorted, &g->nsorted)))
@@ -1854,7 +1827,7 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 	if (!hs_glibc_detect(dw, &g.libc))
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "no glibc malloc in this core (no libc module, no main_arena symbol)");
-	g.heap = hs_heap_create("glibc");
+	g.heap = hs_heap_create(&hs_glibc_backend);
 	if (!g.heap)
 		return &hs_error_nomem;
 	struct hs_error *err = walk(&g);
@@ -1868,3 +1841,54 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 	*ret = g.heap;
 	return NULL;
 }
+
+/* ---- the backend ---- */
+
+const struct hs_mallinfo2 *hs_glibc_mallinfo2(const struct hs_heap *heap)
+{
+	return heap->backend == &hs_glibc_backend ? heap->stats : NULL;
+}
+
+static void stats_json(struct hs_jsonw *w, const struct hs_heap *heap)
+{
+	const struct hs_mallinfo2 *m = hs_glibc_mallinfo2(heap);
+	if (!m)
+		return;
+	hs_jsonw_key(w, "mallinfo2");
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kuint(w, "arena", m->arena);
+	hs_jsonw_kuint(w, "ordblks", m->ordblks);
+	hs_jsonw_kuint(w, "smblks", m->smblks);
+	hs_jsonw_kuint(w, "hblks", m->hblks);
+	hs_jsonw_kuint(w, "hblkhd", m->hblkhd);
+	hs_jsonw_kuint(w, "usmblks", m->usmblks);
+	hs_jsonw_kuint(w, "fsmblks", m->fsmblks);
+	hs_jsonw_kuint(w, "uordblks", m->uordblks);
+	hs_jsonw_kuint(w, "fordblks", m->fordblks);
+	hs_jsonw_kuint(w, "keepcost", m->keepcost);
+	hs_jsonw_object_end(w);
+}
+
+static void stats_text(FILE *out, const struct hs_heap *heap)
+{
+	char b[32];
+	fprintf(out, "  mmapped  %10" PRIu64 " chunks  %12s\n", heap->mmap_count,
+		hs_fmt_size(b, heap->mmap_bytes));
+	const struct hs_mallinfo2 *m = hs_glibc_mallinfo2(heap);
+	if (m)
+		fprintf(out, "mallinfo2  arena %" PRIu64 " ordblks %" PRIu64
+			" smblks %" PRIu64 " hblks %" PRIu64 " hblkhd %" PRIu64
+			" usmblks %" PRIu64 " fsmblks %" PRIu64
+			" uordblks %" PRIu64 " fordblks %" PRIu64
+			" keepcost %" PRIu64 "\n",
+			m->arena, m->ordblks, m->smblks, m->hblks, m->hblkhd,
+			m->usmblks, m->fsmblks, m->uordblks, m->fordblks,
+			m->keepcost);
+}
+
+const struct hs_backend hs_glibc_backend = {
+	.name = "glibc",
+	.walk = hs_glibc_walk,
+	.stats_json = stats_json,
+	.stats_text = stats_text,
+};

@@ -4,21 +4,28 @@
 #ifndef HS_GLIBC_H
 #define HS_GLIBC_H
 
+#include "analyzers/alloc/backend.h"
 #include "analyzers/alloc/heap.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
 #include "src/log.h"
 
+/* glibc's struct mallinfo2, as mallinfo2() would have returned it: the
+ * glibc heap's stats. */
+struct hs_mallinfo2 {
+	uint64_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks,
+		uordblks, fordblks, keepcost;
+};
+
+/* The registry's default (analyzers/alloc/backend.c). */
+extern const struct hs_backend hs_glibc_backend;
+
+/* A glibc heap's mallinfo2, or NULL (another allocator's heap). */
+const struct hs_mallinfo2 *hs_glibc_mallinfo2(const struct hs_heap *heap);
+
 /* Does the core use glibc malloc (a module defines main_arena)?  Sets *libc
  * to that module (NULL when no module has libc's name). */
 bool hs_glibc_detect(struct hs_dwarf *dw, struct hs_module **libc);
-
-/* An error naming the allocator when the program's malloc is not glibc's
- * (tcmalloc, mimalloc: their heaps are not read; jemalloc has its own
- * walker, analyzers/alloc/jemalloc.h): walking
- * glibc's mostly idle heap instead would give a wrong answer as if it were
- * certain.  NULL when malloc is glibc's. */
-struct hs_error *hs_other_allocator(struct hs_dwarf *dw);
 
 /* The row of formats/gllayout.c for libc's release (by its "release
  * version" string; *exact: read from this very build-id), or NULL. */

@@ -1,6 +1,7 @@
 /* The allocator-neutral heap model (runs, regions, arenas, the final
  * sort): see analyzers/alloc/heap.h. */
 #include "src/sort.h"
+#include "analyzers/alloc/backend.h"
 #include "analyzers/alloc/heap.h"
 
 #include <stdarg.h>
@@ -25,11 +26,13 @@ const char *const hs_where_names[HS_WHERE_COUNT] = {
 	[HS_WHERE_RETAINED] = "retained",
 };
 
-struct hs_heap *hs_heap_create(const char *allocator)
+struct hs_heap *hs_heap_create(const struct hs_backend *backend)
 {
 	struct hs_heap *heap = calloc(1, sizeof(*heap));
-	if (heap)
-		heap->allocator = allocator;
+	if (heap) {
+		heap->backend = backend;
+		heap->allocator = backend->name;
+	}
 	return heap;
 }
 
@@ -41,7 +44,8 @@ void hs_heap_destroy(struct hs_heap *heap)
 	free(heap->runs);
 	free(heap->arenas);
 	free(heap->regions);
-	free(heap->je_classes);
+	free(heap->classes);
+	free(heap->stats);
 	free(heap->version);
 	free(heap);
 }

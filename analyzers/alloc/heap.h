@@ -85,12 +85,6 @@ static inline uint64_t hs_alloc_chunk_size(const struct hs_alloc *a)
 		a->size + 16 : a->size + 8;
 }
 
-/* glibc's struct mallinfo2, as mallinfo2() would have returned it. */
-struct hs_mallinfo2 {
-	uint64_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks,
-		uordblks, fordblks, keepcost;
-};
-
 struct hs_arena {
 	uint64_t addr;              /* struct malloc_state address */
 	uint64_t top;               /* top chunk */
@@ -119,25 +113,14 @@ struct hs_region {
 	enum hs_region_kind kind;
 };
 
-/* jemalloc: one arena's slabs of one small size class. */
-struct hs_je_class {
-	uint32_t arena, szind;
+/* A slab allocator's small size class in one arena (jemalloc's bins):
+ * every slab of that class, its regions and where they are. */
+struct hs_size_class {
+	uint32_t arena, index;      /* index: the allocator's class number */
 	uint64_t size;              /* region size */
 	uint64_t slabs, regions;    /* regions: slabs x regions per slab */
 	uint64_t free;              /* free in the slabs' bitmaps */
 	uint64_t tcache;            /* handed to thread caches, not to the program */
-};
-
-/* jemalloc's own totals, as its mallctl "stats.*" would give them. */
-struct hs_je_stats {
-	uint64_t allocated;   /* bytes of used regions and large extents
-			       * (thread caches' included, as jemalloc counts) */
-	uint64_t active;      /* bytes of pages of active extents */
-	uint64_t dirty, muzzy, retained;  /* bytes of such extents */
-	uint64_t metadata_blocks;  /* bytes of base blocks (metadata) */
-	uint64_t extent_map;       /* where the walk found emap / arenas */
-	uint64_t arenas_array;     /* (0: not found) */
-	const char *layout;        /* where its layouts came from (static) */
 };
 
 /* How the walker found one thing it needed (glibc: "layouts",
@@ -152,8 +135,11 @@ struct hs_found {
 };
 enum { HS_HEAP_MAX_FOUND = 6 };
 
+struct hs_backend;
+
 struct hs_heap {
-	const char *allocator;      /* "glibc" or "jemalloc" */
+	const struct hs_backend *backend;  /* analyzers/alloc/backend.h */
+	const char *allocator;      /* the backend's name: "glibc", "jemalloc" */
 	struct hs_found found[HS_HEAP_MAX_FOUND];
 	size_t nfound;
 	bool headerless;            /* blocks have no header (jemalloc): no
@@ -165,8 +151,6 @@ struct hs_heap {
 	size_t nruns, runcap;
 	struct hs_arena *arenas;
 	size_t narenas;
-	bool has_mallinfo2;
-	struct hs_mallinfo2 mallinfo2;
 	uint64_t mmap_count, mmap_bytes;           /* found by the scan */
 	uint64_t mmap_expected, mmap_expected_bytes; /* what mp_ says */
 	uint32_t ntcaches;          /* thread caches read */
@@ -177,11 +161,16 @@ struct hs_heap {
 	/* bytes the allocator's own counters say it holds that the walk could
 	 * not account for (glibc: system_mem and mp_.mmapped_mem) */
 	uint64_t unaccounted_bytes;
-	bool has_je_stats;
-	struct hs_je_stats je_stats;
-	struct hs_je_class *je_classes;  /* by arena, then size */
-	size_t nje_classes;
+	struct hs_size_class *classes;  /* slab allocators: by arena, then size */
+	size_t nclasses;
+	uint64_t metadata_bytes;    /* memory the allocator mapped for its own
+				     * metadata (jemalloc's base blocks; glibc's
+				     * state lives in libc's data: 0) */
 	uint64_t page_size;         /* the allocator's page (jemalloc) */
+	/* The allocator's own counters, the backend's to read and write out
+	 * (glibc: struct hs_mallinfo2; jemalloc: struct hs_je_stats); one
+	 * flat allocation, freed with the heap.  NULL: none. */
+	void *stats;
 };
 
 /* The usable size malloc(request) gives: glibc's chunk rounding
@@ -205,7 +194,7 @@ static inline uint64_t hs_heap_size_class(const struct hs_heap *heap,
 	return (request + delta - 1) & ~(delta - 1);
 }
 
-struct hs_heap *hs_heap_create(const char *allocator);
+struct hs_heap *hs_heap_create(const struct hs_backend *backend);
 /* Records how item was found (hs_found); detail is printf-formatted. */
 __attribute__((format(printf, 4, 5)))
 void hs_heap_found(struct hs_heap *h, const char *item, const char *how,

@@ -87,11 +87,11 @@
  *       dirty, muzzy, retained: the whole extent, a free page run
  *     An arena index absent from the arenas array counts as unassociated.
  *
- * Stats recomputed into heap->je_stats (jemalloc's own counters are not
- * read): allocated = used regions and large usable sizes, thread caches'
- * included; active = bytes of active extents; dirty, muzzy, retained =
- * bytes of extents in that state; metadata_blocks; per arena and class,
- * heap->je_classes.  An arena's system_mem excludes retained extents.
+ * Stats recomputed into heap->stats, a struct hs_je_stats (jemalloc's
+ * own counters are not read): allocated = used regions and large usable
+ * sizes, thread caches' included; active = bytes of active extents; dirty,
+ * muzzy, retained = bytes of extents in that state; metadata_blocks; per
+ * arena and class, heap->classes.  An arena's system_mem excludes retained extents.
  *
  * Partial (heap->partial, with a warning): an unreadable or implausible
  * thread cache bin; no arenas array; an array slot whose arena gives
@@ -104,9 +104,11 @@
  */
 #include "analyzers/alloc/jemalloc.h"
 #include "formats/jelayout.h"
+#include "src/fmt.h"
 #include "src/sort.h"
 
 #include <capstone/capstone.h>
+#include <inttypes.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,7 +196,8 @@ struct je {
 	struct u64set internal;     /* jemalloc's own allocations (tcaches) */
 	struct hs_heap *heap;
 	struct hs_arena unassociated;  /* extents of no arena */
-	struct hs_je_class *classes;   /* [arena * nbins + szind], grown by arena */
+	struct hs_size_class *classes;   /* [arena * nbins + szind], grown by arena */
+	struct hs_je_stats stats;       /* the heap's, once the walk is done */
 	uint32_t class_arenas;
 	uint64_t nfree_mismatch, bad_extents;
 	uint64_t unknown_arena;     /* extents naming an arena not in the array */
@@ -1066,7 +1069,7 @@ static struct hs_error *arena_rings(struct je *j)
 			}
 			if ((err = hs_heap_add_region(j->heap, blk, blk + size, HS_REGION_META)))
 				break;
-			j->heap->je_stats.metadata_blocks += size;
+			j->stats.metadata_blocks += size;
 			blk = next;
 		}
 	}
@@ -1121,7 +1124,7 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 			     uint32_t nfree, uint32_t arena)
 {
 	const struct hs_je_layout *L = j->L;
-	struct hs_je_stats *st = &j->heap->je_stats;
+	struct hs_je_stats *st = &j->stats;
 	if (szind >= L->nbins) {
 		j->bad_extents++;
 		return NULL;
@@ -1143,11 +1146,11 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 		nf += bitmap[r / 64] >> (r % 64) & 1;
 	if (nf != nfree)
 		j->nfree_mismatch++;
-	struct hs_je_class *cl = NULL;
+	struct hs_size_class *cl = NULL;
 	if (arena < L->arenas_max) {
 		if (arena >= j->class_arenas) {
 			uint32_t na = arena + 1;
-			struct hs_je_class *v = realloc(j->classes,
+			struct hs_size_class *v = realloc(j->classes,
 							(size_t)na * L->nbins * sizeof(*v));
 			if (!v)
 				return &hs_error_nomem;
@@ -1158,7 +1161,7 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 		}
 		cl = &j->classes[(size_t)arena * L->nbins + szind];
 		cl->arena = arena;
-		cl->szind = szind;
+		cl->index = szind;
 		cl->size = reg;
 		cl->slabs++;
 		cl->regions += nregs;
@@ -1189,7 +1192,7 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 	(void)key;
 	struct hs_error **errp = arg;
 	const struct hs_je_layout *L = j->L;
-	struct hs_je_stats *st = &j->heap->je_stats;
+	struct hs_je_stats *st = &j->stats;
 	uint64_t e = leaf_edata(L, bits);
 	bool added;
 	if (!e)
@@ -1348,18 +1351,23 @@ static struct hs_error *walk(struct je *j)
 	for (size_t i = 0; i < (size_t)j->class_arenas * j->L->nbins; i++) {
 		if (!j->classes[i].slabs)
 			continue;
-		struct hs_je_class *v = realloc(j->heap->je_classes,
-						(j->heap->nje_classes + 1) * sizeof(*v));
+		struct hs_size_class *v = realloc(j->heap->classes,
+						  (j->heap->nclasses + 1) * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
-		j->heap->je_classes = v;
-		v[j->heap->nje_classes++] = j->classes[i];
+		j->heap->classes = v;
+		v[j->heap->nclasses++] = j->classes[i];
 	}
 	j->heap->page_size = 1ull << j->L->lg_page;
-	j->heap->has_je_stats = true;
-	j->heap->je_stats.extent_map = j->emap;
-	j->heap->je_stats.arenas_array = j->arenas_at;
-	j->heap->je_stats.layout = j->L->origin;
+	j->heap->metadata_bytes = j->stats.metadata_blocks;
+	j->stats.extent_map = j->emap;
+	j->stats.arenas_array = j->arenas_at;
+	j->stats.layout = j->L->origin;
+	struct hs_je_stats *st = malloc(sizeof(*st));
+	if (!st)
+		return &hs_error_nomem;
+	*st = j->stats;
+	j->heap->stats = st;
 	return hs_heap_finish(j->heap);
 }
 
@@ -1370,7 +1378,7 @@ struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 	struct je j = {.core = core, .dw = dw, .log = log};
 	if (!hs_jemalloc_detect(dw, &j.lib))
 		return hs_error_create(HS_ERR_NOT_FOUND, "no jemalloc in this core");
-	j.heap = hs_heap_create("jemalloc");
+	j.heap = hs_heap_create(&hs_jemalloc_backend);
 	if (!j.heap)
 		return &hs_error_nomem;
 	j.heap->headerless = true;
@@ -1390,3 +1398,50 @@ struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 	*ret = j.heap;
 	return NULL;
 }
+
+/* ---- the backend ---- */
+
+const struct hs_je_stats *hs_jemalloc_stats(const struct hs_heap *heap)
+{
+	return heap->backend == &hs_jemalloc_backend ? heap->stats : NULL;
+}
+
+static void stats_json(struct hs_jsonw *w, const struct hs_heap *heap)
+{
+	const struct hs_je_stats *js = hs_jemalloc_stats(heap);
+	if (!js)
+		return;
+	hs_jsonw_key(w, "stats");
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kuint(w, "allocated", js->allocated);
+	hs_jsonw_kuint(w, "active", js->active);
+	hs_jsonw_kuint(w, "dirty", js->dirty);
+	hs_jsonw_kuint(w, "muzzy", js->muzzy);
+	hs_jsonw_kuint(w, "retained", js->retained);
+	hs_jsonw_kuint(w, "metadata_blocks", js->metadata_blocks);
+	hs_jsonw_object_end(w);
+	hs_jsonw_kaddr(w, "extent_map", js->extent_map);
+	if (js->arenas_array)
+		hs_jsonw_kaddr(w, "arenas_array", js->arenas_array);
+	hs_jsonw_kstring(w, "layouts", js->layout);
+}
+
+static void stats_text(FILE *out, const struct hs_heap *heap)
+{
+	const struct hs_je_stats *js = hs_jemalloc_stats(heap);
+	if (!js)
+		return;
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
+	fprintf(out, "  stats    allocated %s, active %s, dirty %s, muzzy %s, retained %s (jemalloc's stats.*)\n",
+		hs_fmt_size(b1, js->allocated), hs_fmt_size(b2, js->active),
+		hs_fmt_size(b3, js->dirty), hs_fmt_size(b4, js->muzzy),
+		hs_fmt_size(b5, js->retained));
+}
+
+const struct hs_backend hs_jemalloc_backend = {
+	.name = "jemalloc",
+	.detect = hs_jemalloc_detect,
+	.walk = hs_jemalloc_walk,
+	.stats_json = stats_json,
+	.stats_text = stats_text,
+};

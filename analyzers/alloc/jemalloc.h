@@ -10,10 +10,29 @@
 #ifndef HS_JEMALLOC_H
 #define HS_JEMALLOC_H
 
+#include "analyzers/alloc/backend.h"
 #include "analyzers/alloc/heap.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
 #include "src/log.h"
+
+/* jemalloc's own totals, as its mallctl "stats.*" would give them: the
+ * jemalloc heap's stats. */
+struct hs_je_stats {
+	uint64_t allocated;   /* bytes of used regions and large extents
+			       * (thread caches' included, as jemalloc counts) */
+	uint64_t active;      /* bytes of pages of active extents */
+	uint64_t dirty, muzzy, retained;  /* bytes of such extents */
+	uint64_t metadata_blocks;  /* bytes of base blocks (metadata) */
+	uint64_t extent_map;       /* where the walk found emap / arenas */
+	uint64_t arenas_array;     /* (0: not found) */
+	const char *layout;        /* where its layouts came from (static) */
+};
+
+extern const struct hs_backend hs_jemalloc_backend;
+
+/* A jemalloc heap's stats, or NULL (another allocator's heap). */
+const struct hs_je_stats *hs_jemalloc_stats(const struct hs_heap *heap);
 
 /* Is the program's malloc jemalloc?  A libjemalloc module, or a module
  * (usually the executable) that defines jemalloc's extent map under any
