@@ -13,8 +13,9 @@ double hs_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-struct hs_error *hs_snapshot_open(const char *path,
-				  const struct hs_options *opts,
+/* path, or a core of size bytes at data when data is not NULL. */
+static struct hs_error *open_core(const char *path, const void *data,
+				  size_t size, const struct hs_options *opts,
 				  struct hs_snapshot **ret)
 {
 	struct hs_snapshot *snap = calloc(1, sizeof(*snap));
@@ -23,7 +24,9 @@ struct hs_error *hs_snapshot_open(const char *path,
 	snap->opts = *opts;
 	hs_log_init(&snap->log, opts->warnings, opts->progress);
 	double t0 = hs_now();
-	struct hs_error *err = hs_core_open(path, &snap->log, &snap->core);
+	struct hs_error *err = data ?
+		hs_core_open_memory(path, data, size, &snap->log, &snap->core) :
+		hs_core_open(path, &snap->log, &snap->core);
 	snap->t_open = hs_now() - t0;
 	if (err) {
 		hs_snapshot_destroy(snap);
@@ -31,6 +34,23 @@ struct hs_error *hs_snapshot_open(const char *path,
 	}
 	*ret = snap;
 	return NULL;
+}
+
+struct hs_error *hs_snapshot_open(const char *path,
+				  const struct hs_options *opts,
+				  struct hs_snapshot **ret)
+{
+	return open_core(path, NULL, 0, opts, ret);
+}
+
+struct hs_error *hs_snapshot_open_memory(const char *name, const void *data,
+					 size_t size,
+					 const struct hs_options *opts,
+					 struct hs_snapshot **ret)
+{
+	if (!data)
+		return hs_error_create(HS_ERR_USAGE, "%s: no core data", name);
+	return open_core(name, data, size, opts, ret);
 }
 
 void hs_snapshot_destroy(struct hs_snapshot *snap)
@@ -91,9 +111,9 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 		if (derr)
 			snap->heap_err = copy_error(derr);
 		else {
-			const struct hs_backend *b;
+			const struct hs_backend *b = snap->opts.backend;
 			double t0 = hs_now();
-			if (!(snap->heap_err = hs_backend_find(dw, &b)))
+			if (b || !(snap->heap_err = hs_backend_find(dw, &b)))
 				snap->heap_err = b->walk(snap->core, dw, &snap->log,
 							 &snap->heap);
 			snap->t_heap = hs_now() - t0;

@@ -32,6 +32,10 @@ struct hs_options {
 	const char *rules_off;  /* header rules turned off ("all", or names
 				 * separated by commas), or NULL */
 	unsigned threads;       /* worker threads (0: one per CPU) */
+	/* The allocator to walk, instead of the one the registry detects
+	 * (analyzers/alloc/backend.h): a backend of the caller's own, such
+	 * as the unit tests' toy allocator.  NULL: detect. */
+	const struct hs_backend *backend;
 };
 
 struct hs_snapshot {
@@ -66,6 +70,12 @@ double hs_now(void);
 struct hs_error *hs_snapshot_open(const char *path,
 				  const struct hs_options *opts,
 				  struct hs_snapshot **ret);
+/* The same for a core in memory (tests): data must outlive the snapshot;
+ * name stands for the path in messages. */
+struct hs_error *hs_snapshot_open_memory(const char *name, const void *data,
+					 size_t size,
+					 const struct hs_options *opts,
+					 struct hs_snapshot **ret);
 void hs_snapshot_destroy(struct hs_snapshot *snap);
 
 /* Stages.  The returned objects belong to the snapshot; so does a returned

@@ -5,3 +5,11 @@ foreach(t test_elfcore test_dominators test_trend test_escape)
   target_link_libraries(${t} PRIVATE heapsift_core)
   add_test(NAME unit_${t} COMMAND ${t})
 endforeach()
+
+# Unit tests on synthetic cores (tests/unit/mockcore.h).
+foreach(t test_backend)
+  add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c)
+  target_link_libraries(${t} PRIVATE heapsift_core)
+  add_test(NAME unit_${t} COMMAND ${t})
+endforeach()

@@ -1,0 +1,299 @@
+/* The backend interface, end to end: a toy allocator ("bump") defined here,
+ * in the test, walked by the snapshot over a synthetic core
+ * (tests/unit/mockcore.h), then marked, dominated and typed by the same
+ * code that serves glibc and jemalloc.  Adding a backend is this much: a
+ * walker that fills struct hs_heap, and a struct hs_backend.
+ *
+ * bump's heap is one segment:
+ *
+ *   +0   u64 magic "BUMPHEAP"
+ *   +8   u64 used: bytes of blocks from +16
+ *   +16  blocks, one after another:
+ *          u64 header: usable size (a multiple of 16) | 1 when in use
+ *          usable bytes (the user's pointer is the header's address + 8)
+ *
+ * The test program's memory, by construction:
+ *
+ *   data (rw, no module: unexplained writable memory, a root)
+ *     +0   -> A               +8  -> K + 8 (inside K)
+ *   stack of thread 42 (rsp = stack + 0x800)
+ *     rsp + 0x10 -> S         rsp - 0x200 -> Z (below the red zone: dead)
+ *   A -> B, B -> A (a cycle held from a root)
+ *   D -> E, E -> F            (nothing points to D)
+ *   L1 -> L2, L2 -> L1        (a leaked cycle)
+ *   G free; K held by an interior pointer only
+ *
+ * Expected classes (memcheck's): A B S reachable; K possible; D leak root
+ * holding E and F (indirect); of the leaked cycle L1 (the lower address)
+ * is the leak root, L2 indirect; Z leaked (a dead stack word is no root);
+ * G no class (free).
+ */
+#include <elf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/alloc/backend.h"
+#include "analyzers/alloc/heap.h"
+#include "src/snapshot.h"
+#include "tests/unit/mockcore.h"
+
+static int failures, checks;
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		checks++;                                                    \
+		if (!(cond)) {                                               \
+			failures++;                                          \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                            \
+		}                                                            \
+	} while (0)
+
+/* ---- the toy backend ---- */
+
+static const uint64_t BUMP_MAGIC = 0x50414548504d5542ull;  /* "BUMPHEAP" */
+
+static struct hs_error *bump_walk(const struct hs_core *core,
+				  struct hs_dwarf *dw, struct hs_log *log,
+				  struct hs_heap **ret);
+
+static const struct hs_backend bump_backend = {
+	.name = "bump",
+	.walk = bump_walk,
+};
+
+static struct hs_error *bump_walk(const struct hs_core *core,
+				  struct hs_dwarf *dw, struct hs_log *log,
+				  struct hs_heap **ret)
+{
+	(void)dw;
+	const struct hs_core_segment *seg = NULL;
+	for (size_t i = 0; i < core->nsegs && !seg; i++) {
+		uint64_t magic;
+		if (hs_core_read_u64(core, core->segs[i].vaddr, &magic) &&
+		    magic == BUMP_MAGIC)
+			seg = &core->segs[i];
+	}
+	if (!seg)
+		return hs_error_create(HS_ERR_NOT_FOUND, "no bump heap in this core");
+	struct hs_heap *heap = hs_heap_create(&bump_backend);
+	if (!heap)
+		return &hs_error_nomem;
+	uint64_t base = seg->vaddr, used = 0;
+	struct hs_arena ar = {.addr = base, .system_mem = seg->memsz, .main = true};
+	struct hs_error *err = NULL;
+	size_t ai;
+	if (!hs_core_read_u64(core, base + 8, &used) || used > seg->memsz - 16) {
+		hs_log_warn(log, "bump heap at %#" PRIx64 ": its used count is wrong", base);
+		heap->partial = true;
+		used = 0;
+	}
+	if ((err = hs_heap_add_arena(heap, &ar, &ai)) ||
+	    (err = hs_heap_add_region(heap, base, base + seg->memsz, HS_REGION_HEAP)) ||
+	    (err = hs_heap_begin_run(heap)))
+		goto fail;
+	for (uint64_t p = base + 16; p < base + 16 + used;) {
+		uint64_t hdr, size;
+		if (!hs_core_read_u64(core, p, &hdr) || !(size = hdr & ~(uint64_t)15) ||
+		    size > base + 16 + used - (p + 8)) {
+			hs_log_warn(log, "bump heap: a broken header at %#" PRIx64, p);
+			heap->partial = true;
+			break;
+		}
+		struct hs_alloc a = {
+			.addr = p + 8, .size = size, .arena = 0,
+			.where = hdr & 1 ? HS_WHERE_HEAP : HS_WHERE_BIN,
+		};
+		struct hs_arena *arp = &heap->arenas[0];
+		if (hdr & 1) {
+			arp->used_count++;
+			arp->used_bytes += size;
+		} else {
+			arp->free_count++;
+			arp->free_bytes += size;
+		}
+		if ((err = hs_heap_add(heap, &a)))
+			goto fail;
+		p += 8 + size;
+	}
+	if ((err = hs_heap_finish(heap)))
+		goto fail;
+	*ret = heap;
+	return NULL;
+fail:
+	hs_heap_destroy(heap);
+	return err;
+}
+
+/* ---- the program's memory ---- */
+
+enum {
+	HEAP = 0x10000000, DATA = 0x20000000, STACK = 0x7ff000000000,
+	RSP = STACK + 0x800,
+};
+
+enum { A, B, D, E, F, G, K, L1, L2, S, Z, NBLOCKS };
+static const char *const names[NBLOCKS] = {"A", "B", "D", "E", "F", "G", "K",
+					   "L1", "L2", "S", "Z"};
+static const uint64_t sizes[NBLOCKS] = {32, 48, 64, 16, 16, 96, 80, 32, 32,
+					 16, 112};
+static uint64_t at[NBLOCKS];   /* user addresses */
+
+static uint8_t *build(size_t *len)
+{
+	struct mock_core m = {0};
+	mock_segment(&m, HEAP, 0x1000, PF_R | PF_W);
+	uint64_t p = HEAP + 16;
+	for (int i = 0; i < NBLOCKS; i++) {
+		mock_put64(&m, p, sizes[i] | (i != G));
+		at[i] = p + 8;
+		p += 8 + sizes[i];
+	}
+	mock_put64(&m, HEAP, BUMP_MAGIC);
+	mock_put64(&m, HEAP + 8, p - (HEAP + 16));
+
+	mock_put64(&m, at[A], at[B]);
+	mock_put64(&m, at[B] + 8, at[A]);
+	mock_put64(&m, at[D] + 16, at[E]);
+	mock_put64(&m, at[E], at[F]);
+	mock_put64(&m, at[L1], at[L2]);
+	mock_put64(&m, at[L2] + 24, at[L1]);
+	mock_put64(&m, at[G], at[Z]);   /* a free block holds nothing */
+
+	mock_segment(&m, DATA, 0x1000, PF_R | PF_W);
+	mock_put64(&m, DATA, at[A]);
+	mock_put64(&m, DATA + 8, at[K] + 8);
+
+	mock_segment(&m, STACK, 0x1000, PF_R | PF_W);
+	mock_put64(&m, RSP + 0x10, at[S]);
+	mock_put64(&m, RSP - 0x200, at[Z]);
+	uint64_t *regs = mock_thread(&m, 42);
+	regs[HS_REG_RSP] = RSP;
+	regs[HS_REG_RIP] = 0x400000;   /* in no module: the stack is scanned whole from rsp */
+	uint8_t *core = mock_build(&m, len);
+	mock_free(&m);
+	return core;
+}
+
+static uint32_t id_of(const struct hs_heap *heap, int i)
+{
+	const struct hs_alloc *a = hs_heap_find(heap, at[i]);
+	return a ? (uint32_t)(a - heap->allocs) : UINT32_MAX;
+}
+
+int main(void)
+{
+	size_t len;
+	uint8_t *bytes = build(&len);
+	struct hs_options o = {.threads = 1, .backend = &bump_backend,
+			       .warnings = getenv("HS_UNIT_VERBOSE") ? stderr : NULL};
+	struct hs_snapshot *snap;
+	struct hs_error *err = hs_snapshot_open_memory("bump.core", bytes, len, &o, &snap);
+	if (err) {
+		fprintf(stderr, "open: %s\n", err->message);
+		return 1;
+	}
+
+	/* the walk */
+	const struct hs_heap *heap;
+	const struct hs_error *e = hs_snapshot_heap(snap, &heap);
+	CHECK(!e);
+	if (e) {
+		fprintf(stderr, "heap: %s\n", e->message);
+		return 1;
+	}
+	CHECK(!strcmp(heap->allocator, "bump") && heap->backend == &bump_backend);
+	CHECK(heap->nallocs == NBLOCKS);
+	CHECK(!heap->partial);
+	for (int i = 0; i < NBLOCKS; i++) {
+		uint32_t id = id_of(heap, i);
+		CHECK(id < heap->nallocs);
+		if (id >= heap->nallocs)
+			continue;
+		CHECK(heap->allocs[id].addr == at[i] && heap->allocs[id].size == sizes[i]);
+		CHECK(hs_alloc_state(&heap->allocs[id]) ==
+		      (i == G ? HS_STATE_FREE : HS_STATE_USED));
+	}
+
+	/* the mark: memcheck's classes, by construction */
+	const struct hs_mark *mark;
+	e = hs_snapshot_mark(snap, &mark);
+	CHECK(!e);
+	if (e) {
+		fprintf(stderr, "mark: %s\n", e->message);
+		return 1;
+	}
+	static const enum hs_reach want[NBLOCKS] = {
+		[A] = HS_REACH_REACHABLE, [B] = HS_REACH_REACHABLE,
+		[S] = HS_REACH_REACHABLE, [K] = HS_REACH_POSSIBLE,
+		[D] = HS_REACH_LEAK_ROOT, [E] = HS_REACH_INDIRECT,
+		[F] = HS_REACH_INDIRECT, [L1] = HS_REACH_LEAK_ROOT,
+		[L2] = HS_REACH_INDIRECT, [Z] = HS_REACH_LEAK_ROOT,
+		[G] = HS_REACH_NONE,
+	};
+	for (int i = 0; i < NBLOCKS; i++) {
+		uint32_t id = id_of(heap, i);
+		if (id >= heap->nallocs)
+			continue;
+		checks++;
+		if (mark->reach[id] != want[i]) {
+			failures++;
+			fprintf(stderr, "%s: %s, want %s\n", names[i],
+				hs_reach_names[mark->reach[id]], hs_reach_names[want[i]]);
+		}
+	}
+	/* D holds E and F; L1 holds L2 */
+	CHECK(mark->nleak_roots == 3);
+	for (size_t r = 0; r < mark->nleak_roots; r++) {
+		const struct hs_leak_root *lr = &mark->leak_roots[r];
+		if (lr->id == id_of(heap, D))
+			CHECK(lr->held_count == 2 && lr->held_bytes == sizes[E] + sizes[F]);
+		else if (lr->id == id_of(heap, L1))
+			CHECK(lr->held_count == 1 && lr->held_bytes == sizes[L2]);
+		else
+			CHECK(lr->id == id_of(heap, Z) && lr->held_count == 0);
+	}
+	CHECK(mark->total[HS_REACH_REACHABLE].count == 3);
+	CHECK(mark->total[HS_REACH_REACHABLE].bytes == sizes[A] + sizes[B] + sizes[S]);
+	CHECK(mark->total[HS_REACH_LEAK_ROOT].bytes == sizes[D] + sizes[L1] + sizes[Z]);
+
+	/* dominators: the data root holds A, which holds B (B's only holder
+	 * besides the cycle back) */
+	const struct hs_retain *ret;
+	e = hs_snapshot_retain(snap, &ret);
+	CHECK(!e);
+	if (!e) {
+		uint32_t na = hs_retain_node(ret, id_of(heap, A));
+		uint32_t nb = hs_retain_node(ret, id_of(heap, B));
+		CHECK(ret->tree->idom[nb] == na);
+		CHECK(ret->tree->retained[na] == sizes[A] + sizes[B]);
+		CHECK(ret->used_count == NBLOCKS - 1);
+	}
+
+	/* types: the same pass runs; a core without modules has no DWARF
+	 * and no vtables, so no block gets a type */
+	const struct hs_types *types;
+	e = hs_snapshot_types(snap, &types);
+	CHECK(!e);
+	if (!e)
+		CHECK(types->typed == 0);
+
+	hs_snapshot_destroy(snap);
+
+	/* the registry: the toy is not in it, and a core without any
+	 * allocator's module is glibc's to refuse, with its own message */
+	o.backend = NULL;
+	err = hs_snapshot_open_memory("bump.core", bytes, len, &o, &snap);
+	CHECK(!err);
+	if (!err) {
+		e = hs_snapshot_heap(snap, &heap);
+		CHECK(e && strstr(e->message, "no glibc malloc"));
+		hs_snapshot_destroy(snap);
+	}
+	hs_error_destroy(err);
+	free(bytes);
+	printf("%d checks, %d failures\n", checks, failures);
+	return failures != 0;
+}
