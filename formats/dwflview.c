@@ -93,11 +93,6 @@ static struct hs_error *check(const struct hs_core *core, struct hs_log *log,
 	return push(p, off, strlen(path));
 }
 
-static bool rd64(const struct hs_core *core, uint64_t addr, uint64_t *v)
-{
-	return hs_core_read_u64(core, addr, v);
-}
-
 /* The address of r_debug, from the executable's dynamic section, or 0. */
 static uint64_t find_r_debug(const struct hs_core *core)
 {
@@ -124,8 +119,8 @@ static uint64_t find_r_debug(const struct hs_core *core)
 	dyn += bias;
 	for (uint64_t k = 0; k < MAX_DYN && (k + 1) * 16 <= dynsz; k++) {
 		uint64_t tag, val;
-		if (!rd64(core, dyn + 16 * k, &tag) || tag == DT_NULL ||
-		    !rd64(core, dyn + 16 * k + 8, &val))
+		if (!hs_core_read_u64(core, dyn + 16 * k, &tag) || tag == DT_NULL ||
+		    !hs_core_read_u64(core, dyn + 16 * k + 8, &val))
 			break;
 		if (tag == DT_DEBUG)
 			return val;
@@ -157,12 +152,12 @@ static struct hs_error *check_link_map(const struct hs_core *core,
 				       struct hs_log *log, struct patches *p)
 {
 	uint64_t r_debug = find_r_debug(core), lm;
-	if (!r_debug || !rd64(core, r_debug + 8, &lm))
+	if (!r_debug || !hs_core_read_u64(core, r_debug + 8, &lm))
 		return NULL;
 	char name[MAX_NAME];
 	for (size_t i = 0; lm && i < MAX_LINK_MAPS; i++) {
 		uint64_t l_name, l_next, off, len;
-		if (!rd64(core, lm + 8, &l_name) || !rd64(core, lm + 24, &l_next))
+		if (!hs_core_read_u64(core, lm + 8, &l_name) || !hs_core_read_u64(core, lm + 24, &l_next))
 			break;
 		if (l_name && string_at(core, l_name, &off, &len) && len) {
 			memcpy(name, core->data + off, len);

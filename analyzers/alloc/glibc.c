@@ -300,11 +300,6 @@ static uint64_t align_up(uint64_t x, uint64_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
-static bool rd64(struct gl *g, uint64_t addr, uint64_t *v)
-{
-	return hs_core_read_u64(g->core, addr, v);
-}
-
 /* Safe-linking (glibc >= 2.32): REVEAL_PTR. */
 static uint64_t reveal(const struct gl *g, uint64_t field_addr,
 		       uint64_t stored)
@@ -346,8 +341,8 @@ static struct hs_error *read_fastbins(struct gl *g, uint64_t arena,
 				g->heap->partial = true;
 				break;
 			}
-			if (!rd64(g, p + g->mc_size, &size) ||
-			    !rd64(g, p + g->mc_fd, &fd)) {
+			if (!hs_core_read_u64(g->core, p + g->mc_size, &size) ||
+			    !hs_core_read_u64(g->core, p + g->mc_fd, &fd)) {
 				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu points to %#llx, which is not in the core; rest of that list ignored",
 					    idx, (unsigned long long)arena,
 					    (unsigned long long)i, (unsigned long long)p);
@@ -383,7 +378,7 @@ static void count_bins(struct gl *g, uint64_t arena, size_t idx,
 		/* bin_at(av, i): a fake chunk whose fd/bk are bins[2i-2..] */
 		uint64_t b = arena + g->ms_bins + (i - 1) * 16 - g->mc_fd;
 		uint64_t p;
-		if (!rd64(g, b + g->mc_bk, &p))
+		if (!hs_core_read_u64(g->core, b + g->mc_bk, &p))
 			return;
 		uint64_t n = 0;
 		/* Brent's cycle check: a list that loops without coming back to
@@ -398,8 +393,8 @@ static void count_bins(struct gl *g, uint64_t arena, size_t idx,
 				power *= 2;
 				steps = 0;
 			}
-			if (loop || ++n > bound || !rd64(g, p + g->mc_size, &size) ||
-			    !rd64(g, p + g->mc_bk, &p)) {
+			if (loop || ++n > bound || !hs_core_read_u64(g->core, p + g->mc_size, &size) ||
+			    !hs_core_read_u64(g->core, p + g->mc_bk, &p)) {
 				hs_log_warn(g->log, "arena %zu (%#llx): bin %llu is broken (a loop or a pointer out of the core); mallinfo2 counts are partial",
 					    idx, (unsigned long long)arena,
 					    (unsigned long long)i);
@@ -473,7 +468,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			memcpy(&size, base + (p + g->mc_size - base_lo), 8);
 			hs_core_touch(g->core, p + g->mc_size, 8);
 		}
-		else if (!rd64(g, p + g->mc_size, &size)) {
+		else if (!hs_core_read_u64(g->core, p + g->mc_size, &size)) {
 			hs_log_warn(g->log, "arena %zu: chunk at %#llx is not in the core (truncated?); rest of this heap skipped",
 				    idx, (unsigned long long)p);
 			ar->partial = g->heap->partial = true;
@@ -490,7 +485,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			bool fence = false;
 			if (!top && csz == 0)
 				fence = size & PREV_INUSE;
-			else if (!top && rd64(g, p + 16 + g->mc_size, &nsize))
+			else if (!top && hs_core_read_u64(g->core, p + 16 + g->mc_size, &nsize))
 				fence = (nsize & ~(uint64_t)SIZE_BITS) == 0 ||
 					(nsize & ~(uint64_t)SIZE_BITS) == 16;
 			if (fence) {
@@ -519,7 +514,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 				memcpy(&nsize, base + (next + g->mc_size - base_lo), 8);
 				hs_core_touch(g->core, next + g->mc_size, 8);
 			}
-			else if (!rd64(g, next + g->mc_size, &nsize))
+			else if (!hs_core_read_u64(g->core, next + g->mc_size, &nsize))
 				nsize = PREV_INUSE;
 			inuse = nsize & PREV_INUSE;
 		}
@@ -581,17 +576,17 @@ static bool probe_piece(struct gl *g, uint64_t p, uint64_t limit, uint64_t top,
 			uint64_t top_size, uint64_t page, uint64_t *end)
 {
 	uint64_t size;
-	if (!rd64(g, p + g->mc_size, &size) || !(size & PREV_INUSE))
+	if (!hs_core_read_u64(g->core, p + g->mc_size, &size) || !(size & PREV_INUSE))
 		return false;  /* a piece's first chunk follows nothing free */
 	for (uint64_t n = 0; p < limit && n < (1u << 24); n++) {
 		if (p == top) {
 			*end = top + top_size;
 			return *end <= limit;
 		}
-		if (!rd64(g, p + g->mc_size, &size) || (size & (IS_MMAPPED | NON_MAIN_ARENA)))
+		if (!hs_core_read_u64(g->core, p + g->mc_size, &size) || (size & (IS_MMAPPED | NON_MAIN_ARENA)))
 			return false;
 		uint64_t csz = size & ~(uint64_t)SIZE_BITS, nsize;
-		if (csz == 16 && rd64(g, p + 16 + g->mc_size, &nsize) &&
+		if (csz == 16 && hs_core_read_u64(g->core, p + 16 + g->mc_size, &nsize) &&
 		    (nsize & ~(uint64_t)SIZE_BITS) == 16) {
 			*end = align_up(p + 32, page);
 			return *end <= limit;
@@ -700,7 +695,7 @@ static struct hs_error *walk_main_arena(struct gl *g, const uint8_t *buf,
 {
 	struct hs_error *err;
 	uint64_t sbrk_base;
-	if (!rd64(g, g->mp + g->mp_sbrk_base, &sbrk_base)) {
+	if (!hs_core_read_u64(g->core, g->mp + g->mp_sbrk_base, &sbrk_base)) {
 		hs_log_warn(g->log, "mp_ is not in the core: the main heap cannot be walked");
 		ar->partial = g->heap->partial = true;
 		return NULL;
@@ -787,9 +782,9 @@ static struct hs_error *walk_other_arena(struct gl *g, uint64_t arena,
 			break;
 		}
 		uint64_t ar_ptr, prev, hsize;
-		if (!rd64(g, h + g->hi_ar_ptr, &ar_ptr) ||
-		    !rd64(g, h + g->hi_prev, &prev) ||
-		    !rd64(g, h + g->hi_size, &hsize)) {
+		if (!hs_core_read_u64(g->core, h + g->hi_ar_ptr, &ar_ptr) ||
+		    !hs_core_read_u64(g->core, h + g->hi_prev, &prev) ||
+		    !hs_core_read_u64(g->core, h + g->hi_size, &hsize)) {
 			hs_log_warn(g->log, "arena %zu (%#llx): heap_info at %#llx is not in the core",
 				    idx, (unsigned long long)arena,
 				    (unsigned long long)h);
@@ -892,7 +887,7 @@ static struct hs_error *read_tcaches(struct gl *g)
 		uint64_t fs = th->regs[HS_REG_FS_BASE], tc;
 		if (!fs)
 			continue;
-		if (!rd64(g, fs + (uint64_t)tpoff, &tc)) {
+		if (!hs_core_read_u64(g->core, fs + (uint64_t)tpoff, &tc)) {
 			hs_log_warn(g->log, "thread %d: its tcache pointer at %#llx is not in the core",
 				    th->tid, (unsigned long long)(fs + (uint64_t)tpoff));
 			g->heap->partial = true;
@@ -912,7 +907,7 @@ static struct hs_error *read_tcaches(struct gl *g)
 			uint64_t count = 0, e;
 			if (!hs_core_read_quiet(g->core, tc + g->tc_counts + i * g->tc_count_size,
 						&count, g->tc_count_size) ||
-			    !rd64(g, tc + g->tc_entries + 8 * i, &e)) {
+			    !hs_core_read_u64(g->core, tc + g->tc_entries + 8 * i, &e)) {
 				hs_log_warn(g->log, "thread %d: its tcache at %#llx is not in the core",
 					    th->tid, (unsigned long long)tc);
 				g->heap->partial = true;
@@ -921,7 +916,7 @@ static struct hs_error *read_tcaches(struct gl *g)
 			uint64_t n = 0;
 			while (e) {
 				uint64_t next;
-				if ((e & (ALIGN - 1)) || !rd64(g, e, &next)) {
+				if ((e & (ALIGN - 1)) || !hs_core_read_u64(g->core, e, &next)) {
 					hs_log_warn(g->log, "thread %d: tcache bin %llu holds a bad entry %#llx; rest of that list ignored",
 						    th->tid, (unsigned long long)i,
 						    (unsigned long long)e);
@@ -1284,7 +1279,7 @@ static bool arena_valid(struct gl *g, uint64_t a, uint8_t *buf)
 		if (sys)
 			return false;
 	} else {
-		if (top % ALIGN || !rd64(g, top + g->mc_size, &topsz))
+		if (top % ALIGN || !hs_core_read_u64(g->core, top + g->mc_size, &topsz))
 			return false;
 		topsz &= ~(uint64_t)SIZE_BITS;
 		if (topsz > sys || topsz % ALIGN)
@@ -1292,14 +1287,14 @@ static bool arena_valid(struct gl *g, uint64_t a, uint8_t *buf)
 		/* unsorted bin: empty (points at itself) or a chunk */
 		uint64_t fd, bin1 = a + g->ms_bins - 16, v;
 		memcpy(&fd, buf + g->ms_bins, 8);
-		if (fd != bin1 && (fd % ALIGN || !rd64(g, fd + g->mc_size, &v)))
+		if (fd != bin1 && (fd % ALIGN || !hs_core_read_u64(g->core, fd + g->mc_size, &v)))
 			return false;
 	}
 	/* the ring: back to a within MAX_ARENAS steps */
 	for (uint64_t n = 0; n < MAX_ARENAS; n++) {
 		if (next == a)
 			return true;
-		if (next % 8 || !rd64(g, next + g->ms_next, &next))
+		if (next % 8 || !hs_core_read_u64(g->core, next + g->ms_next, &next))
 			return false;
 	}
 	return false;
@@ -1311,11 +1306,11 @@ static bool arena_valid(struct gl *g, uint64_t a, uint8_t *buf)
 static bool mp_valid(struct gl *g, uint64_t p, const uint8_t *arena)
 {
 	uint64_t thr, n = 0, mem, sbrk, hp = 0;
-	if (p % 8 || !rd64(g, p + g->mp_mmap_threshold, &thr) ||
+	if (p % 8 || !hs_core_read_u64(g->core, p + g->mp_mmap_threshold, &thr) ||
 	    !hs_core_read_quiet(g->core, p + g->mp_n_mmaps, &n, 4) ||
-	    !rd64(g, p + g->mp_mmapped_mem, &mem) ||
-	    !rd64(g, p + g->mp_sbrk_base, &sbrk) ||
-	    (g->has_hp_pagesize && !rd64(g, p + g->mp_hp_pagesize, &hp)))
+	    !hs_core_read_u64(g->core, p + g->mp_mmapped_mem, &mem) ||
+	    !hs_core_read_u64(g->core, p + g->mp_sbrk_base, &sbrk) ||
+	    (g->has_hp_pagesize && !hs_core_read_u64(g->core, p + g->mp_hp_pagesize, &hp)))
 		return false;
 	uint64_t page = g->page ? g->page : 4096;
 	if (!thr || thr > (32ull << 20) || n > (1u << 30) ||
@@ -1333,7 +1328,7 @@ static bool mp_valid(struct gl *g, uint64_t p, const uint8_t *arena)
 	if (!sbrk)
 		return (flags & NONCONTIGUOUS_BIT) != 0;
 	uint64_t v;
-	if (!rd64(g, align_up(sbrk, ALIGN) + g->mc_size, &v))
+	if (!hs_core_read_u64(g->core, align_up(sbrk, ALIGN) + g->mc_size, &v))
 		return false;
 	if (flags & NONCONTIGUOUS_BIT)
 		return true;
@@ -1461,11 +1456,11 @@ static bool tpoff_valid(struct gl *g, int64_t tpoff, bool *used)
 		uint64_t fs = g->core->threads[t].regs[HS_REG_FS_BASE], v, hdr;
 		if (!fs)
 			continue;
-		if (!rd64(g, fs + (uint64_t)tpoff, &v))
+		if (!hs_core_read_u64(g->core, fs + (uint64_t)tpoff, &v))
 			return false;
 		if (!v)
 			continue;
-		if (v % ALIGN || !rd64(g, v - 8, &hdr) ||
+		if (v % ALIGN || !hs_core_read_u64(g->core, v - 8, &hdr) ||
 		    (hdr & ~(uint64_t)SIZE_BITS) != want)
 			return false;
 		*used = true;
@@ -1496,7 +1491,7 @@ static void find_tpoff_by_code(struct gl *g)
 		for (s = 0; s < ns && slots[s] != r->a[i]; s++)
 			;
 		uint64_t v;
-		if (s == ns || !rd64(g, slots[s], &v))
+		if (s == ns || !hs_core_read_u64(g->core, slots[s], &v))
 			continue;
 		bool used;
 		if (!tpoff_valid(g, (int64_t)v, &used))
@@ -1662,16 +1657,16 @@ static struct hs_error *walk(struct gl *g)
 	g->heap_max = HEAP_MAX_DEFAULT;
 	if (g->has_hp_pagesize) {
 		uint64_t hp;
-		if (rd64(g, g->mp + g->mp_hp_pagesize, &hp) && hp &&
+		if (hs_core_read_u64(g->core, g->mp + g->mp_hp_pagesize, &hp) && hp &&
 		    !(hp & (hp - 1)))
 			g->heap_max = 4 * hp;
 	}
 	uint64_t v;
-	if (rd64(g, g->mp + g->mp_n_mmaps, &v))
+	if (hs_core_read_u64(g->core, g->mp + g->mp_n_mmaps, &v))
 		g->heap->mmap_expected = (uint32_t)v;  /* int n_mmaps */
-	if (rd64(g, g->mp + g->mp_mmapped_mem, &v))
+	if (hs_core_read_u64(g->core, g->mp + g->mp_mmapped_mem, &v))
 		g->heap->mmap_expected_bytes = v;
-	if (rd64(g, g->mp + g->mp_mmap_threshold, &v))
+	if (hs_core_read_u64(g->core, g->mp + g->mp_mmap_threshold, &v))
 		g->heap->mmap_threshold = v;
 
 	/* Thread caches first: their chunks look in use in the heap. */
@@ -1716,7 +1711,7 @@ static struct hs_error *walk(struct gl *g)
 		uint64_t att = 0;
 		memcpy(&att, buf + g->ms_attached, 8);
 		ar.attached_threads = (uint32_t)att;
-		if (!rd64(g, ar.top + g->mc_size, &ar.top_size))
+		if (!hs_core_read_u64(g->core, ar.top + g->mc_size, &ar.top_size))
 			ar.top_size = 0;
 		ar.top_size &= ~(uint64_t)SIZE_BITS;
 

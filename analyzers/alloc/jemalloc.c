@@ -203,11 +203,6 @@ struct je {
 	uint64_t unknown_arena;     /* extents naming an arena not in the array */
 };
 
-static bool rd64(const struct je *j, uint64_t addr, uint64_t *v)
-{
-	return hs_core_read_u64(j->core, addr, v);
-}
-
 static bool rd32(const struct je *j, uint64_t addr, uint32_t *v)
 {
 	return hs_core_read_quiet(j->core, addr, v, 4);
@@ -661,8 +656,8 @@ static bool check_leaf(struct je *j, void *arg, uint64_t key, uint64_t bits)
 	uint64_t e = leaf_edata(L, bits), addr, size;
 	if (!e)
 		return true;  /* cleared: no extent, szind "none" */
-	if (rd64(j, e + L->edata_addr_off, &addr) &&
-	    rd64(j, e + L->edata_size_off, &size)) {
+	if (hs_core_read_u64(j->core, e + L->edata_addr_off, &addr) &&
+	    hs_core_read_u64(j->core, e + L->edata_size_off, &size)) {
 		uint64_t page = ~((1ull << L->lg_page) - 1);
 		uint64_t base = addr & page;
 		size &= page;
@@ -836,13 +831,13 @@ static struct hs_error *read_tcache(struct je *j, uint64_t slow, uint64_t bins)
 		return &hs_error_nomem;
 	if (!added)
 		return NULL;
-	if (slow && rd64(j, slow + L->tcache_slow_dyn_alloc_off, &dyn) && dyn &&
+	if (slow && hs_core_read_u64(j->core, slow + L->tcache_slow_dyn_alloc_off, &dyn) && dyn &&
 	    !set_add(&j->internal, dyn, NULL))
 		return &hs_error_nomem;
 	for (uint32_t b = 0; b < L->tcache_nbins_max; b++) {
 		uint64_t cb = bins + (uint64_t)b * L->cache_bin_size, head;
 		uint16_t empty;
-		if (!rd64(j, cb + L->cache_bin_stack_head_off, &head) ||
+		if (!hs_core_read_u64(j->core, cb + L->cache_bin_stack_head_off, &head) ||
 		    !rd16(j, cb + L->cache_bin_low_bits_empty_off, &empty)) {
 			hs_log_warn(j->log, "jemalloc thread cache at %#llx: bin %u is not in the core",
 				    (unsigned long long)bins, b);
@@ -861,7 +856,7 @@ static struct hs_error *read_tcache(struct je *j, uint64_t slow, uint64_t bins)
 		}
 		for (uint32_t k = 0; k < n; k++) {
 			uint64_t p;
-			if (!rd64(j, head + 8ull * k, &p)) {
+			if (!hs_core_read_u64(j->core, head + 8ull * k, &p)) {
 				hs_log_warn(j->log, "jemalloc thread cache at %#llx: bin %u's stack is not in the core",
 					    (unsigned long long)bins, b);
 				j->heap->partial = true;
@@ -899,16 +894,16 @@ static struct hs_error *threads(struct je *j)
 		if (rerr)
 			return rerr;
 		uint32_t ind;
-		if (rd64(j, tcache + L->tcache_slow_ptr_off, &slow) && slow &&
-		    rd64(j, slow + L->tcache_slow_tcache_off, &back) && back == tcache) {
+		if (hs_core_read_u64(j->core, tcache + L->tcache_slow_ptr_off, &slow) && slow &&
+		    hs_core_read_u64(j->core, slow + L->tcache_slow_tcache_off, &back) && back == tcache) {
 			struct hs_error *err = read_tcache(j, slow, tcache + L->tcache_bins_off);
 			if (err)
 				return err;
-			if (rd64(j, slow + L->tcache_slow_arena_off, &arena) &&
+			if (hs_core_read_u64(j->core, slow + L->tcache_slow_arena_off, &arena) &&
 			    arena_ok(j, arena, &ind) && (err = note_arena(j, arena, ind)))
 				return err;
 		}
-		if (rd64(j, tsd + L->tsd_arena_off, &arena) && arena_ok(j, arena, &ind)) {
+		if (hs_core_read_u64(j->core, tsd + L->tsd_arena_off, &arena) && arena_ok(j, arena, &ind)) {
 			struct hs_error *err = note_arena(j, arena, ind);
 			if (err)
 				return err;
@@ -925,7 +920,7 @@ static uint32_t arenas_at_index(struct je *j, uint64_t a)
 	for (uint32_t i = 0; i < j->L->arenas_max; i++) {
 		uint64_t p;
 		uint32_t ind;
-		if (!rd64(j, a + 8ull * i, &p))
+		if (!hs_core_read_u64(j->core, a + 8ull * i, &p))
 			break;
 		if (p && arena_ok(j, p, &ind) && ind == i)
 			n++;
@@ -963,7 +958,7 @@ static struct hs_error *find_arenas(struct je *j)
 				bool all = true;
 				for (uint32_t i = 0; i < j->narenas && all; i++) {
 					uint64_t x;
-					if (j->arenas[i] && (!rd64(j, cand + 8ull * i, &x) ||
+					if (j->arenas[i] && (!hs_core_read_u64(j->core, cand + 8ull * i, &x) ||
 							     x != j->arenas[i]))
 						all = false;
 				}
@@ -988,7 +983,7 @@ static struct hs_error *find_arenas(struct je *j)
 	for (uint32_t i = 0; i < L->arenas_max; i++) {
 		uint64_t a;
 		uint32_t ind;
-		if (!rd64(j, at + 8ull * i, &a))
+		if (!hs_core_read_u64(j->core, at + 8ull * i, &a))
 			break;
 		if (!a)
 			continue;
@@ -1019,7 +1014,7 @@ static struct hs_error *arena_rings(struct je *j)
 		uint64_t a = j->arenas[i], head, d, bins, base, blk;
 		if (!a)
 			continue;
-		if (rd64(j, a + L->arena_descriptor_ql_off, &head) && head) {
+		if (hs_core_read_u64(j->core, a + L->arena_descriptor_ql_off, &head) && head) {
 			d = head;
 			uint32_t n = 0;
 			do {
@@ -1028,8 +1023,8 @@ static struct hs_error *arena_rings(struct je *j)
 					err = &hs_error_nomem;
 					break;
 				}
-				if (!added || !rd64(j, cur + L->descriptor_bins_off, &bins) ||
-				    !rd64(j, cur + L->descriptor_next_off, &d) || ++n > 1000000) {
+				if (!added || !hs_core_read_u64(j->core, cur + L->descriptor_bins_off, &bins) ||
+				    !hs_core_read_u64(j->core, cur + L->descriptor_next_off, &d) || ++n > 1000000) {
 					hs_log_warn(j->log, "jemalloc arena %u: its thread cache ring is broken after %u entries%s",
 						    i, n, added ? "" : " (it loops)");
 					j->heap->partial = true;
@@ -1039,13 +1034,13 @@ static struct hs_error *arena_rings(struct je *j)
 					break;
 			} while (d && d != head);
 		}
-		if (err || !rd64(j, a + L->arena_base_off, &base) || !base)
+		if (err || !hs_core_read_u64(j->core, a + L->arena_base_off, &base) || !base)
 			continue;
 		if (!set_add(&bases, base, &added)) {
 			err = &hs_error_nomem;
 			break;
 		}
-		if (!added || !rd64(j, base + L->base_blocks_off, &blk))
+		if (!added || !hs_core_read_u64(j->core, base + L->base_blocks_off, &blk))
 			continue;
 		for (uint32_t n = 0; blk && n < 1000000; n++) {
 			uint64_t size, next;
@@ -1059,8 +1054,8 @@ static struct hs_error *arena_rings(struct je *j)
 				j->heap->partial = true;
 				break;
 			}
-			if (!rd64(j, blk + L->base_block_size_off, &size) ||
-			    !rd64(j, blk + L->base_block_next_off, &next) ||
+			if (!hs_core_read_u64(j->core, blk + L->base_block_size_off, &size) ||
+			    !hs_core_read_u64(j->core, blk + L->base_block_next_off, &next) ||
 			    size > (1ull << 40)) {
 				hs_log_warn(j->log, "jemalloc arena %u: a metadata block at %#llx is unreadable",
 					    i, (unsigned long long)blk);
@@ -1204,8 +1199,8 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 	if (!added)
 		return true;
 	uint64_t ebits, addr, size;
-	if (!rd64(j, e, &ebits) || !rd64(j, e + L->edata_addr_off, &addr) ||
-	    !rd64(j, e + L->edata_size_off, &size)) {
+	if (!hs_core_read_u64(j->core, e, &ebits) || !hs_core_read_u64(j->core, e + L->edata_addr_off, &addr) ||
+	    !hs_core_read_u64(j->core, e + L->edata_size_off, &size)) {
 		j->bad_extents++;
 		return true;
 	}
