@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Includes only go down the layers (docs/architecture.md, "Layers").
 
-  0 base       src/error, log, sort, strmap, outfile, escape, safeopen, fmt
+  0 base       src/error, log, sort, strmap, outfile, escape, safeopen, fmt,
+               vector, hashtab
   1 formats    formats/
   2 backends   analyzers/alloc/: the allocator-neutral heap model, the
                backend interface and the allocator walkers
@@ -23,7 +24,8 @@ import badinput_util as u  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = {"src/error", "src/log", "src/sort", "src/strmap", "src/outfile", "src/escape",
-        "src/safeopen", "src/fmt"}
+        "src/safeopen", "src/fmt",
+        "src/vector", "src/hashtab"}
 NAMES = ["base", "formats", "backends", "analyzers", "top"]
 R = u.Results()
 

@@ -1,0 +1,96 @@
+/* One growable array, typed by a macro (in the style of drgn's vector.h):
+ *
+ *   HS_VECTOR(u64_vector, uint64_t)
+ *   struct u64_vector v = {0};
+ *   if ((err = u64_vector_push(&v, 42))) ...
+ *   for (size_t i = 0; i < v.n; i++) ... v.v[i] ...
+ *   u64_vector_free(&v);
+ *
+ * defines struct NAME {TYPE *v; size_t n, cap;} and, for it:
+ *
+ *   NAME_reserve(vec, more)   room for `more` elements past n
+ *   NAME_push(vec, x)         appends x
+ *   NAME_append(vec)          appends one zeroed element, returns it
+ *                             (NULL: out of memory)
+ *   NAME_free(vec)            frees the elements, leaves an empty vector
+ *
+ * The fallible ones return &hs_error_nomem when memory runs out (the
+ * vector is then unchanged), a size that would overflow included.
+ * Capacity doubles from 16.  Base layer: includes nothing above it.
+ */
+#ifndef HS_VECTOR_H
+#define HS_VECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/error.h"
+
+/* The capacity to grow cap to for n + more elements of elem bytes, or 0
+ * when that does not fit in memory. */
+static inline size_t hs_vector_grow_cap(size_t cap, size_t n, size_t more,
+					size_t elem)
+{
+	if (more > SIZE_MAX / elem - n)
+		return 0;
+	size_t want = n + more;
+	if (cap < 16)
+		cap = 16;
+	while (cap < want) {
+		if (cap > SIZE_MAX / 2 / elem)
+			return want;
+		cap *= 2;
+	}
+	return cap;
+}
+
+#define HS_VECTOR(name, type)                                                 \
+	struct name {                                                         \
+		type *v;                                                      \
+		size_t n, cap;                                                \
+	};                                                                    \
+	__attribute__((unused)) static inline struct hs_error *               \
+	name##_reserve(struct name *vec, size_t more)                         \
+	{                                                                     \
+		if (more <= vec->cap - vec->n)                                \
+			return NULL;                                          \
+		size_t cap = hs_vector_grow_cap(vec->cap, vec->n, more,       \
+						sizeof(type));                \
+		type *v = cap ? realloc(vec->v, cap * sizeof(type)) : NULL;   \
+		if (!v)                                                       \
+			return &hs_error_nomem;                               \
+		vec->v = v;                                                   \
+		vec->cap = cap;                                               \
+		return NULL;                                                  \
+	}                                                                     \
+	__attribute__((unused)) static inline struct hs_error *               \
+	name##_push(struct name *vec, type x)                                 \
+	{                                                                     \
+		if (vec->n == vec->cap) {                                     \
+			struct hs_error *err_ = name##_reserve(vec, 1);       \
+			if (err_)                                             \
+				return err_;                                  \
+		}                                                             \
+		vec->v[vec->n++] = x;                                         \
+		return NULL;                                                  \
+	}                                                                     \
+	__attribute__((unused)) static inline type *                          \
+	name##_append(struct name *vec)                                       \
+	{                                                                     \
+		if (vec->n == vec->cap && name##_reserve(vec, 1))             \
+			return NULL;                                          \
+		type *x = &vec->v[vec->n++];                                  \
+		memset(x, 0, sizeof(*x));                                     \
+		return x;                                                     \
+	}                                                                     \
+	__attribute__((unused)) static inline void                            \
+	name##_free(struct name *vec)                                         \
+	{                                                                     \
+		free(vec->v);                                                 \
+		vec->v = NULL;                                                \
+		vec->n = vec->cap = 0;                                        \
+	}
+
+#endif

@@ -1,0 +1,139 @@
+/* The base layer's containers (src/vector.h, src/hashtab.h) against plain
+ * reference answers: a vector's contents after pushes and appends, a set
+ * and a map after 200,000 random insertions checked against a sorted
+ * array, key 0, and a reservation too large for memory. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "src/hashtab.h"
+#include "src/vector.h"
+
+static int failures, checks;
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		checks++;                                                    \
+		if (!(cond)) {                                               \
+			failures++;                                          \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                            \
+		}                                                            \
+	} while (0)
+
+struct pair {
+	uint32_t a;
+	uint64_t b;
+};
+
+HS_VECTOR(u64_vector, uint64_t)
+HS_VECTOR(pair_vector, struct pair)
+HS_HASH_SET(u64_set)
+HS_HASH_MAP(u64_map, uint32_t)
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void vectors(void)
+{
+	struct u64_vector v = {0};
+	bool ok = true;
+	for (uint64_t i = 0; i < 100000; i++)
+		ok &= !u64_vector_push(&v, i * 3);
+	CHECK(ok && v.n == 100000 && v.cap >= v.n);
+	for (size_t i = 0; ok && i < v.n; i++)
+		ok = v.v[i] == i * 3;
+	CHECK(ok);
+	CHECK(u64_vector_reserve(&v, SIZE_MAX / 2) == &hs_error_nomem);
+	CHECK(v.n == 100000 && v.v[99999] == 299997);   /* unchanged */
+	u64_vector_free(&v);
+	CHECK(!v.v && !v.n && !v.cap);
+
+	struct pair_vector p = {0};
+	CHECK(!pair_vector_reserve(&p, 5) && p.cap >= 5 && !p.n);
+	struct pair *x = pair_vector_append(&p);
+	CHECK(x && !x->a && !x->b && p.n == 1);
+	x->a = 7;
+	CHECK(!pair_vector_push(&p, (struct pair){1, 2}));
+	CHECK(p.n == 2 && p.v[0].a == 7 && p.v[1].b == 2);
+	pair_vector_free(&p);
+}
+
+static void tables(void)
+{
+	enum { N = 200000 };
+	uint64_t *ref = malloc(N * sizeof(*ref));
+	struct u64_set s = {0};
+	struct u64_map m = {0};
+	size_t fresh_count = 0;
+	bool ok = true;
+	for (size_t i = 0; i < N; i++) {
+		/* few distinct values, so that keys repeat */
+		uint64_t k = (next() % 50000) << 4 | 8;
+		ref[i] = k;
+		bool fresh = false, mfresh = false;
+		uint32_t *val = NULL;
+		ok &= !u64_set_add(&s, k, &fresh);
+		ok &= !u64_map_insert(&m, k, &val, &mfresh);
+		ok &= fresh == mfresh && val;
+		fresh_count += fresh;
+		if (val)
+			(*val)++;
+	}
+	CHECK(ok);
+	qsort(ref, N, sizeof(*ref), cmp_u64);
+	size_t distinct = 0;
+	for (size_t i = 0; i < N; i++) {
+		size_t j = i;
+		while (j + 1 < N && ref[j + 1] == ref[i])
+			j++;
+		distinct++;
+		uint32_t *val = u64_map_find(&m, ref[i]);
+		ok &= u64_set_has(&s, ref[i]) && val && *val == j - i + 1;
+		ok &= !u64_set_has(&s, ref[i] + 1) && !u64_map_find(&m, ref[i] + 1);
+		i = j;
+	}
+	CHECK(ok);
+	CHECK(s.n == distinct && m.n == distinct && fresh_count == distinct);
+	CHECK(s.cap >= 2 * s.n && (s.cap & (s.cap - 1)) == 0);
+	size_t slots = 0;
+	for (size_t i = 0; i < s.cap; i++)
+		slots += s.keys[i] != 0;
+	CHECK(slots == s.n);
+
+	/* key 0: never a member of a set, an error for a map */
+	bool fresh = true;
+	CHECK(!u64_set_add(&s, 0, &fresh) && !fresh && !u64_set_has(&s, 0));
+	CHECK(s.n == distinct);
+	uint32_t *val = NULL;
+	struct hs_error *err = u64_map_insert(&m, 0, &val, NULL);
+	CHECK(err && err->code == HS_ERR_CORRUPT && !val && m.n == distinct);
+	hs_error_destroy(err);
+	CHECK(!u64_map_find(&m, 0));
+
+	u64_set_free(&s);
+	u64_map_free(&m);
+	CHECK(!s.cap && !m.cap && !u64_set_has(&s, 8) && !u64_map_find(&m, 8));
+	free(ref);
+}
+
+int main(void)
+{
+	vectors();
+	tables();
+	printf("%d checks, %d failures\n", checks, failures);
+	return failures != 0;
+}
