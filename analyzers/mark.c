@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/vector.h"
+
 const char *const hs_reach_names[HS_REACH_COUNT] = {
 	[HS_REACH_NONE] = "none",
 	[HS_REACH_REACHABLE] = "reachable",
@@ -13,24 +15,7 @@ const char *const hs_reach_names[HS_REACH_COUNT] = {
 	[HS_REACH_INDIRECT] = "indirect",
 };
 
-struct stack {
-	uint32_t *v;
-	size_t n, cap;
-};
-
-static bool spush(struct stack *s, uint32_t x)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 1024;
-		uint32_t *v = realloc(s->v, cap * sizeof(*v));
-		if (!v)
-			return false;
-		s->v = v;
-		s->cap = cap;
-	}
-	s->v[s->n++] = x;
-	return true;
-}
+HS_VECTOR(stack, uint32_t)
 
 enum which { LIVE = 1, STALE = 2 };
 
@@ -110,7 +95,7 @@ static bool root_word(uint64_t v, const struct hs_root *r, uint64_t where,
 				c->via[id] = (uint8_t)rule;
 		}
 	}
-	if (!spush(st, id)) {
+	if (stack_push(st, id)) {
 		c->nomem = true;
 		return false;
 	}
@@ -218,7 +203,7 @@ static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
 {
 	st->n = 0;
 	claimed[lr->id] = 1;
-	if (!spush(st, lr->id))
+	if (stack_push(st, lr->id))
 		return false;
 	while (st->n) {
 		uint32_t v = st->v[--st->n];
@@ -232,7 +217,7 @@ static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
 			claimed[w] = 1;
 			lr->held_count++;
 			lr->held_bytes += heap->allocs[w].size;
-			if (!spush(st, w))
+			if (stack_push(st, w))
 				return false;
 		}
 	}
@@ -357,7 +342,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 out:
 	free(has_in);
 	free(claimed);
-	free(st.v);
+	stack_free(&st);
 	free(left);
 	free(t.index);
 	free(t.low);
@@ -383,7 +368,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 		if (reach[x] != HS_REACH_NONE)
 			continue;
 		reach[x] = HS_REACH_REACHABLE;
-		if (!spush(&st, x))
+		if (stack_push(&st, x))
 			goto nomem;
 	}
 	for (uint32_t v = 0; v < g->n; v++) {
@@ -396,7 +381,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 			x = HS_EDGE_ID(x);
 			reach[x] = HS_REACH_REACHABLE;
 			via[x] = g->rule_of[x];
-			if (!spush(&st, x))
+			if (stack_push(&st, x))
 				goto nomem;
 		}
 	}
@@ -412,14 +397,14 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 			reach[x] = HS_REACH_REACHABLE;
 			/* through another rule's pointer: that rule's */
 			via[x] = (g->edges[e] & HS_EDGE_RULE) ? g->rule_of[x] : via[v];
-			if (!spush(&st, x))
+			if (stack_push(&st, x))
 				goto nomem;
 		}
 	}
-	free(st.v);
+	stack_free(&st);
 	return NULL;
 nomem:
-	free(st.v);
+	stack_free(&st);
 	return &hs_error_nomem;
 }
 
@@ -491,7 +476,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 				continue;
 			if (reach[x] == HS_REACH_NONE) {
 				reach[x] = HS_REACH_REACHABLE;
-				if (!spush(st, x))
+				if (stack_push(st, x))
 					goto fail;
 			}
 		}
@@ -510,7 +495,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 			uint32_t x = g->edges[e];
 			if ((x & HS_EDGE_INTERIOR) &&
 			    reach[HS_EDGE_ID(x)] == HS_REACH_NONE &&
-			    !spush(st, HS_EDGE_ID(x)))
+			    stack_push(st, HS_EDGE_ID(x)))
 				goto fail;
 		}
 	}
@@ -521,7 +506,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 		reach[v] = HS_REACH_POSSIBLE;
 		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
 			uint32_t x = HS_EDGE_ID(g->edges[e]);
-			if (reach[x] == HS_REACH_NONE && !spush(st, x))
+			if (reach[x] == HS_REACH_NONE && stack_push(st, x))
 				goto fail;
 		}
 	}
@@ -554,15 +539,15 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 			m->via[v] = HS_RULE_NONE;
 		}
 	}
-	free(c.start.v);
-	free(c.interior.v);
-	free(c.rule.v);
+	stack_free(&c.start);
+	stack_free(&c.interior);
+	stack_free(&c.rule);
 	*ret = m;
 	return NULL;
 fail:
-	free(c.start.v);
-	free(c.interior.v);
-	free(c.rule.v);
+	stack_free(&c.start);
+	stack_free(&c.interior);
+	stack_free(&c.rule);
 	hs_mark_destroy(m);
 	return err;
 }

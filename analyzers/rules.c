@@ -144,77 +144,25 @@ void hs_rules_fini(struct hs_rules *r)
 /* ---- learned offsets ---- */
 
 enum {
-	STATS_FIRST = 1 << 12,
 	STATS_MAX = 1 << 22,    /* keys; then only known keys are counted */
 	LEARN_MIN_BLOCKS = 8,
 };
 
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
-static bool stats_grow(struct hs_offstats *s)
-{
-	size_t cap = s->cap ? 2 * s->cap : STATS_FIRST;
-	uint64_t *keys = calloc(cap, sizeof(*keys));
-	uint32_t *counts = calloc(cap, sizeof(*counts));
-	if (!keys || !counts) {
-		free(keys);
-		free(counts);
-		return false;
-	}
-	for (size_t i = 0; i < s->cap; i++) {
-		if (!s->keys[i])
-			continue;
-		size_t h = mix(s->keys[i]) & (cap - 1);
-		while (keys[h])
-			h = (h + 1) & (cap - 1);
-		keys[h] = s->keys[i];
-		counts[h] = s->counts[i];
-	}
-	free(s->keys);
-	free(s->counts);
-	s->keys = keys;
-	s->counts = counts;
-	s->cap = cap;
-	return true;
-}
-
 bool hs_offstats_add(struct hs_offstats *s, uint64_t size, uint64_t off)
 {
 	uint64_t key = size << 20 | off;
-	if (!s->cap && !stats_grow(s))
-		return false;
-	size_t h = mix(key) & (s->cap - 1);
-	while (s->keys[h] && s->keys[h] != key)
-		h = (h + 1) & (s->cap - 1);
-	if (s->keys[h]) {
-		if (s->counts[h] < UINT32_MAX)
-			s->counts[h]++;
+	uint32_t *count = hs_offstats_find(s, key);
+	if (count) {
+		if (*count < UINT32_MAX)
+			(*count)++;
 		return true;
 	}
-	if (s->n >= s->cap / 2) {
-		if (s->cap >= STATS_MAX)
-			return true;    /* full: new keys are not counted */
-		if (!stats_grow(s))
-			return false;
-		return hs_offstats_add(s, size, off);
-	}
-	s->keys[h] = key;
-	s->counts[h] = 1;
-	s->n++;
+	if (2 * (s->n + 1) > s->cap && s->cap >= STATS_MAX)
+		return true;    /* full: new keys are not counted */
+	if (hs_offstats_insert(s, key, &count, NULL))
+		return false;   /* out of memory (key is never 0: off > 0) */
+	*count = 1;
 	return true;
-}
-
-void hs_offstats_free(struct hs_offstats *s)
-{
-	free(s->keys);
-	free(s->counts);
-	memset(s, 0, sizeof(*s));
 }
 
 struct keycount {
@@ -255,7 +203,7 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 		for (size_t i = 0; i < parts[p].cap; i++)
 			if (parts[p].keys[i])
 				kc[n++] = (struct keycount){parts[p].keys[i],
-							    parts[p].counts[i]};
+							    parts[p].vals[i]};
 	hs_sort(kc, n, sizeof(*kc), cmp_u64);  /* by key (first field) */
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {

@@ -57,6 +57,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "src/hashtab.h"
 #include "analyzers/alloc/heap.h"
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
@@ -91,17 +92,13 @@ struct hs_learned {
 	uint64_t blocks;
 };
 
-/* Counts of interior pointers per (size, offset): a hash table that stops
- * taking new keys when full (counts of keys it has go on). */
-struct hs_offstats {
-	uint64_t *keys;         /* size << 20 | offset; 0 is empty */
-	uint32_t *counts;
-	size_t cap, n;
-};
+/* Counts of interior pointers per (size, offset): keys size << 20 |
+ * offset, values counts (src/hashtab.h); it stops taking new keys when
+ * full (counts of keys it has go on). */
+HS_HASH_MAP(hs_offstats, uint32_t)
 /* Adds one pointer at offset off (0 < off < HS_LEARN_MAX_OFFSET) into a
  * block of usable size `size`; false when out of memory. */
 bool hs_offstats_add(struct hs_offstats *s, uint64_t size, uint64_t off);
-void hs_offstats_free(struct hs_offstats *s);
 
 struct hs_rules {
 	const struct hs_core *core;

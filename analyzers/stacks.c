@@ -6,16 +6,16 @@
 #include <string.h>
 
 #include "analyzers/summary.h"
+#include "src/hashtab.h"
 #include "src/strmap.h"
+
+HS_HASH_MAP(frame_map, uint32_t)
 
 struct builder {
 	struct hs_stacks *s;
 	size_t fcap, lcap;
 	struct hs_strmap labels;
-	/* frames by (parent, label) */
-	uint64_t *fkeys;
-	uint32_t *fvals;
-	size_t fhcap, fhn;
+	struct frame_map by_key;        /* frames by fkey(parent, label) */
 };
 
 static bool label_id(struct builder *b, const char *label, uint32_t *ret)
@@ -52,38 +52,11 @@ static uint64_t fkey(uint32_t parent, uint32_t label)
 static bool frame_id(struct builder *b, uint32_t parent, uint32_t label,
 		     uint32_t *ret)
 {
-	if ((b->fhn + 1) * 2 > b->fhcap) {
-		size_t cap = b->fhcap ? 2 * b->fhcap : 1024;
-		uint64_t *k = calloc(cap, sizeof(*k));
-		uint32_t *v = calloc(cap, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return false;
-		}
-		for (size_t i = 0; i < b->fhcap; i++) {
-			if (!b->fkeys[i])
-				continue;
-			size_t j = (b->fkeys[i] * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = b->fkeys[i];
-			v[j] = b->fvals[i];
-		}
-		free(b->fkeys);
-		free(b->fvals);
-		b->fkeys = k;
-		b->fvals = v;
-		b->fhcap = cap;
-	}
 	uint64_t key = fkey(parent, label);
-	size_t j = (key * 0x9e3779b97f4a7c15ull >> 17) & (b->fhcap - 1);
-	while (b->fkeys[j]) {
-		if (b->fkeys[j] == key) {
-			*ret = b->fvals[j];
-			return true;
-		}
-		j = (j + 1) & (b->fhcap - 1);
+	const uint32_t *known = frame_map_find(&b->by_key, key);
+	if (known) {
+		*ret = *known;
+		return true;
 	}
 	struct hs_stacks *s = b->s;
 	if (s->nframes == b->fcap) {
@@ -99,9 +72,10 @@ static bool frame_id(struct builder *b, uint32_t parent, uint32_t label,
 	f->label = label;
 	f->parent = parent;
 	f->depth = parent == UINT32_MAX ? 1 : s->frames[parent].depth + 1;
-	b->fkeys[j] = key;
-	b->fvals[j] = (uint32_t)s->nframes;
-	b->fhn++;
+	uint32_t *slot = NULL;
+	if (frame_map_insert(&b->by_key, key, &slot, NULL))
+		return false;
+	*slot = (uint32_t)s->nframes;
 	*ret = (uint32_t)s->nframes++;
 	return true;
 }
@@ -195,8 +169,7 @@ out:
 	free(stack_of);
 	free(path);
 	hs_strmap_free(&b.labels);
-	free(b.fkeys);
-	free(b.fvals);
+	frame_map_free(&b.by_key);
 	if (err) {
 		hs_stacks_destroy(s);
 		return err;

@@ -1,47 +1,29 @@
 /* Per-type and per-root rows of a heap: see analyzers/summary.h. */
 #include "src/sort.h"
 #include "analyzers/summary.h"
+#include "src/hashtab.h"
+#include "src/vector.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct rows {
-	struct hs_type_row *v;
-	size_t n, cap;
-	size_t *hash;           /* untyped rows by size: index + 1 */
-	size_t hcap;
-};
+HS_VECTOR(rows, struct hs_type_row)
+HS_HASH_MAP(size_rows, size_t)    /* untyped rows: size + 1 -> index */
 
-static struct hs_type_row *add_row(struct rows *r)
+static size_t untyped_row(struct rows *r, struct size_rows *by_size,
+			  uint64_t size)
 {
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 256;
-		struct hs_type_row *v = realloc(r->v, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		r->v = v;
-		r->cap = cap;
-	}
-	memset(&r->v[r->n], 0, sizeof(r->v[0]));
-	return &r->v[r->n++];
-}
-
-static size_t untyped_row(struct rows *r, uint64_t size)
-{
-	size_t j = (size * 0x9e3779b97f4a7c15ull >> 20) & (r->hcap - 1);
-	while (r->hash[j]) {
-		if (r->v[r->hash[j] - 1].size == size)
-			return r->hash[j] - 1;
-		j = (j + 1) & (r->hcap - 1);
-	}
-	struct hs_type_row *x = add_row(r);
-	if (!x)
-		return SIZE_MAX;
+	size_t *k = size_rows_find(by_size, size + 1);
+	if (k)
+		return *k;
+	struct hs_type_row *x = rows_append(r);
+	if (!x || size_rows_insert(by_size, size + 1, &k, NULL))
+		return SIZE_MAX;  /* out of memory (size + 1 is never 0) */
 	x->type = HS_NO_TYPE;
 	x->size = size;
-	r->hash[j] = r->n;
-	return r->n - 1;
+	*k = r->n - 1;
+	return *k;
 }
 
 static int cmp_row(const void *a, const void *b)
@@ -78,6 +60,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	const struct hs_domtree *t = r->tree;
 	uint32_t n = t->n, nalloc = n - r->base;
 	struct rows rows = {0};
+	struct size_rows by_size = {0};
 	struct hs_error *err = &hs_error_nomem;
 	uint32_t *row_of = malloc(((size_t)nalloc + 1) * sizeof(uint32_t));
 	uint32_t *active = NULL;
@@ -85,16 +68,12 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	uint32_t *kids = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	uint32_t *stack = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	uint32_t *pos = malloc(((size_t)n + 1) * sizeof(uint32_t));
-	rows.hcap = 1024;
-	while (rows.hcap < 4 * (size_t)(nalloc / 16 + 1) && rows.hcap < (1u << 24))
-		rows.hcap *= 2;
-	rows.hash = calloc(rows.hcap, sizeof(size_t));
-	if (!row_of || !coff || !kids || !stack || !pos || !rows.hash)
+	if (!row_of || !coff || !kids || !stack || !pos)
 		goto out;
 	/* a row per type, then one per type for inferred guesses ("T?") */
 	size_t ntypes = types ? types->reg->n : 0;
 	for (size_t i = 0; i < 2 * ntypes; i++) {
-		struct hs_type_row *x = add_row(&rows);
+		struct hs_type_row *x = rows_append(&rows);
 		if (!x)
 			goto out;
 		x->type = (uint32_t)(i % ntypes);
@@ -106,7 +85,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		if (!hs_alloc_in_graph(a))
 			continue;
 		uint32_t ty = types ? types->type_of[id] : HS_NO_TYPE;
-		size_t k = ty == HS_NO_TYPE ? untyped_row(&rows, a->size) :
+		size_t k = ty == HS_NO_TYPE ? untyped_row(&rows, &by_size, a->size) :
 			hs_types_guessed(types, id) ? ntypes + ty : ty;
 		if (k == SIZE_MAX)
 			goto out;
@@ -183,7 +162,7 @@ out:
 	free(kids);
 	free(stack);
 	free(pos);
-	free(rows.hash);
+	size_rows_free(&by_size);
 	if (err) {
 		hs_type_rows_free(rows.v, rows.n);
 		return err;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/vector.h"
+
 /* libstdc++'s demangler (the C++ ABI's own): heapsift links libstdc++
  * for this one function. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
@@ -18,6 +20,8 @@ struct vtable {
 	char *class_name;       /* demangled */
 };
 
+HS_VECTOR(work_vector, uint32_t)
+
 struct ctx {
 	const struct hs_core *core;
 	struct hs_dwarf *dw;
@@ -26,8 +30,7 @@ struct ctx {
 	struct hs_log *log;
 	struct hs_types *t;
 	uint8_t *from;          /* per allocation: 0 none, 1 dwarf, 2 vtable */
-	uint32_t *work;
-	size_t nwork, capwork;
+	struct work_vector work;        /* blocks whose type is new */
 	/* typed objects inside blocks, past their start (the typed rule):
 	 * scanned once per block */
 	struct inner {
@@ -152,19 +155,6 @@ static char *rtti_class(const struct ctx *c, uint64_t vptr)
 	return demangle(name);
 }
 
-static bool push(struct ctx *c, uint32_t id)
-{
-	if (c->nwork == c->capwork) {
-		size_t cap = c->capwork ? 2 * c->capwork : 4096;
-		uint32_t *w = realloc(c->work, cap * sizeof(*w));
-		if (!w)
-			return false;
-		c->work = w;
-		c->capwork = cap;
-	}
-	c->work[c->nwork++] = id;
-	return true;
-}
 
 /* How a block got its type: a typed pointer to its start, a typed pointer
  * into it taken as an array element, a vtable. */
@@ -206,7 +196,7 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 		t->type_of[id] = d->index;
 		t->inferred[id] = c->cur_conf;
 		c->from[id] = (uint8_t)from;
-		return push(c, id);
+		return !work_vector_push(&c->work, id);
 	}
 	uint32_t cur = t->type_of[id];
 	if (cur == d->index)
@@ -237,7 +227,7 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 		t->cookie[id / 64] &= ~(1ull << (id % 64));  /* retyped: from its start */
 	t->type_of[id] = d->index;
 	c->from[id] = (uint8_t)from;
-	return push(c, id);
+	return !work_vector_push(&c->work, id);
 }
 
 static bool add_hold(struct ctx *c, uint32_t holder, uint32_t target, uint64_t v)
@@ -497,15 +487,15 @@ static struct hs_error *seed_variables(struct ctx *c)
 static struct hs_error *propagate(struct ctx *c)
 {
 	struct hs_types *t = c->t;
-	while (c->nwork || c->ninner) {
-		if (!c->nwork) {
+	while (c->work.n || c->ninner) {
+		if (!c->work.n) {
 			struct inner in = c->inner[--c->ninner];
 			struct hs_error *err = scan_object(c, in.d, in.addr, in.d->size, in.id);
 			if (err)
 				return err;
 			continue;
 		}
-		uint32_t id = c->work[--c->nwork];
+		uint32_t id = c->work.v[--c->work.n];
 		struct hs_dtype *d = t->reg->v[t->type_of[id]];
 		if (c->reach)
 			c->cur_conf = t->inferred[id] & HS_INFER_LEVEL;
@@ -589,7 +579,7 @@ out:
 	for (size_t i = 0; i < c.nvt; i++)
 		free(c.vt[i].class_name);
 	free(c.vt);
-	free(c.work);
+	work_vector_free(&c.work);
 	free(c.from);
 	free(c.inner);
 	free(c.inner_seen);
@@ -1250,7 +1240,7 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	t->from_dwarf = t->typed - t->from_vtable - t->from_rtti;
 out:
 	free(c.from);
-	free(c.work);
+	work_vector_free(&c.work);
 	free(in.idx);
 	free(in.ids);
 	free(in.cfirst);

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "src/vector.h"
 #include "src/safeopen.h"
 
 enum {
@@ -29,24 +30,7 @@ struct patch {
 	uint64_t off, len;
 };
 
-struct patches {
-	struct patch *v;
-	size_t n, cap;
-};
-
-static struct hs_error *push(struct patches *p, uint64_t off, uint64_t len)
-{
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 16;
-		struct patch *v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return &hs_error_nomem;
-		p->v = v;
-		p->cap = cap;
-	}
-	p->v[p->n++] = (struct patch){off, len};
-	return NULL;
-}
+HS_VECTOR(patches, struct patch)
 
 bool hs_dwfl_view_blanked(const char *name)
 {
@@ -90,7 +74,7 @@ static struct hs_error *check(const struct hs_core *core, struct hs_log *log,
 	if (!seen)
 		hs_log_warn(log, "the core names %s in %s: %s, not a regular file, so it is not opened",
 			    path, what, hs_file_kind(mode));
-	return push(p, off, strlen(path));
+	return patches_push(p, (struct patch){off, strlen(path)});
 }
 
 /* The address of r_debug, from the executable's dynamic section, or 0. */
@@ -214,7 +198,7 @@ struct hs_error *hs_dwfl_view_create(const struct hs_core *core,
 		memset(w + p.v[i].off, '/', p.v[i].len);
 	ret->npatched = p.n;
 out:
-	free(p.v);
+	patches_free(&p);
 	if (err)
 		hs_dwfl_view_destroy(ret);
 	return err;

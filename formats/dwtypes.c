@@ -1,5 +1,6 @@
 /* C and C++ types, variables and frame locals from DWARF: see
  * formats/dwtypes.h. */
+#include "src/hashtab.h"
 #include "src/sort.h"
 #include "formats/dwtypes.h"
 
@@ -965,11 +966,12 @@ struct hs_dstruct {
 	bool done;
 };
 
+HS_HASH_SET(key_set)
+
 struct collect {
 	struct hs_dstruct *v;
 	size_t n, cap;
-	uint64_t *keys;         /* open addressing, 0 = empty */
-	size_t nkeys, kcap;
+	struct key_set keys;    /* struct_key of each struct taken */
 	struct hs_module *m;
 	Dwarf *dbg;
 	double deadline;
@@ -1006,38 +1008,6 @@ static uint64_t struct_key(Dwarf_Die *def, const char *name, uint64_t size)
 	return h | 1;
 }
 
-static bool key_insert(struct collect *c, uint64_t key, bool *nomem)
-{
-	if ((c->nkeys + 1) * 2 > c->kcap) {
-		size_t cap = c->kcap ? 2 * c->kcap : 1024;
-		uint64_t *k = calloc(cap, sizeof(*k));
-		if (!k) {
-			*nomem = true;
-			return false;
-		}
-		for (size_t i = 0; i < c->kcap; i++) {
-			if (!c->keys[i])
-				continue;
-			size_t j = c->keys[i] & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = c->keys[i];
-		}
-		free(c->keys);
-		c->keys = k;
-		c->kcap = cap;
-	}
-	size_t j = key & (c->kcap - 1);
-	while (c->keys[j]) {
-		if (c->keys[j] == key)
-			return false;
-		j = (j + 1) & (c->kcap - 1);
-	}
-	c->keys[j] = key;
-	c->nkeys++;
-	return true;
-}
-
 static struct hs_error *struct_die(Dwarf_Die *die, void *arg, bool *descend)
 {
 	struct collect *c = arg;
@@ -1067,10 +1037,12 @@ static struct hs_error *struct_die(Dwarf_Die *die, void *arg, bool *descend)
 	Dwarf_Word size = 0;
 	if (dwarf_aggregate_size(&def, &size) != 0 || !size || size > HS_DSTRUCT_MAX_SIZE)
 		return NULL;
-	bool nomem = false;
-	if (!key_insert(c, struct_key(&def, name, size), &nomem))
-		return nomem ? &hs_error_nomem : NULL;
-	if (c->nkeys > HS_DSTRUCT_MAX_TYPES) {
+	bool fresh;
+	struct hs_error *kerr = key_set_add(&c->keys, struct_key(&def, name, size),
+					    &fresh);
+	if (kerr || !fresh)
+		return kerr;
+	if (c->keys.n > HS_DSTRUCT_MAX_TYPES) {
 		c->over = true;
 		return NULL;
 	}
@@ -1130,9 +1102,9 @@ struct hs_error *hs_dtypes_structs(struct hs_dtypes *t, char **skipped)
 			c.over = false;
 			c.visits = 0;
 			c.deadline = mono_now() + HS_DSTRUCT_MAX_SECONDS;
-			if (c.keys)
-				memset(c.keys, 0, c.kcap * sizeof(*c.keys));
-			c.nkeys = 0;
+			if (c.keys.keys)
+				memset(c.keys.keys, 0, c.keys.cap * sizeof(*c.keys.keys));
+			c.keys.n = 0;
 			Dwarf_Die *cu = NULL;
 			while (!err && !c.over && (cu = dwfl_module_nextcu(m->mod, cu, &bias)))
 				err = walk_cu(cu, struct_die, &c);
@@ -1142,7 +1114,7 @@ struct hs_error *hs_dtypes_structs(struct hs_dtypes *t, char **skipped)
 			}
 		}
 	}
-	free(c.keys);
+	key_set_free(&c.keys);
 	if (err) {
 		free(c.v);
 		free(*skipped);

@@ -26,6 +26,7 @@
 #include "analyzers/alloc/glibc.h"
 #include "formats/gllayout.h"
 #include "src/fmt.h"
+#include "src/hashtab.h"
 #include "src/sort.h"
 
 #include <capstone/capstone.h>
@@ -47,76 +48,22 @@ enum {
 };
 #define HEAP_MAX_DEFAULT (64ull << 20)  /* 2 * DEFAULT_MMAP_THRESHOLD_MAX */
 
-/* ---- a set of chunk addresses (open addressing; 0 is the empty key) ---- */
-struct chunkset {
-	uint64_t *keys;
-	uint8_t *vals;
-	size_t cap, n;
-};
+/* ---- chunks by address, with where they are (src/hashtab.h) ---- */
+HS_HASH_MAP(chunkset, uint8_t)
 
-static uint64_t hash64(uint64_t x)
+/* Records chunk with where (the first where stays); *fresh: it was new.
+ * 0 is no chunk: nothing is recorded, and it counts as new. */
+static struct hs_error *set_add(struct chunkset *s, uint64_t chunk,
+				uint8_t where, bool *fresh)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
-static struct hs_error *set_grow(struct chunkset *s)
-{
-	size_t cap = s->cap ? 2 * s->cap : 1024;
-	uint64_t *k = calloc(cap, sizeof(*k));
-	uint8_t *v = calloc(cap, 1);
-	if (!k || !v) {
-		free(k);
-		free(v);
-		return &hs_error_nomem;
-	}
-	for (size_t i = 0; i < s->cap; i++) {
-		if (!s->keys[i])
-			continue;
-		size_t j = hash64(s->keys[i]) & (cap - 1);
-		while (k[j])
-			j = (j + 1) & (cap - 1);
-		k[j] = s->keys[i];
-		v[j] = s->vals[i];
-	}
-	free(s->keys);
-	free(s->vals);
-	s->keys = k;
-	s->vals = v;
-	s->cap = cap;
-	return NULL;
-}
-
-/* Inserts key; *fresh says whether it was new. */
-static struct hs_error *set_add(struct chunkset *s, uint64_t key, uint8_t val,
-				bool *fresh)
-{
-	if ((s->n + 1) * 2 > s->cap) {
-		struct hs_error *err = set_grow(s);
-		if (err)
-			return err;
-	}
-	size_t j = hash64(key) & (s->cap - 1);
-	while (s->keys[j]) {
-		if (s->keys[j] == key) {
-			*fresh = false;
-			return NULL;
-		}
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->keys[j] = key;
-	s->vals[j] = val;
-	s->n++;
 	*fresh = true;
-	return NULL;
-}
-
-static void set_free(struct chunkset *s)
-{
-	free(s->keys);
-	free(s->vals);
+	if (!chunk)
+		return NULL;
+	uint8_t *v;
+	struct hs_error *err = chunkset_insert(s, chunk, &v, fresh);
+	if (!err && *fresh)
+		*v = where;
+	return err;
 }
 
 /* ---- the walker ---- */
@@ -1806,7 +1753,7 @@ static struct hs_error *walk(struct gl *g)
 	if (!err)
 		cross_check(g);
 out:
-	set_free(&seen);
+	chunkset_free(&seen);
 	free(buf);
 	return err;
 fail:
@@ -1826,7 +1773,7 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 	if (!g.heap)
 		return &hs_error_nomem;
 	struct hs_error *err = walk(&g);
-	set_free(&g.special);
+	chunkset_free(&g.special);
 	free(g.sorted);
 	free(g.covered);
 	if (err) {

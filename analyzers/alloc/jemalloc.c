@@ -105,6 +105,7 @@
 #include "analyzers/alloc/jemalloc.h"
 #include "formats/jelayout.h"
 #include "src/fmt.h"
+#include "src/hashtab.h"
 #include "src/sort.h"
 
 #include <capstone/capstone.h>
@@ -114,64 +115,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a set of 64-bit values (open addressing; 0 is never a member) ---- */
+/* ---- a set of 64-bit values (src/hashtab.h; 0 is never a member) ---- */
 
-struct u64set {
-	uint64_t *v;
-	size_t n, cap;   /* cap: a power of two, or 0 */
-};
-
-static inline size_t u64_hash(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return (size_t)x;
-}
-
-static bool set_has(const struct u64set *s, uint64_t x)
-{
-	if (!s->cap)
-		return false;
-	for (size_t i = u64_hash(x) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-		if (s->v[i] == x)
-			return true;
-		if (!s->v[i])
-			return false;
-	}
-}
-
-/* Adds x; *added says whether it was new.  False: out of memory. */
-static bool set_add(struct u64set *s, uint64_t x, bool *added)
-{
-	if (2 * (s->n + 1) > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 1024;
-		uint64_t *v = calloc(cap, sizeof(*v));
-		if (!v)
-			return false;
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->v[i])
-				continue;
-			size_t k = u64_hash(s->v[i]) & (cap - 1);
-			while (v[k])
-				k = (k + 1) & (cap - 1);
-			v[k] = s->v[i];
-		}
-		free(s->v);
-		s->v = v;
-		s->cap = cap;
-	}
-	size_t i = u64_hash(x) & (s->cap - 1);
-	while (s->v[i] && s->v[i] != x)
-		i = (i + 1) & (s->cap - 1);
-	if (added)
-		*added = !s->v[i];
-	if (!s->v[i]) {
-		s->v[i] = x;
-		s->n++;
-	}
-	return true;
-}
+HS_HASH_SET(u64set)
 
 /* ---- the walk ---- */
 
@@ -827,12 +773,12 @@ static struct hs_error *read_tcache(struct je *j, uint64_t slow, uint64_t bins)
 	const struct hs_je_layout *L = j->L;
 	bool added;
 	uint64_t dyn;
-	if (!set_add(&j->tcaches, bins, &added))
+	if (u64set_add(&j->tcaches, bins, &added))
 		return &hs_error_nomem;
 	if (!added)
 		return NULL;
 	if (slow && hs_core_read_u64(j->core, slow + L->tcache_slow_dyn_alloc_off, &dyn) && dyn &&
-	    !set_add(&j->internal, dyn, NULL))
+	    u64set_add(&j->internal, dyn, NULL))
 		return &hs_error_nomem;
 	for (uint32_t b = 0; b < L->tcache_nbins_max; b++) {
 		uint64_t cb = bins + (uint64_t)b * L->cache_bin_size, head;
@@ -862,7 +808,7 @@ static struct hs_error *read_tcache(struct je *j, uint64_t slow, uint64_t bins)
 				j->heap->partial = true;
 				break;
 			}
-			if (p && !set_add(&j->cached, p, NULL))
+			if (p && u64set_add(&j->cached, p, NULL))
 				return &hs_error_nomem;
 		}
 	}
@@ -1019,7 +965,7 @@ static struct hs_error *arena_rings(struct je *j)
 			uint32_t n = 0;
 			do {
 				uint64_t cur = d;
-				if (!set_add(&seen, cur, &added)) {
+				if (u64set_add(&seen, cur, &added)) {
 					err = &hs_error_nomem;
 					break;
 				}
@@ -1036,7 +982,7 @@ static struct hs_error *arena_rings(struct je *j)
 		}
 		if (err || !hs_core_read_u64(j->core, a + L->arena_base_off, &base) || !base)
 			continue;
-		if (!set_add(&bases, base, &added)) {
+		if (u64set_add(&bases, base, &added)) {
 			err = &hs_error_nomem;
 			break;
 		}
@@ -1044,7 +990,7 @@ static struct hs_error *arena_rings(struct je *j)
 			continue;
 		for (uint32_t n = 0; blk && n < 1000000; n++) {
 			uint64_t size, next;
-			if (!set_add(&seen, blk, &added)) {
+			if (u64set_add(&seen, blk, &added)) {
 				err = &hs_error_nomem;
 				break;
 			}
@@ -1068,8 +1014,8 @@ static struct hs_error *arena_rings(struct je *j)
 			blk = next;
 		}
 	}
-	free(bases.v);
-	free(seen.v);
+	u64set_free(&bases);
+	u64set_free(&seen);
 	return err;
 }
 
@@ -1171,8 +1117,8 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 		} else {
 			/* jemalloc counts what thread caches hold as allocated */
 			st->allocated += reg;
-			w = set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
-			    set_has(&j->internal, addr) ? HS_WHERE_INTERNAL : HS_WHERE_SMALL;
+			w = u64set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
+			    u64set_has(&j->internal, addr) ? HS_WHERE_INTERNAL : HS_WHERE_SMALL;
 			if (w == HS_WHERE_TCACHE && cl)
 				cl->tcache++;
 		}
@@ -1192,7 +1138,7 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 	bool added;
 	if (!e)
 		return true;
-	if (!set_add(&j->edatas, e, &added)) {
+	if (u64set_add(&j->edatas, e, &added)) {
 		*errp = &hs_error_nomem;
 		return false;
 	}
@@ -1252,8 +1198,8 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 			}
 			st->allocated += usize;
 			err = add_block(j, ar, addr, usize,
-					set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
-					set_has(&j->internal, addr) ? HS_WHERE_INTERNAL :
+					u64set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
+					u64set_has(&j->internal, addr) ? HS_WHERE_INTERNAL :
 					HS_WHERE_LARGE, arena);
 		}
 		break;
@@ -1381,10 +1327,10 @@ struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 	free(j.version);
 	free(j.sizes);
 	free(j.arenas);
-	free(j.cached.v);
-	free(j.tcaches.v);
-	free(j.edatas.v);
-	free(j.internal.v);
+	u64set_free(&j.cached);
+	u64set_free(&j.tcaches);
+	u64set_free(&j.edatas);
+	u64set_free(&j.internal);
 	free(j.classes);
 	if (err) {
 		hs_heap_destroy(j.heap);
