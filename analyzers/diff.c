@@ -84,7 +84,7 @@ static struct hs_diff_type *type_row(struct builder *b, const char *label)
 	row->label = strdup(label);
 	row->bytes = calloc(b->n, sizeof(uint64_t));
 	if (!row->label || !row->bytes ||
-	    !hs_strmap_put(&b->tmap, row->label, d->ntypes)) {
+	    hs_strmap_put(&b->tmap, row->label, d->ntypes)) {
 		free(row->label);
 		free(row->bytes);
 		return NULL;
@@ -108,7 +108,7 @@ static struct hs_diff_root *root_row(struct builder *b, const char *name,
 		d->roots = v;
 		b->rcap = cap;
 	}
-	if (!hs_strmap_put(&b->rmap, name, d->nroots))
+	if (hs_strmap_put(&b->rmap, name, d->nroots))
 		return NULL;
 	struct hs_diff_root *row = &d->roots[d->nroots++];
 	memset(row, 0, sizeof(*row));

@@ -212,9 +212,9 @@ static void *scan_part(void *arg)
 						__atomic_store_n(&g->rule_of[t], (uint8_t)rule,
 								 __ATOMIC_RELAXED);
 					else if (p->learn && v - allocs[t].addr < HS_LEARN_MAX_OFFSET &&
-						 !hs_offstats_add(&p->stats, allocs[t].size,
-								  v - allocs[t].addr)) {
-						p->nomem = true;
+						 hs_offstats_add(&p->stats, allocs[t].size,
+								 v - allocs[t].addr)) {
+						p->nomem = true;  /* the one error it gives */
 						return NULL;
 					}
 				}

@@ -148,21 +148,22 @@ enum {
 	LEARN_MIN_BLOCKS = 8,
 };
 
-bool hs_offstats_add(struct hs_offstats *s, uint64_t size, uint64_t off)
+struct hs_error *hs_offstats_add(struct hs_offstats *s, uint64_t size,
+				 uint64_t off)
 {
-	uint64_t key = size << 20 | off;
+	uint64_t key = size << 20 | off;   /* never 0: off > 0 */
 	uint32_t *count = hs_offstats_find(s, key);
 	if (count) {
 		if (*count < UINT32_MAX)
 			(*count)++;
-		return true;
+		return NULL;
 	}
 	if (2 * (s->n + 1) > s->cap && s->cap >= STATS_MAX)
-		return true;    /* full: new keys are not counted */
-	if (hs_offstats_insert(s, key, &count, NULL))
-		return false;   /* out of memory (key is never 0: off > 0) */
-	*count = 1;
-	return true;
+		return NULL;    /* full: new keys are not counted */
+	struct hs_error *err = hs_offstats_insert(s, key, &count, NULL);
+	if (!err)
+		*count = 1;
+	return err;
 }
 
 struct keycount {
@@ -432,18 +433,18 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 	return HS_RULE_NONE;
 }
 
-bool hs_rules_add_typed(struct hs_rules *r, uint64_t v)
+struct hs_error *hs_rules_add_typed(struct hs_rules *r, uint64_t v)
 {
 	if (r->ntyped == r->captyped) {
 		size_t cap = r->captyped ? 2 * r->captyped : 64;
 		uint64_t *t = realloc(r->typed, cap * sizeof(*t));
 		if (!t)
-			return false;
+			return &hs_error_nomem;
 		r->typed = t;
 		r->captyped = cap;
 	}
 	r->typed[r->ntyped++] = v;
-	return true;
+	return NULL;
 }
 
 void hs_rules_typed_done(struct hs_rules *r)

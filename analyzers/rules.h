@@ -97,8 +97,9 @@ struct hs_learned {
  * full (counts of keys it has go on). */
 HS_HASH_MAP(hs_offstats, uint32_t)
 /* Adds one pointer at offset off (0 < off < HS_LEARN_MAX_OFFSET) into a
- * block of usable size `size`; false when out of memory. */
-bool hs_offstats_add(struct hs_offstats *s, uint64_t size, uint64_t off);
+ * block of usable size `size`. */
+struct hs_error *hs_offstats_add(struct hs_offstats *s, uint64_t size,
+				 uint64_t off);
 
 struct hs_rules {
 	const struct hs_core *core;
@@ -118,7 +119,7 @@ struct hs_rules {
 
 /* Adds v, a typed pointer's value into a block's interior, to the typed
  * rule's values; hs_rules_typed_done sorts them before the next check. */
-bool hs_rules_add_typed(struct hs_rules *r, uint64_t v);
+struct hs_error *hs_rules_add_typed(struct hs_rules *r, uint64_t v);
 void hs_rules_typed_done(struct hs_rules *r);
 
 /* Decides the learned offsets from the counts the scan's parts made; held

@@ -35,7 +35,7 @@ static bool label_id(struct builder *b, const char *label, uint32_t *ret)
 		b->lcap = cap;
 	}
 	char *copy = strdup(label);
-	if (!copy || !hs_strmap_put(&b->labels, copy, s->nlabels)) {
+	if (!copy || hs_strmap_put(&b->labels, copy, s->nlabels)) {
 		free(copy);
 		return false;
 	}

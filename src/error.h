@@ -10,6 +10,8 @@
 #define HS_ERROR_H
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 enum hs_error_code {
 	HS_ERR_NOMEM = 1,   /* out of memory */
@@ -45,6 +47,26 @@ struct hs_error *hs_error_errno(int errnum, const char *fmt, ...)
 struct hs_error *hs_error_wrap(struct hs_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void hs_error_destroy(struct hs_error *err);
+
+/* An expected miss: when *errp is an error of that code, destroys it,
+ * clears *errp and returns true; any other error (out of memory above all)
+ * stays in *errp for the caller to return.
+ *
+ *   err = hs_dwarf_layout(...);
+ *   if (hs_error_catch(&err, HS_ERR_NOT_FOUND))
+ *           ... the optional thing is absent ...
+ *   else if (err)
+ *           return err;
+ */
+static inline bool hs_error_catch(struct hs_error **errp,
+				  enum hs_error_code code)
+{
+	if (!*errp || (*errp)->code != code)
+		return false;
+	hs_error_destroy(*errp);
+	*errp = NULL;
+	return true;
+}
 
 static inline void hs_error_cleanup(struct hs_error **errp)
 {

@@ -216,8 +216,9 @@ static struct hs_error *typed_rule(struct hs_snapshot *snap)
 	for (size_t i = 0; i < types->nholds; i++) {
 		const struct hs_types_hold *h = &types->holds[i];
 		if (h->holder == HS_NO_ALLOC) {
-			if (!hs_rules_add_typed(&snap->rules, h->value))
-				return &hs_error_nomem;
+			struct hs_error *err = hs_rules_add_typed(&snap->rules, h->value);
+			if (err)
+				return err;
 		} else {
 			hs_graph_take_as_start(snap->graph, h->holder, h->target,
 					       HS_RULE_TYPED);

@@ -29,7 +29,7 @@ bool hs_strmap_find(const struct hs_strmap *m, const char *key, size_t *ret)
 	return false;
 }
 
-bool hs_strmap_put(struct hs_strmap *m, const char *key, size_t val)
+struct hs_error *hs_strmap_put(struct hs_strmap *m, const char *key, size_t val)
 {
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 256;
@@ -38,7 +38,7 @@ bool hs_strmap_put(struct hs_strmap *m, const char *key, size_t val)
 		if (!k || !v) {
 			free(k);
 			free(v);
-			return false;
+			return &hs_error_nomem;
 		}
 		for (size_t i = 0; i < m->cap; i++) {
 			if (!m->keys[i])
@@ -61,7 +61,7 @@ bool hs_strmap_put(struct hs_strmap *m, const char *key, size_t val)
 	m->keys[j] = key;
 	m->vals[j] = val;
 	m->n++;
-	return true;
+	return NULL;
 }
 
 void hs_strmap_free(struct hs_strmap *m)

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "src/error.h"
+
 struct hs_strmap {
 	const char **keys;
 	size_t *vals;
@@ -13,8 +15,8 @@ struct hs_strmap {
 };
 
 bool hs_strmap_find(const struct hs_strmap *m, const char *key, size_t *ret);
-/* Adds key (not there yet); false when out of memory. */
-bool hs_strmap_put(struct hs_strmap *m, const char *key, size_t val);
+/* Adds key (not there yet); &hs_error_nomem when out of memory. */
+struct hs_error *hs_strmap_put(struct hs_strmap *m, const char *key, size_t val);
 void hs_strmap_free(struct hs_strmap *m);
 
 #endif

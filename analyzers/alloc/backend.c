@@ -35,18 +35,14 @@ static bool detect_by_name(const struct hs_backend *b, struct hs_dwarf *dw,
 {
 	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
 		struct hs_module *m = hs_dwarf_module(dw, i);
-		bool by_symbol = false;
 		if (!strncmp(base_name(m->name), b->lib_prefix, strlen(b->lib_prefix))) {
 			*lib = m;
 			return true;
 		}
-		if (m->is_exe) {
-			struct hs_error *err = hs_dwarf_symbol(dw, m, b->symbol,
-							       NULL, NULL, NULL);
-			by_symbol = !err;
-			hs_error_destroy(err);
-		}
-		if (by_symbol) {
+		if (!m->is_exe)
+			continue;
+		HS_AUTO_ERROR *err = hs_dwarf_symbol(dw, m, b->symbol, NULL, NULL, NULL);
+		if (!err) {
 			*lib = m;
 			return true;
 		}

@@ -219,7 +219,8 @@ static struct hs_error *load_layouts(struct gl *g)
 	/* glibc 2.35 added hp_pagesize; heaps are 4 huge pages when it is set. */
 	err = layout_member(g, mp, "hp_pagesize", &g->mp_hp_pagesize, NULL);
 	g->has_hp_pagesize = !err;
-	hs_error_destroy(err);
+	if (err && !hs_error_catch(&err, HS_ERR_NOT_FOUND))
+		return err;
 	/* tcache exists since 2.26 */
 	err = libc_layout(g, "tcache_perthread_struct", &tc);
 	if (!err) {
@@ -234,9 +235,7 @@ static struct hs_error *load_layouts(struct gl *g)
 			return hs_error_create(HS_ERR_UNSUPPORTED,
 					       "unexpected tcache_perthread_struct layout");
 		g->has_tcache = true;
-	} else if (err->code == HS_ERR_NOT_FOUND) {
-		hs_error_destroy(err);
-	} else {
+	} else if (!hs_error_catch(&err, HS_ERR_NOT_FOUND)) {
 		return err;
 	}
 	return NULL;

@@ -202,10 +202,8 @@ bool hs_jemalloc_detect(struct hs_dwarf *dw, struct hs_module **lib)
 				return true;
 			}
 		for (size_t k = 0; k < sizeof(entry) / sizeof(entry[0]); k++) {
-			struct hs_error *err = hs_dwarf_symbol(dw, m, entry[k], &a, NULL, NULL);
-			bool found = !err;
-			hs_error_destroy(err);
-			if (found) {
+			HS_AUTO_ERROR *err = hs_dwarf_symbol(dw, m, entry[k], &a, NULL, NULL);
+			if (!err) {
 				*lib = m;
 				return true;
 			}
@@ -644,9 +642,8 @@ static size_t rip_targets(struct je *j, csh cs, const char *fn, uint64_t *out,
 	for (size_t i = 0; i < 2 && !found; i++) {
 		char name[64];
 		snprintf(name, sizeof(name), "%s%s", pub[i], fn);
-		struct hs_error *err = hs_dwarf_symbol(j->dw, j->lib, name, &addr, &size, NULL);
+		HS_AUTO_ERROR *err = hs_dwarf_symbol(j->dw, j->lib, name, &addr, &size, NULL);
 		found = !err;
-		hs_error_destroy(err);
 	}
 	if (!found || !size || size > 65536)
 		return 0;

@@ -1,7 +1,8 @@
 /* The base layer's containers (src/vector.h, src/hashtab.h) against plain
  * reference answers: a vector's contents after pushes and appends, a set
  * and a map after 200,000 random insertions checked against a sorted
- * array, key 0, and a reservation too large for memory. */
+ * array, key 0, and a reservation too large for memory; and src/error.h's
+ * catch helper for expected misses. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,10 +131,26 @@ static void tables(void)
 	free(ref);
 }
 
+/* src/error.h's catch helper: only the named code is caught */
+static void catching(void)
+{
+	struct hs_error *err = NULL;
+	CHECK(!hs_error_catch(&err, HS_ERR_NOT_FOUND) && !err);
+	err = hs_error_create(HS_ERR_NOT_FOUND, "no %s", "symbol");
+	CHECK(hs_error_catch(&err, HS_ERR_NOT_FOUND) && !err);
+	err = hs_error_create(HS_ERR_CORRUPT, "broken");
+	CHECK(!hs_error_catch(&err, HS_ERR_NOT_FOUND) && err &&
+	      err->code == HS_ERR_CORRUPT);
+	hs_error_destroy(err);
+	err = &hs_error_nomem;
+	CHECK(!hs_error_catch(&err, HS_ERR_NOT_FOUND) && err == &hs_error_nomem);
+}
+
 int main(void)
 {
 	vectors();
 	tables();
+	catching();
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures != 0;
 }
