@@ -3,8 +3,12 @@
 #include "analyzers/frag.h"
 #include "src/sort.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "formats/jsonw.h"
+#include "src/fmt.h"
 
 const char *const hs_free_kind_names[HS_FREE_KINDS] = {
 	[HS_FREE_FASTBIN] = "fastbins",
@@ -308,4 +312,196 @@ void hs_frag_destroy(struct hs_frag *f)
 	free(f->all.classes);
 	free(f->arenas);
 	free(f);
+}
+
+/* ---- reading the result ---- */
+
+/* Free bytes fragmentation is about (not the top chunk, not retained
+ * address space). */
+uint64_t hs_frag_free_bytes(const struct hs_frag_arena *a)
+{
+	uint64_t n = 0;
+	for (int k = 0; k < HS_FREE_KINDS; k++)
+		if (hs_free_kind_usable(k))
+			n += a->free_bytes[k];
+	return n;
+}
+
+/* Does this allocator have free blocks of kind k? */
+bool hs_frag_kind_applies(const struct hs_frag *f, int k)
+{
+	bool je = k == HS_FREE_TCACHE || k >= HS_FREE_SLABS;
+	bool gl = k < HS_FREE_SLABS;
+	return f->headerless ? je : gl;
+}
+
+/* The largest request free memory serves: glibc's chunk less its header;
+ * jemalloc's region or page run as is. */
+uint64_t hs_frag_max_request(const struct hs_frag *f)
+{
+	if (f->headerless)
+		return f->largest_servable;
+	return f->largest_servable > 8 ? f->largest_servable - 8 : 0;
+}
+
+double hs_frag_external(const struct hs_frag_arena *a)
+{
+	uint64_t f = hs_frag_free_bytes(a);
+	return f ? 1.0 - (double)a->largest_free / (double)f : 0.0;
+}
+
+uint64_t hs_frag_writable(const struct hs_frag *f)
+{
+	uint64_t w = 0;
+	for (int k = 0; k < HS_MAP_KINDS; k++)
+		w += f->in_use[k];
+	return w;
+}
+
+double hs_frag_malloc_share(const struct hs_frag *f)
+{
+	uint64_t w = hs_frag_writable(f);
+	return w ? (double)(f->in_use[HS_MAP_ARENA] + f->in_use[HS_MAP_MMAPPED]) /
+		(double)w : 0.0;
+}
+
+/* One line that answers first. */
+void hs_frag_verdict(const struct hs_frag *f, char *buf, size_t len)
+{
+	const struct hs_frag_arena *a = &f->all;
+	uint64_t fr = hs_frag_free_bytes(a);
+	char b1[32], b2[32];
+	/* the smallest size under which half the free bytes sit */
+	uint64_t acc = 0, limit = 0;
+	for (int b = 0; b < HS_FRAG_BUCKETS && fr; b++) {
+		acc += a->hist_bytes[b];
+		if (2 * acc >= fr) {
+			limit = 1ull << b;
+			break;
+		}
+	}
+	uint64_t under = 0;
+	for (int b = 0; b < HS_FRAG_BUCKETS && (1ull << b) <= limit; b++)
+		under += a->hist_bytes[b];
+	double share = hs_frag_malloc_share(f);
+	if (a->system && fr * 4 >= a->system && limit && limit <= 512)
+		snprintf(buf, len, "%.0f%% of free heap bytes sit in blocks of %s or less, %.0f%% of the heap: fragmentation, not a leak",
+			 100.0 * (double)under / (double)fr, hs_fmt_size(b1, limit),
+			 100.0 * (double)fr / (double)a->system);
+	else if (share < 0.5 && hs_frag_writable(f))
+		snprintf(buf, len, "malloc explains %.0f%% of the writable memory: the rest is outside malloc (other anonymous memory: %s)",
+			 100.0 * share, hs_fmt_size(b1, f->in_use[HS_MAP_ANON]));
+	else if (a->system && fr * 10 < a->system)
+		snprintf(buf, len, "the heap is %.0f%% in use and %s free%s: growth is live data (see leaks, top)",
+			 100.0 * (double)a->used_bytes / (double)a->system, hs_fmt_size(b1, fr),
+			 f->headerless ? "" : " outside the top chunk");
+	else
+		snprintf(buf, len, "%s of the heap's %s is free%s, the largest free block %s (external fragmentation %.0f%%)",
+			 hs_fmt_size(b1, fr), hs_fmt_size(b2, a->system),
+			 f->headerless ? " (in slabs, thread caches, dirty and muzzy pages)" : " outside the top chunk",
+			 hs_fmt_size(b2 + 16, a->largest_free), 100.0 * hs_frag_external(a));
+}
+
+static void json_arena(struct hs_jsonw *w, const struct hs_frag_arena *a)
+{
+	hs_jsonw_object_begin(w);
+	if (a->index != UINT32_MAX) {
+		hs_jsonw_kuint(w, "index", a->index);
+		hs_jsonw_kbool(w, "main", a->main);
+	}
+	hs_jsonw_kuint(w, "system", a->system);
+	hs_jsonw_kuint(w, "used_count", a->used_count);
+	hs_jsonw_kuint(w, "used_bytes", a->used_bytes);
+	hs_jsonw_key(w, "free");
+	hs_jsonw_object_begin(w);
+	for (int k = 0; k < HS_FREE_KINDS; k++) {
+		hs_jsonw_key(w, hs_free_kind_names[k]);
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kuint(w, "count", a->free_count[k]);
+		hs_jsonw_kuint(w, "bytes", a->free_bytes[k]);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_object_end(w);
+	hs_jsonw_kuint(w, "largest_free", a->largest_free);
+	hs_jsonw_kuint(w, "top", a->top);
+	hs_jsonw_kint(w, "external_fragmentation_permille", (int64_t)(hs_frag_external(a) * 1000 + 0.5));
+	hs_jsonw_kuint(w, "overhead", a->overhead);
+	hs_jsonw_key(w, "histogram");
+	hs_jsonw_array_begin(w);
+	for (int b = 0; b < HS_FRAG_BUCKETS; b++) {
+		if (!a->hist_count[b])
+			continue;
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kuint(w, "max_size", 1ull << b);
+		hs_jsonw_kuint(w, "count", a->hist_count[b]);
+		hs_jsonw_kuint(w, "bytes", a->hist_bytes[b]);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	if (a->nclasses) {
+		hs_jsonw_key(w, "classes");
+		hs_jsonw_array_begin(w);
+		for (size_t i = 0; i < a->nclasses; i++) {
+			const struct hs_frag_class *c = &a->classes[i];
+			hs_jsonw_object_begin(w);
+			hs_jsonw_kuint(w, "size", c->size);
+			hs_jsonw_kuint(w, "slabs", c->slabs);
+			hs_jsonw_kuint(w, "regions", c->regions);
+			hs_jsonw_kuint(w, "used", c->used);
+			hs_jsonw_kuint(w, "tcache", c->tcache);
+			hs_jsonw_kuint(w, "free", c->free);
+			hs_jsonw_kuint(w, "free_bytes", c->free * c->size);
+			hs_jsonw_object_end(w);
+		}
+		hs_jsonw_array_end(w);
+	}
+	hs_jsonw_object_end(w);
+}
+
+void hs_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
+		      const struct hs_heap *heap)
+{
+	char v[512];
+	hs_frag_verdict(f, v, sizeof(v));
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kstring(w, "verdict", v);
+	hs_jsonw_key(w, "heap");
+	json_arena(w, &f->all);
+	hs_jsonw_key(w, "arenas");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < f->narenas; i++)
+		json_arena(w, &f->arenas[i]);
+	hs_jsonw_array_end(w);
+	hs_jsonw_key(w, "requests");
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kuint(w, "largest_served_from_free", hs_frag_max_request(f));
+	if (f->headerless) {
+		hs_jsonw_key(w, "classes_without_free_regions");
+		hs_jsonw_array_begin(w);
+		for (size_t i = 0; i < f->all.nclasses; i++)
+			if (!f->all.classes[i].free)
+				hs_jsonw_uint(w, f->all.classes[i].size);
+		hs_jsonw_array_end(w);
+	} else {
+		hs_jsonw_kuint(w, "mmap_threshold", f->mmap_threshold);
+	}
+	hs_jsonw_object_end(w);
+	if (f->headerless)
+		hs_jsonw_kuint(w, "metadata", f->metadata);
+	hs_jsonw_key(w, "footprint");
+	hs_jsonw_array_begin(w);
+	for (int k = 0; k < HS_MAP_KINDS; k++) {
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kstring(w, "kind", hs_map_kind_names[k]);
+		hs_jsonw_kuint(w, "reserved", f->reserved[k]);
+		hs_jsonw_kuint(w, "present", f->present[k]);
+		hs_jsonw_kuint(w, "writable", f->writable_reserved[k]);
+		hs_jsonw_kuint(w, "in_use", f->in_use[k]);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_kuint(w, "stack_used", f->stack_used);
+	hs_jsonw_kint(w, "malloc_share_permille", (int64_t)(hs_frag_malloc_share(f) * 1000 + 0.5));
+	hs_jsonw_kbool(w, "partial", heap->partial);
+	hs_jsonw_object_end(w);
 }

@@ -105,6 +105,28 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 				 struct hs_frag **ret);
 void hs_frag_destroy(struct hs_frag *f);
 
+/* Free bytes fragmentation is about (not the top chunk, not retained
+ * address space). */
+uint64_t hs_frag_free_bytes(const struct hs_frag_arena *a);
+/* Does this allocator have free blocks of kind k? */
+bool hs_frag_kind_applies(const struct hs_frag *f, int k);
+/* The largest request free memory serves: glibc's chunk less its header;
+ * jemalloc's region or page run as is. */
+uint64_t hs_frag_max_request(const struct hs_frag *f);
+/* External fragmentation: 1 - largest free block / free bytes. */
+double hs_frag_external(const struct hs_frag_arena *a);
+/* Writable memory in use, and the share of it that malloc explains. */
+uint64_t hs_frag_writable(const struct hs_frag *f);
+double hs_frag_malloc_share(const struct hs_frag *f);
+/* One line that answers first: fragmentation, memory outside malloc, live
+ * growth, or how much of the heap is free. */
+void hs_frag_verdict(const struct hs_frag *f, char *buf, size_t len);
+
+struct hs_jsonw;
+/* frag's JSON object (the frag command's, and the HTML report's section) */
+void hs_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
+		  const struct hs_heap *heap);
+
 /* The chunk size glibc needs for a request of n bytes. */
 static inline uint64_t hs_glibc_request2size(uint64_t n)
 {

@@ -63,10 +63,6 @@ int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap);
 struct hs_jsonw;
-struct hs_frag;
-/* frag's JSON object (also in the HTML report) */
-void hs_cli_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
-		      const struct hs_heap *heap);
 /* Opens its own snapshots (snap is NULL). */
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);
 

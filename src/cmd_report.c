@@ -222,7 +222,7 @@ static void data(struct hs_jsonw *w, void *arg)
 	struct hs_error *ferr = hs_frag_compute(snap->core, dw, heap, &frag);
 	if (!ferr) {
 		hs_jsonw_key(w, "frag");
-		hs_cli_frag_json(w, frag, heap);
+		hs_frag_json(w, frag, heap);
 		hs_frag_destroy(frag);
 	}
 	hs_error_destroy(ferr);  /* no frag section (e.g. jemalloc heaps) */
