@@ -8,42 +8,27 @@
 #include "src/outfile.h"
 #include "src/sort.h"
 
-const struct hs_error *hs_cli_retain_typed(struct hs_snapshot *snap,
-					   const struct hs_retain **ret,
-					   const struct hs_types **types)
+const char *hs_cli_reach(const struct hs_results *res, uint32_t id)
 {
-	const struct hs_error *err = hs_snapshot_retain(snap, ret);
-	if (err)
-		return err;
-	const struct hs_types *t;
-	if (hs_snapshot_types(snap, &t))
-		t = NULL;  /* a failure leaves names untyped */
-	if (types)
-		*types = t;
-	return NULL;
+	return res->mark ? hs_reach_names[res->mark->reach[id]] : "unknown";
 }
 
-const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id)
+char *hs_cli_field(const struct hs_results *res, uint32_t id, uint64_t offset)
 {
-	return snap->mark ? hs_reach_names[snap->mark->reach[id]] : "unknown";
-}
-
-char *hs_cli_field(struct hs_snapshot *snap, uint32_t id, uint64_t offset)
-{
-	struct hs_dtype *d = hs_types_of(snap->types, id);
+	struct hs_dtype *d = hs_types_of(res->types, id);
 	if (!d || !d->size)
 		return NULL;
-	uint64_t start = hs_types_start(snap->types, id);
+	uint64_t start = hs_types_start(res->types, id);
 	if (offset < start) {  /* a new T[n]'s count */
 		char *out;
 		return asprintf(&out, "%s[] count", d->name) < 0 ? NULL : out;
 	}
 	offset -= start;
-	char *member = hs_dtype_member_at(snap->types->reg, d, offset % d->size);
+	char *member = hs_dtype_member_at(res->types->reg, d, offset % d->size);
 	char *out = NULL;
 	uint64_t k = offset / d->size;
 	int rc;
-	if (hs_types_count(snap->types, snap->heap, id) >= 2)
+	if (hs_types_count(res->types, res->heap, id) >= 2)
 		rc = asprintf(&out, "%s[%llu]%s%s", d->name, (unsigned long long)k,
 			      member ? "." : "", member ? member : "");
 	else
@@ -53,56 +38,56 @@ char *hs_cli_field(struct hs_snapshot *snap, uint32_t id, uint64_t offset)
 	return rc < 0 ? NULL : out;
 }
 
-void hs_cli_node_name(struct hs_snapshot *snap, uint32_t node, char *buf,
+void hs_cli_node_name(const struct hs_results *res, uint32_t node, char *buf,
 		      size_t len)
 {
-	const struct hs_retain *r = snap->retain;
+	const struct hs_retain *r = res->retain;
 	if (node == HS_NODE_SUPER)
 		snprintf(buf, len, "several roots (no single one)");
 	else if (node == HS_NODE_LEAKED)
 		snprintf(buf, len, "nothing (leaked)");
 	else if (!hs_retain_is_alloc(r, node))
-		snprintf(buf, len, "%s", hs_retain_root(r, snap->roots, node)->name);
+		snprintf(buf, len, "%s", hs_retain_root(r, res->roots, node)->name);
 	else {
 		uint32_t id = node - r->base;
-		const struct hs_alloc *a = &snap->heap->allocs[id];
+		const struct hs_alloc *a = &res->heap->allocs[id];
 		char tname[600];
-		const char *type = hs_types_name(snap->types, snap->heap, id, tname,
+		const char *type = hs_types_name(res->types, res->heap, id, tname,
 						 sizeof(tname));
 		snprintf(buf, len, "%#" PRIx64 " (%" PRIu64 " bytes, %s%s%s)", a->addr,
 			 (uint64_t)a->size, type ? type : "", type ? ", " : "",
-			 hs_cli_reach(snap, id));
+			 hs_cli_reach(res, id));
 	}
 }
 
-const char *hs_cli_node_kind(struct hs_snapshot *snap, uint32_t node)
+const char *hs_cli_node_kind(const struct hs_results *res, uint32_t node)
 {
-	const struct hs_retain *r = snap->retain;
+	const struct hs_retain *r = res->retain;
 	if (node == HS_NODE_SUPER)
 		return "shared";
 	if (node == HS_NODE_LEAKED)
 		return "leaked";
 	if (!hs_retain_is_alloc(r, node))
-		return hs_root_kind_names[hs_retain_root(r, snap->roots, node)->kind];
+		return hs_root_kind_names[hs_retain_root(r, res->roots, node)->kind];
 	return "allocation";
 }
 
-void hs_cli_json_node(struct hs_jsonw *w, struct hs_snapshot *snap,
+void hs_cli_json_node(struct hs_jsonw *w, const struct hs_results *res,
 		      uint32_t node)
 {
-	const struct hs_retain *r = snap->retain;
-	hs_jsonw_kstring(w, "kind", hs_cli_node_kind(snap, node));
+	const struct hs_retain *r = res->retain;
+	hs_jsonw_kstring(w, "kind", hs_cli_node_kind(res, node));
 	if (hs_retain_is_alloc(r, node)) {
 		uint32_t id = node - r->base;
-		const struct hs_alloc *a = &snap->heap->allocs[id];
+		const struct hs_alloc *a = &res->heap->allocs[id];
 		char tname[600];
 		hs_jsonw_kaddr(w, "address", a->addr);
 		hs_jsonw_kuint(w, "size", a->size);
-		hs_jsonw_kstring(w, "type", hs_types_name(snap->types, snap->heap, id,
+		hs_jsonw_kstring(w, "type", hs_types_name(res->types, res->heap, id,
 							  tname, sizeof(tname)));
-		hs_jsonw_kstring(w, "reach", hs_cli_reach(snap, id));
+		hs_jsonw_kstring(w, "reach", hs_cli_reach(res, id));
 	} else if (node >= HS_NODE_FIRST_ROOT) {
-		hs_jsonw_kstring(w, "name", hs_retain_root(r, snap->roots, node)->name);
+		hs_jsonw_kstring(w, "name", hs_retain_root(r, res->roots, node)->name);
 	}
 	hs_jsonw_kuint(w, "retained", r->tree->retained[node]);
 	hs_jsonw_kuint(w, "count", hs_cli_blocks(r, node));
@@ -122,27 +107,27 @@ uint32_t hs_cli_blocks(const struct hs_retain *r, uint32_t node)
 /* Blocks of one kind: the same type, or the same size when untyped. */
 static bool same_kind(void *arg, uint32_t a, uint32_t b)
 {
-	struct hs_snapshot *snap = arg;
-	const struct hs_retain *r = snap->retain;
+	const struct hs_results *res = arg;
+	const struct hs_retain *r = res->retain;
 	if (!hs_retain_is_alloc(r, a) || !hs_retain_is_alloc(r, b))
 		return false;
 	uint32_t x = a - r->base, y = b - r->base;
-	struct hs_dtype *tx = hs_types_of(snap->types, x), *ty = hs_types_of(snap->types, y);
+	struct hs_dtype *tx = hs_types_of(res->types, x), *ty = hs_types_of(res->types, y);
 	if (tx || ty)
 		return tx == ty;
-	return snap->heap->allocs[x].size == snap->heap->allocs[y].size;
+	return res->heap->allocs[x].size == res->heap->allocs[y].size;
 }
 
-static uint32_t accumulation(struct hs_snapshot *snap, uint32_t node,
+static uint32_t accumulation(const struct hs_results *res, uint32_t node,
 			     uint32_t *depth, uint32_t *chain)
 {
-	return hs_retain_accumulation(snap->retain, node, HS_ACCUMULATION_KEEP,
-				      same_kind, snap, depth, chain);
+	return hs_retain_accumulation(res->retain, node, HS_ACCUMULATION_KEEP,
+				      same_kind, (void *)res, depth, chain);
 }
 
-void hs_cli_suspects_text(struct hs_snapshot *snap)
+void hs_cli_suspects_text(const struct hs_results *res)
 {
-	const struct hs_retain *r = snap->retain;
+	const struct hs_retain *r = res->retain;
 	uint32_t *s;
 	size_t n;
 	if (hs_retain_suspects(r, HS_SUSPECT_SHARE, &s, &n))
@@ -160,19 +145,19 @@ void hs_cli_suspects_text(struct hs_snapshot *snap)
 		uint32_t x = s[i];
 		if (x == HS_NODE_LEAKED) {
 			printf("%3zu. leaked blocks (%zu leak roots) hold %s (%.1f%%) in %u blocks: see heapsift leaks\n",
-			       i + 1, snap->mark->nleak_roots,
+			       i + 1, res->mark->nleak_roots,
 			       hs_fmt_size(b1, r->tree->retained[x]),
 			       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
 			continue;
 		}
-		hs_cli_node_name(snap, x, name, sizeof(name));
+		hs_cli_node_name(res, x, name, sizeof(name));
 		printf("%3zu. %s holds %s (%.1f%%) in %u blocks\n", i + 1, name,
 		       hs_fmt_size(b1, r->tree->retained[x]),
 		       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
 		uint32_t depth, chain;
-		uint32_t acc = accumulation(snap, x, &depth, &chain);
+		uint32_t acc = accumulation(res, x, &depth, &chain);
 		if (acc != x) {
-			hs_cli_node_name(snap, acc, name, sizeof(name));
+			hs_cli_node_name(res, acc, name, sizeof(name));
 			printf("     accumulation point, %u level%s down: %s holds %s (%.1f%%) in %u blocks",
 			       depth, depth == 1 ? "" : "s", name,
 			       hs_fmt_size(b1, r->tree->retained[acc]),
@@ -185,9 +170,9 @@ void hs_cli_suspects_text(struct hs_snapshot *snap)
 	free(s);
 }
 
-void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap)
+void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res)
 {
-	const struct hs_retain *r = snap->retain;
+	const struct hs_retain *r = res->retain;
 	uint32_t *s = NULL;
 	size_t n = 0;
 	hs_jsonw_key(w, "suspects");
@@ -195,12 +180,12 @@ void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap)
 	if (!hs_retain_suspects(r, HS_SUSPECT_SHARE, &s, &n)) {
 		for (size_t i = 0; i < n; i++) {
 			hs_jsonw_object_begin(w);
-			hs_cli_json_node(w, snap, s[i]);
+			hs_cli_json_node(w, res, s[i]);
 			uint32_t depth, chain;
-			uint32_t acc = accumulation(snap, s[i], &depth, &chain);
+			uint32_t acc = accumulation(res, s[i], &depth, &chain);
 			hs_jsonw_key(w, "accumulation_point");
 			hs_jsonw_object_begin(w);
-			hs_cli_json_node(w, snap, acc);
+			hs_cli_json_node(w, res, acc);
 			hs_jsonw_kuint(w, "depth", depth);
 			hs_jsonw_kuint(w, "chain", chain);
 			hs_jsonw_object_end(w);
@@ -221,9 +206,9 @@ int hs_cli_output_ok(const struct hs_cli *cli, const char *path)
 	return rc;
 }
 
-void hs_cli_json_learned(struct hs_jsonw *w, struct hs_snapshot *snap)
+void hs_cli_json_learned(struct hs_jsonw *w, const struct hs_results *res)
 {
-	const struct hs_rules *r = &snap->rules;
+	const struct hs_rules *r = res->rules;
 	hs_jsonw_key(w, "learned");
 	hs_jsonw_array_begin(w);
 	for (size_t i = 0; i < r->nlearned; i++) {
@@ -245,9 +230,9 @@ void hs_cli_json_learned(struct hs_jsonw *w, struct hs_snapshot *snap)
 	hs_jsonw_array_end(w);
 }
 
-void hs_cli_learned_text(struct hs_snapshot *snap)
+void hs_cli_learned_text(const struct hs_results *res)
 {
-	const struct hs_rules *r = &snap->rules;
+	const struct hs_rules *r = res->rules;
 	enum { SHOWN = 8 };
 	for (size_t i = 0; i < r->nlearned && i < SHOWN; i++) {
 		const struct hs_learned *l = &r->learned[i];
@@ -265,11 +250,11 @@ void hs_cli_learned_text(struct hs_snapshot *snap)
 
 enum { SHARER_VISITS = 1 << 16 };
 
-struct hs_error *hs_cli_sharers(struct hs_snapshot *snap, const uint32_t *nodes,
+struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *nodes,
 				size_t n, struct hs_sharers *out)
 {
-	const struct hs_retain *r = snap->retain;
-	const struct hs_graph *g = snap->graph;
+	const struct hs_retain *r = res->retain;
+	const struct hs_graph *g = res->graph;
 	memset(out, 0, n * sizeof(*out));
 	if (!n || !r || !g)
 		return NULL;
@@ -329,7 +314,7 @@ struct hs_error *hs_cli_sharers(struct hs_snapshot *snap, const uint32_t *nodes,
 					if (mark[holder] == stamp)
 						continue;
 					mark[holder] = stamp;
-					if (snap->roots->roots[holder - HS_NODE_FIRST_ROOT].stale)
+					if (res->roots->roots[holder - HS_NODE_FIRST_ROOT].stale)
 						continue;
 					if (o->shown < HS_SHARERS_SHOWN)
 						o->root[o->shown++] = holder - HS_NODE_FIRST_ROOT;
@@ -351,14 +336,14 @@ out:
 	return err;
 }
 
-void hs_cli_sharers_text(struct hs_snapshot *snap, const struct hs_sharers *s,
+void hs_cli_sharers_text(const struct hs_results *res, const struct hs_sharers *s,
 			 char *buf, size_t len)
 {
 	size_t at = 0;
 	buf[0] = 0;
 	for (uint32_t i = 0; i < s->shown && at < len; i++) {
 		int w = snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
-				 snap->roots->roots[s->root[i]].name);
+				 res->roots->roots[s->root[i]].name);
 		if (w < 0)
 			break;
 		at += (size_t)w;

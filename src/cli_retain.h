@@ -9,26 +9,23 @@
 #define HS_SUSPECT_SHARE 0.10
 #define HS_ACCUMULATION_KEEP 0.70
 
-/* The dominators, and the types when they can be had (names are given
- * without types otherwise; *types, when asked for, is NULL then): what
- * top, path, dom, export, report and diff need. */
-const struct hs_error *hs_cli_retain_typed(struct hs_snapshot *snap,
-					   const struct hs_retain **ret,
-					   const struct hs_types **types);
-
-const char *hs_cli_reach(struct hs_snapshot *snap, uint32_t id);
+/* Helpers of the verdict commands (top, path, dom, leaks, show, report);
+ * each reads the stages in res (hs_snapshot_results) that it needs: a
+ * block's reach the mark (or "unknown"), names and kinds of nodes the
+ * dominators, types when they are there. */
+const char *hs_cli_reach(const struct hs_results *res, uint32_t id);
 /* "struct session.next", "struct buffer[2].data": the field of block id
  * at offset, by its type; NULL when untyped.  Caller frees. */
-char *hs_cli_field(struct hs_snapshot *snap, uint32_t id, uint64_t offset);
-void hs_cli_node_name(struct hs_snapshot *snap, uint32_t node, char *buf,
+char *hs_cli_field(const struct hs_results *res, uint32_t id, uint64_t offset);
+void hs_cli_node_name(const struct hs_results *res, uint32_t node, char *buf,
 		      size_t len);
-const char *hs_cli_node_kind(struct hs_snapshot *snap, uint32_t node);
+const char *hs_cli_node_kind(const struct hs_results *res, uint32_t node);
 uint32_t hs_cli_blocks(const struct hs_retain *r, uint32_t node);
 /* kind, name or address/size/reach, retained, count */
-void hs_cli_json_node(struct hs_jsonw *w, struct hs_snapshot *snap,
+void hs_cli_json_node(struct hs_jsonw *w, const struct hs_results *res,
 		      uint32_t node);
-void hs_cli_suspects_text(struct hs_snapshot *snap);
-void hs_cli_suspects_json(struct hs_jsonw *w, struct hs_snapshot *snap);
+void hs_cli_suspects_text(const struct hs_results *res);
+void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res);
 
 /* 0 when the output path can be written (hs_outfile_check), else the exit
  * status after one error line: called before a long analysis. */
@@ -38,21 +35,21 @@ int hs_cli_output_ok(const struct hs_cli *cli, const char *path);
  * dominator is the super-root): for each of the n allocation nodes in
  * nodes, the distinct roots that hold it, directly or through blocks a
  * root holds alone, in root order.  out[i] gets up to HS_SHARERS_SHOWN
- * root indices (into snap->roots) and total[i] how many there are. */
+ * root indices (into res->roots) and total[i] how many there are. */
 enum { HS_SHARERS_SHOWN = 3 };
 struct hs_sharers {
 	uint32_t root[HS_SHARERS_SHOWN];
 	uint32_t shown, total;
 };
-struct hs_error *hs_cli_sharers(struct hs_snapshot *snap, const uint32_t *nodes,
+struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *nodes,
 				size_t n, struct hs_sharers *out);
 /* "global g in m, thread 1 ... frame #2 f (+3 more)" */
-void hs_cli_sharers_text(struct hs_snapshot *snap, const struct hs_sharers *s,
+void hs_cli_sharers_text(const struct hs_results *res, const struct hs_sharers *s,
 			 char *buf, size_t len);
 
 /* The offsets the graph learned (rules.h), with their evidence: a
  * "learned" array, or lines of text. */
-void hs_cli_json_learned(struct hs_jsonw *w, struct hs_snapshot *snap);
-void hs_cli_learned_text(struct hs_snapshot *snap);
+void hs_cli_json_learned(struct hs_jsonw *w, const struct hs_results *res);
+void hs_cli_learned_text(const struct hs_results *res);
 
 #endif

@@ -251,16 +251,16 @@ int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *unused)
 			rc = HS_EXIT_ANALYSIS;
 			break;
 		}
-		const struct hs_retain *r;
-		const struct hs_types *types;
-		const struct hs_error *e = hs_cli_retain_typed(snaps[i], &r, &types);
+		struct hs_results res;
+		const struct hs_error *e = hs_snapshot_results(snaps[i], HS_WANT_RETAIN | HS_WANT_TYPES,
+							       &res);
 		if (e) {
 			fprintf(stderr, "heapsift: %s: %s\n", cli->cores[i], e->message);
 			rc = e->code == HS_ERR_USAGE ? HS_EXIT_USAGE : HS_EXIT_ANALYSIS;
 			break;
 		}
-		in[i] = (struct hs_diff_snapshot){snaps[i]->heap, snaps[i]->mark, r,
-						  types, snaps[i]->roots};
+		in[i] = (struct hs_diff_snapshot){res.heap, res.mark, res.retain,
+						  res.types, res.roots};
 	}
 	struct hs_diff *d = NULL;
 	if (!rc) {

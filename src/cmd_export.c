@@ -15,13 +15,16 @@ int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap)
 		bad = hs_cli_output_ok(cli, cli->folded);
 	if (bad)
 		return bad;
-	const struct hs_retain *r;
-	const struct hs_types *types;
-	const struct hs_error *err = hs_cli_retain_typed(snap, &r, &types);
+	struct hs_results res_;
+	const struct hs_results *res = &res_;
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+							 &res_);
 	if (err)
 		return hs_cli_fail(cli, err);
+	const struct hs_retain *r = res->retain;
+	const struct hs_types *types = res->types;
 	struct hs_stacks *s;
-	struct hs_error *e = hs_stacks_build(snap->heap, snap->mark, snap->roots, r,
+	struct hs_error *e = hs_stacks_build(res->heap, res->mark, res->roots, r,
 					     types, &s);
 	if (!e && cli->pprof)
 		e = hs_pprof_write(s, cli->pprof);

@@ -75,19 +75,21 @@ static void json_total(struct hs_jsonw *w, const char *key,
 
 int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 {
-	const struct hs_mark *mark;
-	const struct hs_error *err = hs_snapshot_mark(snap, &mark);
+	struct hs_results res;
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_MARK, &res);
 	if (err)
 		return hs_cli_fail(cli, err);
-	const struct hs_heap *heap;
-	const struct hs_roots *roots;
-	const struct hs_retain *retain;
-	hs_snapshot_heap(snap, &heap);
-	hs_snapshot_roots(snap, &roots);
-	const struct hs_error *rerr = hs_snapshot_retain(snap, &retain);
-	const struct hs_types *types;
-	if (hs_snapshot_types(snap, &types))
-		types = NULL;  /* grouped by size only */
+	const struct hs_mark *mark = res.mark;
+	const struct hs_heap *heap = res.heap;
+	const struct hs_roots *roots = res.roots;
+	/* without the dominators, leaks has no suspects; without types, it
+	 * groups by size only */
+	const struct hs_error *rerr = hs_snapshot_retain(snap, &res.retain);
+	if (rerr)
+		res.retain = NULL;
+	if (hs_snapshot_types(snap, &res.types))
+		res.types = NULL;
+	const struct hs_types *types = res.types;
 
 	size_t n = mark->nleak_roots;
 	size_t *order = malloc((n ? n : 1) * sizeof(*order));
@@ -138,7 +140,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		json_total(&w, "indirect", &t[HS_REACH_INDIRECT]);
 		json_total(&w, "leaked", &leaked);
 		json_total(&w, "stale_ref", &mark->stale);
-		hs_cli_json_learned(&w, snap);
+		hs_cli_json_learned(&w, &res);
 		hs_jsonw_key(&w, "via");
 		hs_jsonw_object_begin(&w);
 		for (int k = 1; k < HS_RULE_COUNT; k++)
@@ -146,7 +148,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_object_end(&w);
 		hs_jsonw_object_end(&w);
 		if (!rerr)
-			hs_cli_suspects_json(&w, snap);
+			hs_cli_suspects_json(&w, &res);
 		hs_jsonw_key(&w, "groups");
 		hs_jsonw_array_begin(&w);
 		for (size_t i = 0; i < ngroups; i++) {
@@ -206,7 +208,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			       t[HS_REACH_POSSIBLE].count ? " (some only through interior pointers)" : "");
 		if (!rerr) {
 			printf("\n");
-			hs_cli_suspects_text(snap);
+			hs_cli_suspects_text(&res);
 		}
 		printf("\n%-10s %10s %12s\n", "CLASS", "BLOCKS", "BYTES");
 		static const int order_cls[] = {HS_REACH_REACHABLE, HS_REACH_POSSIBLE,
@@ -216,7 +218,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			       t[order_cls[k]].count, hs_fmt_size(b1, t[order_cls[k]].bytes));
 		printf("%-10s %10" PRIu64 " %12s\n", "leaked", leaked.count,
 		       hs_fmt_size(b1, leaked.bytes));
-		hs_cli_learned_text(snap);
+		hs_cli_learned_text(&res);
 		for (int k = 1; k < HS_RULE_COUNT; k++)
 			if (mark->via_total[k].count)
 				printf("(reachable: %" PRIu64 " blocks, %s, only through pointers past a header that the %s rule accepts)\n",

@@ -10,10 +10,10 @@
 enum { MAX_HOPS = 100000 };
 
 /* The block holding cli->addr, as a node; prints the error itself. */
-static int target_node(struct hs_cli *cli, struct hs_snapshot *snap,
+static int target_node(struct hs_cli *cli, const struct hs_results *res,
 		       uint32_t *node)
 {
-	const struct hs_alloc *a = hs_heap_find(snap->heap, cli->addr);
+	const struct hs_alloc *a = hs_heap_find(res->heap, cli->addr);
 	if (!a) {
 		fprintf(stderr, "heapsift: %#" PRIx64 " is not inside any heap block\n",
 			cli->addr);
@@ -25,24 +25,24 @@ static int target_node(struct hs_cli *cli, struct hs_snapshot *snap,
 			hs_where_names[a->where]);
 		return HS_EXIT_ANALYSIS;
 	}
-	*node = hs_retain_node(snap->retain, (uint32_t)(a - snap->heap->allocs));
+	*node = hs_retain_node(res->retain, (uint32_t)(a - res->heap->allocs));
 	return HS_EXIT_OK;
 }
 
 /* Address of the first word of node `from` that points into allocation
  * node `to` (its value in *value); false if none is found. */
-static bool find_word(struct hs_snapshot *snap, uint32_t from, uint32_t to,
+static bool find_word(const struct hs_results *res, uint32_t from, uint32_t to,
 		      uint64_t *where, uint64_t *value)
 {
-	const struct hs_retain *r = snap->retain;
-	const struct hs_alloc *t = &snap->heap->allocs[to - r->base];
+	const struct hs_retain *r = res->retain;
+	const struct hs_alloc *t = &res->heap->allocs[to - r->base];
 	uint64_t lo, hi;
 	if (hs_retain_is_alloc(r, from)) {
-		const struct hs_alloc *a = &snap->heap->allocs[from - r->base];
+		const struct hs_alloc *a = &res->heap->allocs[from - r->base];
 		lo = a->addr;
 		hi = a->addr + a->size;
 	} else {
-		const struct hs_root *root = hs_retain_root(r, snap->roots, from);
+		const struct hs_root *root = hs_retain_root(r, res->roots, from);
 		if (!root)
 			return false;
 		if (hs_root_is_value(root)) {
@@ -55,7 +55,7 @@ static bool find_word(struct hs_snapshot *snap, uint32_t from, uint32_t to,
 	}
 	for (uint64_t p = lo; p + 8 <= hi; p += 8) {
 		uint64_t v;
-		if (!hs_core_read_u64(snap->core, p, &v))
+		if (!hs_core_read_u64(res->core, p, &v))
 			continue;
 		if (v >= t->addr && v < t->addr + t->size) {
 			*where = p;
@@ -82,10 +82,10 @@ static size_t chain(const uint32_t *parent, uint32_t node, uint32_t *out)
 	return n;
 }
 
-static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n,
+static void print_path(const struct hs_results *res, const uint32_t *nodes, size_t n,
 		       struct hs_jsonw *w)
 {
-	const struct hs_retain *r = snap->retain;
+	const struct hs_retain *r = res->retain;
 	if (w)
 		hs_jsonw_object_begin(w);
 	size_t i = 0;
@@ -99,9 +99,9 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 			printf("  (no root: leaked)\n");
 		}
 	} else if (n) {
-		const struct hs_root *root = hs_retain_root(r, snap->roots, nodes[0]);
+		const struct hs_root *root = hs_retain_root(r, res->roots, nodes[0]);
 		uint64_t where = 0, value = 0;
-		bool found = n > 1 && find_word(snap, nodes[0], nodes[1], &where, &value);
+		bool found = n > 1 && find_word(res, nodes[0], nodes[1], &where, &value);
 		if (w) {
 			hs_jsonw_kstring(w, "root", root->name);
 			hs_jsonw_kstring(w, "kind", hs_root_kind_names[root->kind]);
@@ -120,14 +120,14 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 	}
 	for (; i < n; i++) {
 		uint32_t id = nodes[i] - r->base;
-		const struct hs_alloc *a = &snap->heap->allocs[id];
+		const struct hs_alloc *a = &res->heap->allocs[id];
 		uint64_t where = 0, value = a->addr;
 		bool prev_alloc = i > 0 && hs_retain_is_alloc(r, nodes[i - 1]);
-		bool found = i > 0 && find_word(snap, nodes[i - 1], nodes[i], &where, &value);
+		bool found = i > 0 && find_word(res, nodes[i - 1], nodes[i], &where, &value);
 		uint64_t from_off = prev_alloc && found ?
-			where - snap->heap->allocs[nodes[i - 1] - r->base].addr : 0;
+			where - res->heap->allocs[nodes[i - 1] - r->base].addr : 0;
 		char *field = prev_alloc && found ?
-			hs_cli_field(snap, nodes[i - 1] - r->base, from_off) : NULL;
+			hs_cli_field(res, nodes[i - 1] - r->base, from_off) : NULL;
 		if (w) {
 			hs_jsonw_object_begin(w);
 			if (prev_alloc && found)
@@ -138,9 +138,9 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 			hs_jsonw_kuint(w, "target_offset", found ? value - a->addr : 0);
 			hs_jsonw_kuint(w, "size", a->size);
 			char tname[600];
-			hs_jsonw_kstring(w, "type", hs_types_name(snap->types, snap->heap, id,
+			hs_jsonw_kstring(w, "type", hs_types_name(res->types, res->heap, id,
 								  tname, sizeof(tname)));
-			hs_jsonw_kstring(w, "reach", hs_cli_reach(snap, id));
+			hs_jsonw_kstring(w, "reach", hs_cli_reach(res, id));
 			hs_jsonw_object_end(w);
 		} else {
 			char via[700] = "";
@@ -152,12 +152,12 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 			if (found && value != a->addr)
 				snprintf(into, sizeof(into), " +%#" PRIx64, value - a->addr);
 			char tname[600];
-			const char *type = hs_types_name(snap->types, snap->heap, id,
+			const char *type = hs_types_name(res->types, res->heap, id,
 							 tname, sizeof(tname));
 			printf("  %*s%s-> %#" PRIx64 "%s (%" PRIu64 " bytes, %s%s%s)\n",
 			       (int)(2 * (i > 8 ? 8 : i)), "", via, a->addr, into,
 			       (uint64_t)a->size, type ? type : "", type ? ", " : "",
-			       hs_cli_reach(snap, id));
+			       hs_cli_reach(res, id));
 		}
 		free(field);
 	}
@@ -169,16 +169,19 @@ static void print_path(struct hs_snapshot *snap, const uint32_t *nodes, size_t n
 
 int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 {
-	const struct hs_retain *r;
-	const struct hs_error *err = hs_cli_retain_typed(snap, &r, NULL);
+	struct hs_results res_;
+	const struct hs_results *res = &res_;
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+							 &res_);
 	if (err)
 		return hs_cli_fail(cli, err);
+	const struct hs_retain *r = res->retain;
 	uint32_t target;
-	int rc = target_node(cli, snap, &target);
+	int rc = target_node(cli, res, &target);
 	if (rc)
 		return rc;
 	uint32_t *parent = NULL;
-	struct hs_error *e = hs_retain_bfs(r, snap->graph, &parent);
+	struct hs_error *e = hs_retain_bfs(r, res->graph, &parent);
 	if (e)
 		return hs_cli_fail(cli, e);
 	/* the last hops: the shortest path itself, and with --all one more
@@ -192,7 +195,7 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 	cap = 16;
 	last[0] = parent[target];
 	if (cli->all) {
-		const struct hs_graph *g = snap->graph;
+		const struct hs_graph *g = res->graph;
 		for (uint32_t v = 0; v < r->base + g->n && n < cli->top_n; v++) {
 			if (v == last[0] || parent[v] == HS_DOM_NONE || v == HS_NODE_SUPER)
 				continue;
@@ -222,18 +225,18 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 	}
 	char name[512], b1[32];
 	struct hs_jsonw w;
-	const struct hs_alloc *a = &snap->heap->allocs[target - r->base];
+	const struct hs_alloc *a = &res->heap->allocs[target - r->base];
 	if (cli->format == HS_FORMAT_JSON) {
 		hs_jsonw_init(&w, stdout, true);
 		hs_jsonw_object_begin(&w);
 		hs_jsonw_key(&w, "target");
 		hs_jsonw_object_begin(&w);
-		hs_cli_json_node(&w, snap, target);
+		hs_cli_json_node(&w, res, target);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_key(&w, "paths");
 		hs_jsonw_array_begin(&w);
 	} else {
-		hs_cli_node_name(snap, target, name, sizeof(name));
+		hs_cli_node_name(res, target, name, sizeof(name));
 		printf("%s retains %s in %u blocks\n", name,
 		       hs_fmt_size(b1, r->tree->retained[target]),
 		       r->tree->retained_count[target]);
@@ -243,11 +246,11 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 		if (len + 1 < MAX_HOPS)
 			nodes[len++] = target;
 		if (cli->format == HS_FORMAT_JSON) {
-			print_path(snap, nodes, len, &w);
+			print_path(res, nodes, len, &w);
 		} else {
 			printf("%s (%zu hop%s):\n", n > 1 ? "path" : "shortest path",
 			       len - 1, len == 2 ? "" : "s");
-			print_path(snap, nodes, len, NULL);
+			print_path(res, nodes, len, NULL);
 		}
 	}
 	if (cli->format == HS_FORMAT_JSON) {
@@ -275,12 +278,15 @@ static int cmp_retained_desc(const void *x, const void *y, void *arg)
 
 int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 {
-	const struct hs_retain *r;
-	const struct hs_error *err = hs_cli_retain_typed(snap, &r, NULL);
+	struct hs_results res_;
+	const struct hs_results *res = &res_;
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+							 &res_);
 	if (err)
 		return hs_cli_fail(cli, err);
+	const struct hs_retain *r = res->retain;
 	uint32_t target;
-	int rc = target_node(cli, snap, &target);
+	int rc = target_node(cli, res, &target);
 	if (rc)
 		return rc;
 	const struct hs_domtree *t = r->tree;
@@ -324,16 +330,16 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 		struct hs_jsonw w;
 		hs_jsonw_init(&w, stdout, true);
 		hs_jsonw_object_begin(&w);
-		hs_cli_json_node(&w, snap, target);
+		hs_cli_json_node(&w, res, target);
 		hs_jsonw_key(&w, "idom");
 		hs_jsonw_object_begin(&w);
-		hs_cli_json_node(&w, snap, t->idom[target]);
+		hs_cli_json_node(&w, res, t->idom[target]);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_key(&w, "dominators");
 		hs_jsonw_array_begin(&w);
 		for (size_t i = 0; i < nchain; i++) {
 			hs_jsonw_object_begin(&w);
-			hs_cli_json_node(&w, snap, up[i]);
+			hs_cli_json_node(&w, res, up[i]);
 			hs_jsonw_object_end(&w);
 		}
 		hs_jsonw_array_end(&w);
@@ -342,22 +348,22 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_array_begin(&w);
 		for (size_t i = 0; i < show; i++) {
 			hs_jsonw_object_begin(&w);
-			hs_cli_json_node(&w, snap, kids[i]);
+			hs_cli_json_node(&w, res, kids[i]);
 			hs_jsonw_object_end(&w);
 		}
 		hs_jsonw_array_end(&w);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_finish(&w);
 	} else {
-		hs_cli_node_name(snap, target, name, sizeof(name));
+		hs_cli_node_name(res, target, name, sizeof(name));
 		printf("%s retains %s in %u blocks\n", name,
 		       hs_fmt_size(b1, t->retained[target]), t->retained_count[target]);
-		hs_cli_node_name(snap, t->idom[target], name, sizeof(name));
+		hs_cli_node_name(res, t->idom[target], name, sizeof(name));
 		printf("immediate dominator: %s\n", name);
 		if (nchain > 1) {
 			printf("dominators, nearest first:\n");
 			for (size_t i = 0; i < nchain; i++) {
-				hs_cli_node_name(snap, up[i], name, sizeof(name));
+				hs_cli_node_name(res, up[i], name, sizeof(name));
 				printf("  %s\n", name);
 			}
 		}
@@ -365,7 +371,7 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 		if (nkids) {
 			printf(", the largest:\n%11s %9s  %s\n", "RETAINED", "BLOCKS", "BLOCK");
 			for (size_t i = 0; i < show; i++) {
-				hs_cli_node_name(snap, kids[i], name, sizeof(name));
+				hs_cli_node_name(res, kids[i], name, sizeof(name));
 				printf("%11s %9u  %s\n", hs_fmt_size(b1, t->retained[kids[i]]),
 				       t->retained_count[kids[i]], name);
 			}

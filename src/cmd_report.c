@@ -42,10 +42,10 @@ static int cmp_group(const void *a, const void *b)
 
 /* Leak roots by type into the open array; false when out of memory (the
  * rows written so far stay). */
-static bool leak_groups(struct hs_jsonw *w, struct hs_snapshot *snap)
+static bool leak_groups(struct hs_jsonw *w, const struct hs_results *res)
 {
 	bool ok = false;
-	const struct hs_mark *m = snap->mark;
+	const struct hs_mark *m = res->mark;
 	size_t n = m->nleak_roots;
 	struct lr *v = calloc(n ? n : 1, sizeof(*v));
 	struct group *g = calloc(n ? n : 1, sizeof(*g));
@@ -55,11 +55,11 @@ static bool leak_groups(struct hs_jsonw *w, struct hs_snapshot *snap)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		const struct hs_leak_root *lr = &m->leak_roots[i];
-		v[i].label = strdup(hs_type_label(snap->heap, snap->types, lr->id, buf,
+		v[i].label = strdup(hs_type_label(res->heap, res->types, lr->id, buf,
 						  sizeof(buf)));
 		if (!v[i].label)
 			goto out;
-		v[i].size = snap->heap->allocs[lr->id].size;
+		v[i].size = res->heap->allocs[lr->id].size;
 		v[i].held_count = lr->held_count;
 		v[i].held_bytes = lr->held_bytes;
 	}
@@ -93,6 +93,7 @@ out:
 
 struct data_arg {
 	struct hs_snapshot *snap;
+	const struct hs_results *res;
 	const struct hs_stacks *st;
 	const struct hs_type_row *types;
 	size_t ntypes;
@@ -105,13 +106,14 @@ static void data(struct hs_jsonw *w, void *arg)
 {
 	const struct data_arg *da = arg;
 	struct hs_snapshot *snap = da->snap;
+	const struct hs_results *res = da->res;
 	const struct hs_stacks *st = da->st;
 	const struct hs_type_row *types = da->types;
 	const struct hs_root_row *roots = da->roots;
 	size_t ntypes = da->ntypes, nroots = da->nroots;
-	const struct hs_retain *r = snap->retain;
-	const struct hs_mark *m = snap->mark;
-	const struct hs_heap *heap = snap->heap;
+	const struct hs_retain *r = res->retain;
+	const struct hs_mark *m = res->mark;
+	const struct hs_heap *heap = res->heap;
 	hs_jsonw_object_begin(w);
 	hs_jsonw_key(w, "summary");
 	hs_jsonw_object_begin(w);
@@ -145,7 +147,7 @@ static void data(struct hs_jsonw *w, void *arg)
 	hs_jsonw_kuint(w, "typed_count", tc);
 	hs_jsonw_kuint(w, "typed_bytes", tb);
 	hs_jsonw_object_end(w);
-	hs_cli_suspects_json(w, snap);
+	hs_cli_suspects_json(w, res);
 	hs_jsonw_key(w, "roots");
 	hs_jsonw_array_begin(w);
 	for (size_t i = 0; i < nroots && i < ROWS; i++) {
@@ -173,7 +175,7 @@ static void data(struct hs_jsonw *w, void *arg)
 	/* leak roots by type (untyped: by size), as in `leaks` */
 	hs_jsonw_key(w, "leaks");
 	hs_jsonw_array_begin(w);
-	if (!leak_groups(w, snap))  /* a section left out is said, not silent */
+	if (!leak_groups(w, res))  /* a section left out is said, not silent */
 		hs_log_warn(&snap->log, "report: the leak roots by type were left out: out of memory");
 	hs_jsonw_array_end(w);
 	/* the blocks of largest retained size */
@@ -206,11 +208,11 @@ static void data(struct hs_jsonw *w, void *arg)
 			hs_jsonw_object_begin(w);
 			hs_jsonw_kaddr(w, "address", a->addr);
 			hs_jsonw_kuint(w, "size", a->size);
-			hs_jsonw_kstring(w, "type", hs_types_name(snap->types, heap, id,
+			hs_jsonw_kstring(w, "type", hs_types_name(res->types, heap, id,
 								  tname, sizeof(tname)));
-			hs_jsonw_kstring(w, "reach", hs_cli_reach(snap, id));
+			hs_jsonw_kstring(w, "reach", hs_cli_reach(res, id));
 			hs_jsonw_kuint(w, "retained", t->retained[best[i]]);
-			hs_cli_node_name(snap, t->idom[best[i]], name, sizeof(name));
+			hs_cli_node_name(res, t->idom[best[i]], name, sizeof(name));
 			hs_jsonw_kstring(w, "held_by", name);
 			hs_jsonw_object_end(w);
 		}
@@ -256,21 +258,24 @@ int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap)
 	int bad = hs_cli_output_ok(cli, cli->out);
 	if (bad)
 		return bad;
-	const struct hs_retain *r;
-	const struct hs_types *types;
-	const struct hs_error *err = hs_cli_retain_typed(snap, &r, &types);
+	struct hs_results res_;
+	const struct hs_results *res = &res_;
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+							 &res_);
 	if (err)
 		return hs_cli_fail(cli, err);
+	const struct hs_retain *r = res->retain;
+	const struct hs_types *types = res->types;
 	struct hs_stacks *st = NULL;
 	struct hs_type_row *trows = NULL;
 	struct hs_root_row *rrows = NULL;
 	size_t ntrows = 0, nrrows = 0;
 	struct hs_error *e;
-	if ((e = hs_stacks_build(snap->heap, snap->mark, snap->roots, r, types, &st)) ||
-	    (e = hs_type_rows(snap->heap, snap->mark, r, types, &trows, &ntrows)) ||
-	    (e = hs_root_rows(r, snap->roots, &rrows, &nrrows)))
+	if ((e = hs_stacks_build(res->heap, res->mark, res->roots, r, types, &st)) ||
+	    (e = hs_type_rows(res->heap, res->mark, r, types, &trows, &ntrows)) ||
+	    (e = hs_root_rows(r, res->roots, &rrows, &nrrows)))
 		goto out;
-	struct data_arg da = {snap, st, trows, ntrows, rrows, nrrows};
+	struct data_arg da = {snap, res, st, trows, ntrows, rrows, nrrows};
 	e = hs_html_page_write(hs_report_html, cli->out, data, &da);
 out:
 	hs_stacks_destroy(st);

@@ -63,10 +63,10 @@ static const char *reach_of(const struct hs_mark *m, uint32_t id)
 	return m ? hs_reach_names[m->reach[id]] : "unknown";
 }
 
-static const char *type_of(struct hs_snapshot *snap, uint32_t id, char *buf,
+static const char *type_of(const struct hs_results *res, uint32_t id, char *buf,
 			   size_t len)
 {
-	return hs_types_name(snap->types, snap->heap, id, buf, len);
+	return hs_types_name(res->types, res->heap, id, buf, len);
 }
 
 static void hexdump(const struct hs_core *core, const struct hs_alloc *a)
@@ -111,13 +111,17 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_mark *mark = NULL;
 	const struct hs_graph *g = NULL;
 	const struct hs_roots *roots = NULL;
-	const struct hs_error *merr = hs_snapshot_mark(snap, &mark);
+	/* without the mark, the block is shown alone: no reach, no
+	 * references, no types */
+	struct hs_results res;
+	const struct hs_error *merr = hs_snapshot_results(snap, HS_WANT_MARK | HS_WANT_TYPES,
+							  &res);
 	if (!merr) {
-		const struct hs_types *types;
-		hs_snapshot_graph(snap, &g);
-		hs_snapshot_roots(snap, &roots);
-		if (hs_snapshot_types(snap, &types))
-			types = NULL;  /* shown without types */
+		mark = res.mark;
+		g = res.graph;
+		roots = res.roots;
+	} else {
+		res = (struct hs_results){.core = snap->core, .heap = heap};
 	}
 	char tname[600];
 	struct refs *in = calloc(1, sizeof(*in)), *out = calloc(1, sizeof(*out));
@@ -159,8 +163,8 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 				hs_jsonw_kbool(&w, "stale_ref", true);
 			if (mark && mark->via && mark->via[id])
 				hs_jsonw_kstring(&w, "via", hs_rule_names[mark->via[id]]);
-			hs_jsonw_kstring(&w, "type", type_of(snap, id, tname, sizeof(tname)));
-			if (hs_types_inferred(snap->types, id))
+			hs_jsonw_kstring(&w, "type", type_of(&res, id, tname, sizeof(tname)));
+			if (hs_types_inferred(res.types, id))
 				hs_jsonw_kbool(&w, "type_inferred", true);
 		}
 		if (lr) {
@@ -181,7 +185,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 					hs_jsonw_kaddr(&w, "at", r->where);
 			} else {
 				const struct hs_alloc *s = &heap->allocs[r->id];
-				char *field = hs_cli_field(snap, r->id, r->where - s->addr);
+				char *field = hs_cli_field(&res, r->id, r->where - s->addr);
 				hs_jsonw_kaddr(&w, "allocation", s->addr);
 				hs_jsonw_kuint(&w, "offset", r->where - s->addr);
 				hs_jsonw_kstring(&w, "field", field);
@@ -197,7 +201,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		for (size_t i = 0; i < out->n; i++) {
 			const struct ref *r = &out->v[i];
 			const struct hs_alloc *t = &heap->allocs[r->id];
-			char *field = hs_cli_field(snap, id, r->where - a->addr);
+			char *field = hs_cli_field(&res, id, r->where - a->addr);
 			hs_jsonw_object_begin(&w);
 			hs_jsonw_kuint(&w, "offset", r->where - a->addr);
 			hs_jsonw_kstring(&w, "field", field);
@@ -205,7 +209,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kaddr(&w, "allocation", t->addr);
 			hs_jsonw_kuint(&w, "target_offset", r->value - t->addr);
 			hs_jsonw_kuint(&w, "size", t->size);
-			hs_jsonw_kstring(&w, "type", type_of(snap, r->id, tname, sizeof(tname)));
+			hs_jsonw_kstring(&w, "type", type_of(&res, r->id, tname, sizeof(tname)));
 			hs_jsonw_kstring(&w, "reach", reach_of(mark, r->id));
 			hs_jsonw_object_end(&w);
 		}
@@ -230,7 +234,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			printf("(%#" PRIx64 " is %" PRIu64 " bytes into it)\n", cli->addr,
 			       cli->addr - a->addr);
 		if (hs_alloc_state(a) == HS_STATE_USED) {
-			const char *type = type_of(snap, id, tname, sizeof(tname));
+			const char *type = type_of(&res, id, tname, sizeof(tname));
 			printf("class: %s\ntype: %s\n", reach_of(mark, id),
 			       type ? type : "unknown");
 			if (mark && mark->via && mark->via[id])
@@ -260,7 +264,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 					       r->value - a->addr, mark_);
 				else {
 					const struct hs_alloc *s = &heap->allocs[r->id];
-					char *field = hs_cli_field(snap, r->id, r->where - s->addr);
+					char *field = hs_cli_field(&res, r->id, r->where - s->addr);
 					printf("  %#" PRIx64 " +%#" PRIx64 "%s%s (%" PRIu64 " bytes, %s)  -> %s +%#" PRIx64 "\n",
 					       s->addr, r->where - s->addr, field ? " " : "",
 					       field ? field : "", (uint64_t)s->size,
@@ -272,8 +276,8 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			for (size_t i = 0; i < out->n; i++) {
 				const struct ref *r = &out->v[i];
 				const struct hs_alloc *t = &heap->allocs[r->id];
-				char *field = hs_cli_field(snap, id, r->where - a->addr);
-				const char *type = type_of(snap, r->id, tname, sizeof(tname));
+				char *field = hs_cli_field(&res, id, r->where - a->addr);
+				const char *type = type_of(&res, r->id, tname, sizeof(tname));
 				printf("  +%#" PRIx64 "%s%s  -> %#" PRIx64 " +%#" PRIx64 " (%" PRIu64 " bytes, %s%s%s)\n",
 				       r->where - a->addr, field ? " " : "", field ? field : "",
 				       t->addr, r->value - t->addr, (uint64_t)t->size,

@@ -56,26 +56,29 @@ static size_t top_allocs(const struct hs_retain *r, size_t n, uint32_t *out)
 	return k;
 }
 
-static void json_sharers(struct hs_jsonw *w, struct hs_snapshot *snap,
+static void json_sharers(struct hs_jsonw *w, const struct hs_results *res,
 			 const struct hs_sharers *s)
 {
 	hs_jsonw_key(w, "shared_by");
 	hs_jsonw_array_begin(w);
 	for (uint32_t k = 0; k < s->shown; k++)
-		hs_jsonw_string(w, snap->roots->roots[s->root[k]].name);
+		hs_jsonw_string(w, res->roots->roots[s->root[k]].name);
 	hs_jsonw_array_end(w);
 	hs_jsonw_kuint(w, "shared_by_count", s->total);
 }
 
 int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 {
-	const struct hs_retain *r;
-	const struct hs_error *err = hs_cli_retain_typed(snap, &r, NULL);
+	struct hs_results res_;
+	const struct hs_results *res = &res_;
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+							 &res_);
 	if (err)
 		return hs_cli_fail(cli, err);
+	const struct hs_retain *r = res->retain;
 	size_t nrows = 0;
 	struct hs_root_row *rows = NULL;
-	struct hs_error *e = hs_root_rows(r, snap->roots, &rows, &nrows);
+	struct hs_error *e = hs_root_rows(r, res->roots, &rows, &nrows);
 	if (e)
 		return hs_cli_fail(cli, e);
 	size_t limit = cli->top_n;
@@ -105,7 +108,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 	}
 	struct hs_sharers *shared_out = calloc(nshared + 1, sizeof(*shared_out));
 	e = !sh || !shared || !shared_out ? &hs_error_nomem :
-		hs_cli_sharers(snap, shared, nshared, shared_out);
+		hs_cli_sharers(res, shared, nshared, shared_out);
 	if (e) {
 		free(sh);
 		free(shared);
@@ -129,7 +132,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kuint(&w, "count", r->used_count);
 		hs_jsonw_kuint(&w, "bytes", r->used_bytes);
 		hs_jsonw_object_end(&w);
-		hs_cli_suspects_json(&w, snap);
+		hs_cli_suspects_json(&w, res);
 		hs_jsonw_key(&w, "roots");
 		hs_jsonw_array_begin(&w);
 		for (size_t i = 0; i < nrows && i < limit; i++) {
@@ -137,7 +140,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kstring(&w, "name", rows[i].name);
 			hs_jsonw_kstring(&w, "kind", rows[i].kind);
 			if (!strcmp(rows[i].kind, "shared"))
-				json_sharers(&w, snap, &biggest_sh);
+				json_sharers(&w, res, &biggest_sh);
 			hs_jsonw_kuint(&w, "retained", rows[i].retained);
 			hs_jsonw_kuint(&w, "count", rows[i].count);
 			hs_jsonw_object_end(&w);
@@ -147,31 +150,31 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_array_begin(&w);
 		for (size_t i = 0; i < ntops; i++) {
 			hs_jsonw_object_begin(&w);
-			hs_cli_json_node(&w, snap, tops[i]);
+			hs_cli_json_node(&w, res, tops[i]);
 			hs_jsonw_key(&w, "held_by");
 			hs_jsonw_object_begin(&w);
 			uint32_t d = t->idom[tops[i]];
-			hs_jsonw_kstring(&w, "kind", hs_cli_node_kind(snap, d));
+			hs_jsonw_kstring(&w, "kind", hs_cli_node_kind(res, d));
 			if (hs_retain_is_alloc(r, d))
-				hs_jsonw_kaddr(&w, "address", snap->heap->allocs[d - r->base].addr);
+				hs_jsonw_kaddr(&w, "address", res->heap->allocs[d - r->base].addr);
 			else if (d >= HS_NODE_FIRST_ROOT)
-				hs_jsonw_kstring(&w, "name", hs_retain_root(r, snap->roots, d)->name);
+				hs_jsonw_kstring(&w, "name", hs_retain_root(r, res->roots, d)->name);
 			else if (d == HS_NODE_SUPER)
-				json_sharers(&w, snap, &sh[i]);
+				json_sharers(&w, res, &sh[i]);
 			hs_jsonw_object_end(&w);
 			hs_jsonw_object_end(&w);
 		}
 		hs_jsonw_array_end(&w);
-		hs_jsonw_kbool(&w, "partial", snap->heap->partial);
-		hs_jsonw_kuint(&w, "unaccounted_bytes", snap->heap->unaccounted_bytes);
+		hs_jsonw_kbool(&w, "partial", res->heap->partial);
+		hs_jsonw_kuint(&w, "unaccounted_bytes", res->heap->unaccounted_bytes);
 		hs_cli_json_warnings(&w, &snap->log);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_finish(&w);
 	} else {
-		hs_cli_partial_line(snap->heap);
+		hs_cli_partial_line(res->heap);
 		printf("HEAP: %" PRIu64 " blocks in use by the program, %s\n\n", r->used_count,
 		       hs_fmt_size(b1, r->used_bytes));
-		hs_cli_suspects_text(snap);
+		hs_cli_suspects_text(res);
 		printf("\nROOTS BY RETAINED SIZE (%zu of %zu that hold something alone)\n",
 		       nrows < limit ? nrows : limit, nrows);
 		printf("%11s %6s %9s  %-11s %s\n", "RETAINED", "SHARE", "BLOCKS", "KIND",
@@ -183,7 +186,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 				       (double)r->used_bytes : 0.0,
 			       rows[i].count, rows[i].kind, rows[i].name);
 			if (!strcmp(rows[i].kind, "shared") && biggest_sh.total) {
-				hs_cli_sharers_text(snap, &biggest_sh, name, sizeof(name));
+				hs_cli_sharers_text(res, &biggest_sh, name, sizeof(name));
 				printf("%31s  the biggest (%s) by: %s\n", "",
 				       hs_fmt_size(b2, t->retained[biggest]), name);
 			}
@@ -193,22 +196,22 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 		       "BLOCKS", "ADDRESS", "SIZE", "CLASS", "TYPE", "HELD BY");
 		for (size_t i = 0; i < ntops; i++) {
 			uint32_t v = tops[i], id = v - r->base;
-			const struct hs_alloc *a = &snap->heap->allocs[id];
-			hs_cli_node_name(snap, t->idom[v], name, sizeof(name));
+			const struct hs_alloc *a = &res->heap->allocs[id];
+			hs_cli_node_name(res, t->idom[v], name, sizeof(name));
 			if (t->idom[v] == HS_NODE_SUPER && sh[i].total) {
 				char who[400];
-				hs_cli_sharers_text(snap, &sh[i], who, sizeof(who));
+				hs_cli_sharers_text(res, &sh[i], who, sizeof(who));
 				snprintf(name, sizeof(name), "several roots: %s", who);
 			}
 			char tname[600];
-			const char *type = hs_types_name(snap->types, snap->heap, id, tname,
+			const char *type = hs_types_name(res->types, res->heap, id, tname,
 							 sizeof(tname));
 			printf("%11s %5.1f%% %9u  %#-18" PRIx64 " %10s  %-10s %-24s %s\n",
 			       hs_fmt_size(b1, t->retained[v]),
 			       r->used_bytes ? 100.0 * (double)t->retained[v] /
 				       (double)r->used_bytes : 0.0,
 			       t->retained_count[v], a->addr, hs_fmt_size(b2, a->size),
-			       hs_cli_reach(snap, id), type ? type : "-", name);
+			       hs_cli_reach(res, id), type ? type : "-", name);
 		}
 	}
 	free(sh);

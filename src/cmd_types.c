@@ -8,15 +8,16 @@
 
 int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 {
-	const struct hs_retain *r;
+	struct hs_results res;
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN, &res);
 	const struct hs_types *types;
-	const struct hs_error *err;
-	if ((err = hs_snapshot_retain(snap, &r)) ||
-	    (err = hs_snapshot_types(snap, &types)))
+	/* types is the one command for which types are required */
+	if (err || (err = hs_snapshot_types(snap, &types)))
 		return hs_cli_fail(cli, err);
+	const struct hs_retain *r = res.retain;
 	struct hs_type_row *rows;
 	size_t m;
-	struct hs_error *e = hs_type_rows(snap->heap, snap->mark, r, types, &rows, &m);
+	struct hs_error *e = hs_type_rows(res.heap, res.mark, r, types, &rows, &m);
 	if (e)
 		return hs_cli_fail(cli, e);
 	uint64_t typed_count = 0, typed_bytes = 0;

@@ -1,6 +1,7 @@
 #include "src/snapshot.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -327,4 +328,31 @@ const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
 	}
 	*ret = snap->types;
 	return snap->types_err;
+}
+
+const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
+					   unsigned want,
+					   struct hs_results *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->core = snap->core;
+	const struct hs_error *err = hs_snapshot_heap(snap, &ret->heap);
+	if (err)
+		return err;
+	if (want & HS_WANT_MARK) {
+		const struct hs_mark *mark;
+		if ((err = hs_snapshot_mark(snap, &mark)))
+			return err;
+		/* the mark's stages are computed: these cannot fail now */
+		hs_snapshot_roots(snap, &ret->roots);
+		hs_snapshot_graph(snap, &ret->graph);
+		ret->rules = &snap->rules;
+		ret->mark = mark;
+	}
+	if ((want & HS_WANT_RETAIN) == HS_WANT_RETAIN &&
+	    (err = hs_snapshot_retain(snap, &ret->retain)))
+		return err;
+	if ((want & HS_WANT_TYPES) && hs_snapshot_types(snap, &ret->types))
+		ret->types = NULL;
+	return NULL;
 }

@@ -78,6 +78,35 @@ struct hs_error *hs_snapshot_open_memory(const char *name, const void *data,
 					 struct hs_snapshot **ret);
 void hs_snapshot_destroy(struct hs_snapshot *snap);
 
+/* What the verdicts read, as data: a view of the stages a command asked
+ * hs_snapshot_results for (the objects belong to the snapshot; a stage not
+ * asked for, or that failed, is NULL). */
+struct hs_results {
+	const struct hs_core *core;
+	const struct hs_heap *heap;
+	const struct hs_roots *roots;
+	const struct hs_graph *graph;
+	const struct hs_rules *rules;   /* the header rules the graph applied */
+	const struct hs_mark *mark;
+	const struct hs_retain *retain;
+	const struct hs_types *types;
+};
+
+enum hs_want {
+	HS_WANT_MARK = 1,       /* roots, graph and mark */
+	HS_WANT_RETAIN = 3,     /* ... and the dominators */
+	HS_WANT_TYPES = 4,      /* types, when they can be had: a failure
+				 * leaves types NULL (names come untyped) */
+};
+
+/* Computes the heap and the stages in want (enum hs_want, or-ed), in
+ * order, and fills *ret with them.  The error of the first required stage
+ * that failed (types are never required); *ret holds the stages before it
+ * either way. */
+const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
+					   unsigned want,
+					   struct hs_results *ret);
+
 /* Stages.  The returned objects belong to the snapshot; so does a returned
  * error (callers must not destroy it). */
 const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
