@@ -27,6 +27,7 @@
 #include "formats/gllayout.h"
 #include "src/fmt.h"
 #include "src/hashtab.h"
+#include "src/vector.h"
 #include "src/sort.h"
 
 #include <capstone/capstone.h>
@@ -123,6 +124,7 @@ static struct hs_error *sort_specials(struct chunkset *set,
 struct range {
 	uint64_t start, end;
 };
+HS_VECTOR(ranges, struct range)
 
 struct gl {
 	const struct hs_core *core;
@@ -158,8 +160,9 @@ struct gl {
 	struct chunkset special;      /* fastbin/tcache/internal chunks */
 	struct special *sorted;       /* the same, sorted by address */
 	size_t nsorted;
-	struct range *covered;        /* arena heaps */
-	size_t ncovered;
+	struct ranges covered;        /* arena heaps, stacks: not scanned */
+	size_t covered_sorted;        /* covered.v[0, this) is sorted and
+				       * disjoint (covered() makes it so) */
 	uint64_t walk_top_seen;
 };
 
@@ -355,12 +358,9 @@ static void count_bins(struct gl *g, uint64_t arena, size_t idx,
 
 static struct hs_error *add_covered(struct gl *g, uint64_t start, uint64_t end)
 {
-	struct range *r = realloc(g->covered, (g->ncovered + 1) * sizeof(*r));
-	if (!r)
-		return &hs_error_nomem;
-	g->covered = r;
-	g->covered[g->ncovered++] = (struct range){start, end};
-	return NULL;
+	if (end <= start)
+		return NULL;  /* covers nothing */
+	return ranges_push(&g->covered, (struct range){start, end});
 }
 
 /* Walks chunks from start up to top or end.  Returns true when it reached
@@ -551,7 +551,7 @@ static bool probe_piece(struct gl *g, uint64_t p, uint64_t limit, uint64_t top,
  * holds top: from the mapping's start up to the top's piece, then the
  * older pieces above it, while glibc's system_mem has bytes the walk has
  * not accounted for. */
-static bool covered(const struct gl *g, uint64_t start, uint64_t end,
+static bool covered(struct gl *g, uint64_t start, uint64_t end,
 		    uint64_t *skip_to);
 
 /* Walks the pieces that follow one another from p in [p, hi); scan: when a
@@ -891,14 +891,46 @@ static struct hs_error *read_tcaches(struct gl *g)
 	return NULL;
 }
 
-static bool covered(const struct gl *g, uint64_t start, uint64_t end,
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Does [start, end) meet a covered range?  *skip_to: where the covered
+ * memory it meets ends.  The ranges are sorted and merged when some were
+ * added since the last call, then searched in O(log n): the mmapped-chunk
+ * scan asks once per 16 bytes of memory, and a hostile main arena may
+ * have a million pieces. */
+static bool covered(struct gl *g, uint64_t start, uint64_t end,
 		    uint64_t *skip_to)
 {
-	for (size_t i = 0; i < g->ncovered; i++) {
-		if (start < g->covered[i].end && end > g->covered[i].start) {
-			*skip_to = g->covered[i].end;
-			return true;
+	struct ranges *c = &g->covered;
+	if (g->covered_sorted != c->n) {
+		hs_sort(c->v, c->n, sizeof(*c->v), cmp_range);
+		size_t m = 0;
+		for (size_t i = 0; i < c->n; i++) {
+			if (m && c->v[i].start < c->v[m - 1].end) {
+				if (c->v[i].end > c->v[m - 1].end)
+					c->v[m - 1].end = c->v[i].end;
+			} else {
+				c->v[m++] = c->v[i];
+			}
 		}
+		c->n = g->covered_sorted = m;
+	}
+	/* the first range that ends after start (ends grow with starts) */
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->v[mid].end <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < c->n && c->v[lo].start < end) {
+		*skip_to = c->v[lo].end;
+		return true;
 	}
 	return false;
 }
@@ -1774,7 +1806,7 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 	struct hs_error *err = walk(&g);
 	chunkset_free(&g.special);
 	free(g.sorted);
-	free(g.covered);
+	ranges_free(&g.covered);
 	if (err) {
 		hs_heap_destroy(g.heap);
 		return err;

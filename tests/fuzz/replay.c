@@ -2,11 +2,15 @@
  * LLVMFuzzerTestOneInput runs once on every file named on the command line
  * and on every file of every directory named (in name order, dot files
  * skipped).  Linked into fuzz_replay_NAME, which ctest runs on the
- * committed corpus: a crash or a sanitizer report fails the test.
+ * committed corpus: a crash or a sanitizer report fails the test, and so
+ * does an input that takes longer than libFuzzer's -timeout (10 s of CPU
+ * time; $HS_REPLAY_MAX_SECONDS overrides), which scripts/fuzz.sh would
+ * report as a timeout.
  *
  *   fuzz_replay_NAME DIR|FILE...
  *
- * Exits 1 when nothing was replayed (a missing corpus must not pass). */
+ * Exits 1 when nothing was replayed (a missing corpus must not pass) or
+ * when an input was too slow. */
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,9 +18,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
+
+static int slow_inputs;
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static int replay_file(const char *path)
 {
@@ -55,8 +69,17 @@ static int replay_file(const char *path)
 	}
 	memcpy(in, buf, n);
 	free(buf);
+	const char *max_env = getenv("HS_REPLAY_MAX_SECONDS");
+	double max = max_env ? atof(max_env) : 10.0;
+	double t0 = cpu_seconds();
 	LLVMFuzzerTestOneInput(in, n);
+	double t = cpu_seconds() - t0;
 	free(in);
+	if (max > 0 && t > max) {
+		fprintf(stderr, "%s: %.1f s of CPU time, more than %g s (a timeout for the fuzzer)\n",
+			path, t, max);
+		slow_inputs++;
+	}
 	return 0;
 }
 
@@ -139,6 +162,11 @@ int main(int argc, char **argv)
 	printf("replayed %zu inputs\n", count);
 	if (!count) {
 		fprintf(stderr, "%s: no input replayed\n", argv[0]);
+		return 1;
+	}
+	if (slow_inputs) {
+		fprintf(stderr, "%s: %d input%s too slow\n", argv[0], slow_inputs,
+			slow_inputs == 1 ? "" : "s");
 		return 1;
 	}
 	return rc;
