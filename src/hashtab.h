@@ -63,6 +63,50 @@ static inline size_t hs_hash_cap(size_t cap, size_t n)
 	return cap ? 2 * cap : 1024;
 }
 
+/* Takes key's slot (*n counts it when it is new); *fresh: it was new. */
+static inline size_t hs_hash_claim(uint64_t *keys, size_t cap, size_t *n,
+				   uint64_t key, bool *fresh)
+{
+	size_t i = hs_hash_slot(keys, cap, key);
+	*fresh = !keys[i];
+	if (*fresh) {
+		keys[i] = key;
+		(*n)++;
+	}
+	return i;
+}
+
+/* Moves the keys (and the values of vsize bytes each, when vals is not
+ * NULL) of a table of *cap slots into one of cap slots. */
+static inline struct hs_error *hs_hash_grow(uint64_t **keys, void **vals,
+					    size_t vsize, size_t *oldcap,
+					    size_t cap)
+{
+	uint64_t *k = calloc(cap, sizeof(*k));
+	unsigned char *v = vals ? calloc(cap, vsize) : NULL;
+	if (!k || (vals && !v)) {
+		free(k);
+		free(v);
+		return &hs_error_nomem;
+	}
+	for (size_t i = 0; i < *oldcap; i++) {
+		if (!(*keys)[i])
+			continue;
+		size_t j = hs_hash_slot(k, cap, (*keys)[i]);
+		k[j] = (*keys)[i];
+		if (vals)
+			memcpy(v + j * vsize, (unsigned char *)*vals + i * vsize, vsize);
+	}
+	free(*keys);
+	*keys = k;
+	if (vals) {
+		free(*vals);
+		*vals = v;
+	}
+	*oldcap = cap;
+	return NULL;
+}
+
 #define HS_HASH_SET(name)                                                     \
 	struct name {                                                         \
 		uint64_t *keys;                                               \
@@ -84,24 +128,12 @@ static inline size_t hs_hash_cap(size_t cap, size_t n)
 		size_t cap = hs_hash_cap(t->cap, t->n);                       \
 		if (!cap)                                                     \
 			return &hs_error_nomem;                               \
-		if (cap != t->cap) {                                          \
-			uint64_t *k = calloc(cap, sizeof(*k));                \
-			if (!k)                                               \
-				return &hs_error_nomem;                       \
-			for (size_t i = 0; i < t->cap; i++)                   \
-				if (t->keys[i])                               \
-					k[hs_hash_slot(k, cap, t->keys[i])] = \
-						t->keys[i];                   \
-			free(t->keys);                                        \
-			t->keys = k;                                          \
-			t->cap = cap;                                         \
-		}                                                             \
-		size_t i = hs_hash_slot(t->keys, t->cap, key);                \
-		bool new_ = !t->keys[i];                                      \
-		if (new_) {                                                   \
-			t->keys[i] = key;                                     \
-			t->n++;                                               \
-		}                                                             \
+		struct hs_error *err_;                                        \
+		if (cap != t->cap &&                                          \
+		    (err_ = hs_hash_grow(&t->keys, NULL, 0, &t->cap, cap)))   \
+			return err_;                                          \
+		bool new_;                                                    \
+		hs_hash_claim(t->keys, t->cap, &t->n, key, &new_);            \
 		if (fresh)                                                    \
 			*fresh = new_;                                        \
 		return NULL;                                                  \
@@ -142,34 +174,17 @@ static inline size_t hs_hash_cap(size_t cap, size_t n)
 		size_t cap = hs_hash_cap(t->cap, t->n);                       \
 		if (!cap)                                                     \
 			return &hs_error_nomem;                               \
-		if (cap != t->cap) {                                          \
-			uint64_t *k = calloc(cap, sizeof(*k));                \
-			value_type *v = calloc(cap, sizeof(*v));              \
-			if (!k || !v) {                                       \
-				free(k);                                      \
-				free(v);                                      \
-				return &hs_error_nomem;                       \
-			}                                                     \
-			for (size_t i = 0; i < t->cap; i++) {                 \
-				if (!t->keys[i])                              \
-					continue;                             \
-				size_t j = hs_hash_slot(k, cap, t->keys[i]);  \
-				k[j] = t->keys[i];                            \
-				v[j] = t->vals[i];                            \
-			}                                                     \
-			free(t->keys);                                        \
-			free(t->vals);                                        \
-			t->keys = k;                                          \
-			t->vals = v;                                          \
-			t->cap = cap;                                         \
-		}                                                             \
-		size_t i = hs_hash_slot(t->keys, t->cap, key);                \
-		bool new_ = !t->keys[i];                                      \
-		if (new_) {                                                   \
-			t->keys[i] = key;                                     \
+		void *vals_ = t->vals;                                        \
+		struct hs_error *err_;                                        \
+		if (cap != t->cap &&                                          \
+		    (err_ = hs_hash_grow(&t->keys, &vals_, sizeof(value_type), \
+					 &t->cap, cap)))                      \
+			return err_;                                          \
+		t->vals = vals_;                                              \
+		bool new_;                                                    \
+		size_t i = hs_hash_claim(t->keys, t->cap, &t->n, key, &new_); \
+		if (new_)                                                     \
 			memset(&t->vals[i], 0, sizeof(t->vals[i]));           \
-			t->n++;                                               \
-		}                                                             \
 		if (fresh)                                                    \
 			*fresh = new_;                                        \
 		*val = &t->vals[i];                                           \

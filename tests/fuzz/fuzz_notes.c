@@ -19,6 +19,7 @@
 
 #include "formats/elfcore.h"
 #include "tests/fuzz/fz_core.h"
+#include "tests/unit/mockcore.h"
 
 enum {
 	NOTE_OFF = sizeof(Elf64_Ehdr) + 2 * sizeof(Elf64_Phdr),
@@ -34,18 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *img = calloc(1, total);
 	if (!img)
 		return 0;
-	Elf64_Ehdr eh = {0};
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_CORE;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-	eh.e_phoff = sizeof(eh);
-	eh.e_ehsize = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = 2;
+	Elf64_Ehdr eh;
+	mock_ehdr(&eh, 2);
 	Elf64_Phdr ph[2] = {
 		{.p_type = PT_NOTE, .p_offset = NOTE_OFF, .p_filesz = size,
 		 .p_align = 4},

@@ -61,12 +61,7 @@ uint64_t *mock_thread(struct mock_core *m, int32_t tid)
 	return t->regs;
 }
 
-struct out {
-	uint8_t *p;
-	size_t len;
-};
-
-static void put(struct out *o, size_t off, const void *data, size_t n)
+void mock_put(struct mock_buf *o, size_t off, const void *data, size_t n)
 {
 	if (off + n > o->len) {
 		o->p = must(realloc(o->p, off + n));
@@ -76,50 +71,53 @@ static void put(struct out *o, size_t off, const void *data, size_t n)
 	memcpy(o->p + off, data, n);
 }
 
-static size_t note(struct out *o, size_t off, uint32_t type, const void *desc,
-		   uint32_t descsz)
+size_t mock_note(struct mock_buf *o, size_t off, uint32_t type,
+		 const void *desc, uint32_t descsz)
 {
 	uint32_t hdr[3] = {5, descsz, type};  /* namesz counts the NUL */
-	put(o, off, hdr, sizeof(hdr));
-	put(o, off + 12, "CORE\0\0\0", 8);
-	put(o, off + 20, desc, descsz);
+	mock_put(o, off, hdr, sizeof(hdr));
+	mock_put(o, off + 12, "CORE\0\0\0", 8);
+	mock_put(o, off + 20, desc, descsz);
 	return off + 20 + ((descsz + 3) & ~3u);
 }
 
-/* struct elf_prstatus on x86-64: pr_pid at 32, pr_reg (27 words) at 112. */
-enum { PRSTATUS_SIZE = 336, PRSTATUS_PID = 32, PRSTATUS_REGS = 112 };
+void mock_ehdr(Elf64_Ehdr *eh, unsigned phnum)
+{
+	memset(eh, 0, sizeof(*eh));
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_CORE;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(Elf64_Phdr);
+	eh->e_phnum = (Elf64_Half)phnum;
+}
 
 uint8_t *mock_build(const struct mock_core *m, size_t *size)
 {
-	struct out o = {0};
+	struct mock_buf o = {0};
 	size_t nph = 1 + m->nsegs;
-	Elf64_Ehdr eh = {0};
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_CORE;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-	eh.e_phoff = sizeof(eh);
-	eh.e_ehsize = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = (Elf64_Half)nph;
-	put(&o, 0, &eh, sizeof(eh));
+	Elf64_Ehdr eh;
+	mock_ehdr(&eh, (unsigned)nph);
+	mock_put(&o, 0, &eh, sizeof(eh));
 
 	size_t notes = sizeof(eh) + nph * sizeof(Elf64_Phdr), end = notes;
 	for (size_t i = 0; i < m->nthreads; i++) {
-		uint8_t pr[PRSTATUS_SIZE] = {0};
-		memcpy(pr + PRSTATUS_PID, &m->threads[i].tid, 4);
-		memcpy(pr + PRSTATUS_REGS, m->threads[i].regs, 8 * HS_NREGS);
-		end = note(&o, end, NT_PRSTATUS, pr, sizeof(pr));
+		uint8_t pr[MOCK_PRSTATUS_SIZE] = {0};
+		memcpy(pr + MOCK_PRSTATUS_PID, &m->threads[i].tid, 4);
+		memcpy(pr + MOCK_PRSTATUS_REGS, m->threads[i].regs, 8 * HS_NREGS);
+		end = mock_note(&o, end, NT_PRSTATUS, pr, sizeof(pr));
 	}
 	uint64_t auxv[4] = {AT_PAGESZ, 4096, AT_NULL, 0};
-	end = note(&o, end, NT_AUXV, auxv, sizeof(auxv));
+	end = mock_note(&o, end, NT_AUXV, auxv, sizeof(auxv));
 
 	Elf64_Phdr ph = {.p_type = PT_NOTE, .p_offset = notes,
 			 .p_filesz = end - notes, .p_align = 4};
-	put(&o, sizeof(eh), &ph, sizeof(ph));
+	mock_put(&o, sizeof(eh), &ph, sizeof(ph));
 	size_t off = (end + 4095) & ~(size_t)4095;
 	for (size_t i = 0; i < m->nsegs; i++) {
 		const struct mock_seg *s = &m->segs[i];
@@ -128,8 +126,8 @@ uint8_t *mock_build(const struct mock_core *m, size_t *size)
 			.p_vaddr = s->vaddr, .p_filesz = s->size,
 			.p_memsz = s->size, .p_align = 4096,
 		};
-		put(&o, sizeof(eh) + (1 + i) * sizeof(Elf64_Phdr), &p, sizeof(p));
-		put(&o, off, s->data, s->size);
+		mock_put(&o, sizeof(eh) + (1 + i) * sizeof(Elf64_Phdr), &p, sizeof(p));
+		mock_put(&o, off, s->data, s->size);
 		off = (off + s->size + 4095) & ~(size_t)4095;
 	}
 	*size = o.len;

@@ -16,6 +16,7 @@
 #ifndef HS_MOCKCORE_H
 #define HS_MOCKCORE_H
 
+#include <elf.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,5 +51,21 @@ uint64_t *mock_thread(struct mock_core *m, int32_t tid);
  * NT_PRSTATUS, then NT_AUXV with a 4 KiB page. */
 uint8_t *mock_build(const struct mock_core *m, size_t *size);
 void mock_free(struct mock_core *m);
+
+/* The pieces, for tests that lay a core out by hand (a truncated one, a
+ * segment partly in the file) and for the notes fuzzer: */
+/* the ELF header of an x86-64 core whose phnum program headers follow it */
+void mock_ehdr(Elf64_Ehdr *eh, unsigned phnum);
+/* a file image that grows (zero-filled) as bytes are put anywhere in it */
+struct mock_buf {
+	uint8_t *p;
+	size_t len;
+};
+void mock_put(struct mock_buf *b, size_t off, const void *data, size_t n);
+/* a "CORE" note at off; returns where the next one goes */
+size_t mock_note(struct mock_buf *b, size_t off, uint32_t type,
+		 const void *desc, uint32_t descsz);
+/* struct elf_prstatus on x86-64: its size, pr_pid and pr_reg (27 words) */
+enum { MOCK_PRSTATUS_SIZE = 336, MOCK_PRSTATUS_PID = 32, MOCK_PRSTATUS_REGS = 112 };
 
 #endif

@@ -38,18 +38,8 @@
 #include "analyzers/alloc/heap.h"
 #include "src/snapshot.h"
 #include "tests/unit/mockcore.h"
+#include "tests/unit/check.h"
 
-static int failures, checks;
-
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		checks++;                                                    \
-		if (!(cond)) {                                               \
-			failures++;                                          \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                            \
-		}                                                            \
-	} while (0)
 
 /* ---- the toy backend ---- */
 
@@ -237,9 +227,9 @@ int main(void)
 		uint32_t id = id_of(heap, i);
 		if (id >= heap->nallocs)
 			continue;
-		checks++;
+		check_count++;
 		if (mark->reach[id] != want[i]) {
-			failures++;
+			check_failures++;
 			fprintf(stderr, "%s: %s, want %s\n", names[i],
 				hs_reach_names[mark->reach[id]], hs_reach_names[want[i]]);
 		}
@@ -294,6 +284,5 @@ int main(void)
 	}
 	hs_error_destroy(err);
 	free(bytes);
-	printf("%d checks, %d failures\n", checks, failures);
-	return failures != 0;
+	return check_finish();
 }

@@ -9,18 +9,8 @@
 
 #include "src/hashtab.h"
 #include "src/vector.h"
+#include "tests/unit/check.h"
 
-static int failures, checks;
-
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		checks++;                                                    \
-		if (!(cond)) {                                               \
-			failures++;                                          \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                            \
-		}                                                            \
-	} while (0)
 
 struct pair {
 	uint32_t a;
@@ -31,16 +21,6 @@ HS_VECTOR(u64_vector, uint64_t)
 HS_VECTOR(pair_vector, struct pair)
 HS_HASH_SET(u64_set)
 HS_HASH_MAP(u64_map, uint32_t)
-
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -83,7 +63,7 @@ static void tables(void)
 	bool ok = true;
 	for (size_t i = 0; i < N; i++) {
 		/* few distinct values, so that keys repeat */
-		uint64_t k = (next() % 50000) << 4 | 8;
+		uint64_t k = (check_rand() % 50000) << 4 | 8;
 		ref[i] = k;
 		bool fresh = false, mfresh = false;
 		uint32_t *val = NULL;
@@ -151,6 +131,5 @@ int main(void)
 	vectors();
 	tables();
 	catching();
-	printf("%d checks, %d failures\n", checks, failures);
-	return failures != 0;
+	return check_finish();
 }

@@ -9,27 +9,12 @@
 #include <string.h>
 
 #include "analyzers/dominators.h"
+#include "tests/unit/check.h"
 
-static int failures, checks;
 
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		checks++;                                                    \
-		if (!(cond)) {                                               \
-			failures++;                                          \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);      \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-		}                                                            \
-	} while (0)
-
-static uint64_t rng = 88172645463325252ull;
 static uint32_t rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng % n);
+	return (uint32_t)(check_rand() % n);
 }
 
 /* reachable-from-0 set with node `removed` deleted (HS_DOM_NONE: none) */
@@ -102,7 +87,7 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 	};
 	struct hs_domtree *t = NULL;
 	struct hs_error *err = hs_dominators_compute(&g, weight_of, weight, &t);
-	CHECK(!err, "compute failed: %s", err ? err->message : "");
+	CHECKF(!err, "compute failed: %s", err ? err->message : "");
 	if (err)
 		goto out;
 
@@ -123,11 +108,11 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 	}
 	for (uint32_t w = 0; w < n; w++) {
 		if (!seen0[w]) {
-			CHECK(t->idom[w] == HS_DOM_NONE, "unreachable %u has idom %u", w, t->idom[w]);
+			CHECKF(t->idom[w] == HS_DOM_NONE, "unreachable %u has idom %u", w, t->idom[w]);
 			continue;
 		}
 		if (w == 0) {
-			CHECK(t->idom[0] == 0, "idom of entry is %u", t->idom[0]);
+			CHECKF(t->idom[0] == 0, "idom of entry is %u", t->idom[0]);
 			continue;
 		}
 		/* the idom is the strict dominator that every other strict
@@ -144,7 +129,7 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 			if (closest)
 				expect = v;
 		}
-		CHECK(t->idom[w] == expect, "n=%u m=%u: idom(%u) = %u, expected %u", n, m, w,
+		CHECKF(t->idom[w] == expect, "n=%u m=%u: idom(%u) = %u, expected %u", n, m, w,
 		      t->idom[w], expect);
 	}
 	for (uint32_t v = 0; v < n; v++) {
@@ -157,7 +142,7 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 				sum += weight[w];
 				cnt++;
 			}
-		CHECK(t->retained[v] == sum && t->retained_count[v] == cnt,
+		CHECKF(t->retained[v] == sum && t->retained_count[v] == cnt,
 		      "retained(%u) = %llu/%u, expected %llu/%u", v,
 		      (unsigned long long)t->retained[v], t->retained_count[v],
 		      (unsigned long long)sum, cnt);
@@ -209,13 +194,13 @@ static void long_chain(uint32_t n, bool tail)
 	}
 	struct hs_domtree *t = NULL;
 	struct hs_error *err = hs_dominators_compute(&g, NULL, NULL, &t);
-	CHECK(!err, "chain: %s", err ? err->message : "");
+	CHECKF(!err, "chain: %s", err ? err->message : "");
 	if (t) {
 		bool ok = true;
 		for (uint32_t v = 1; v < n; v++)
 			ok &= t->idom[v] == v - 1 && t->retained[v] == n - v;
-		CHECK(ok, "chain of %u: wrong idom or retained", n);
-		CHECK(t->retained[0] == n, "chain: root retains %llu",
+		CHECKF(ok, "chain of %u: wrong idom or retained", n);
+		CHECKF(t->retained[0] == n, "chain: root retains %llu",
 		      (unsigned long long)t->retained[0]);
 	}
 	hs_domtree_destroy(t);
@@ -244,6 +229,5 @@ int main(void)
 	}
 	long_chain(10 * 1000 * 1000, false);
 	long_chain(10 * 1000 * 1000, true);
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures ? 1 : 0;
+	return check_finish();
 }

@@ -7,73 +7,29 @@
 #include <unistd.h>
 
 #include "formats/elfcore.h"
+#include "tests/unit/check.h"
+#include "tests/unit/mockcore.h"
 
-static int failures, checks;
-
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		checks++;                                                    \
-		if (!(cond)) {                                               \
-			failures++;                                          \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                            \
-		}                                                            \
-	} while (0)
-
-struct buf {
-	unsigned char *p;
-	size_t len;
-};
-
-static void put(struct buf *b, size_t off, const void *data, size_t n)
-{
-	if (off + n > b->len) {
-		b->p = realloc(b->p, off + n);
-		memset(b->p + b->len, 0, off + n - b->len);
-		b->len = off + n;
-	}
-	memcpy(b->p + off, data, n);
-}
-
-static size_t note(struct buf *b, size_t off, uint32_t type, const void *desc,
-		   uint32_t descsz)
-{
-	uint32_t hdr[3] = {5, descsz, type};
-	put(b, off, hdr, sizeof(hdr));
-	put(b, off + 12, "CORE\0\0\0", 8);
-	put(b, off + 20, desc, descsz);
-	return off + 20 + ((descsz + 3) & ~3u);
-}
 
 /* A core with one thread (tid 42, rsp 0x7000), and two segments:
  *   0x10000: 0x2000 bytes, 0x1000 in the file (pattern i & 0xff), rest zero
  *   0x20000: 0x1000 bytes, all in the file (pattern 0xab)              */
-static struct buf make_core(void)
+static struct mock_buf make_core(void)
 {
-	struct buf b = {0};
-	Elf64_Ehdr eh = {0};
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_CORE;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-	eh.e_phoff = sizeof(eh);
-	eh.e_ehsize = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = 3;
-	put(&b, 0, &eh, sizeof(eh));
+	struct mock_buf b = {0};
+	Elf64_Ehdr eh;
+	mock_ehdr(&eh, 3);
+	mock_put(&b, 0, &eh, sizeof(eh));
 
 	size_t notes = sizeof(eh) + 3 * sizeof(Elf64_Phdr);
-	unsigned char prstatus[336] = {0};
+	unsigned char prstatus[MOCK_PRSTATUS_SIZE] = {0};
 	int32_t tid = 42;
-	memcpy(prstatus + 32, &tid, 4);
+	memcpy(prstatus + MOCK_PRSTATUS_PID, &tid, 4);
 	uint64_t rsp = 0x7000;
-	memcpy(prstatus + 112 + 8 * HS_REG_RSP, &rsp, 8);
-	size_t end = note(&b, notes, NT_PRSTATUS, prstatus, sizeof(prstatus));
+	memcpy(prstatus + MOCK_PRSTATUS_REGS + 8 * HS_REG_RSP, &rsp, 8);
+	size_t end = mock_note(&b, notes, NT_PRSTATUS, prstatus, sizeof(prstatus));
 	uint64_t auxv[4] = {AT_PAGESZ, 4096, AT_NULL, 0};
-	end = note(&b, end, NT_AUXV, auxv, sizeof(auxv));
+	end = mock_note(&b, end, NT_AUXV, auxv, sizeof(auxv));
 
 	size_t data1 = 0x1000, data2 = data1 + 0x1000;
 	Elf64_Phdr ph[3] = {
@@ -83,17 +39,17 @@ static struct buf make_core(void)
 		{.p_type = PT_LOAD, .p_flags = PF_R, .p_offset = data2,
 		 .p_vaddr = 0x20000, .p_filesz = 0x1000, .p_memsz = 0x1000},
 	};
-	put(&b, sizeof(eh), ph, sizeof(ph));
+	mock_put(&b, sizeof(eh), ph, sizeof(ph));
 	unsigned char page[0x1000];
 	for (int i = 0; i < 0x1000; i++)
 		page[i] = (unsigned char)i;
-	put(&b, data1, page, sizeof(page));
+	mock_put(&b, data1, page, sizeof(page));
 	memset(page, 0xab, sizeof(page));
-	put(&b, data2, page, sizeof(page));
+	mock_put(&b, data2, page, sizeof(page));
 	return b;
 }
 
-static char *write_tmp(const struct buf *b, size_t len)
+static char *write_tmp(const struct mock_buf *b, size_t len)
 {
 	char *path = strdup("/tmp/hs-unit-core-XXXXXX");
 	int fd = mkstemp(path);
@@ -105,7 +61,7 @@ static char *write_tmp(const struct buf *b, size_t len)
 
 static void test_good(void)
 {
-	struct buf b = make_core();
+	struct mock_buf b = make_core();
 	char *path = write_tmp(&b, b.len);
 	struct hs_log log;
 	hs_log_init(&log, NULL, false);
@@ -148,7 +104,7 @@ out:
 /* Every truncation point gives an error or a warned, bounded core. */
 static void test_truncated(void)
 {
-	struct buf b = make_core();
+	struct mock_buf b = make_core();
 	for (size_t len = 0; len < b.len; len += (len < 0x300 ? 1 : 0x100)) {
 		char *path = write_tmp(&b, len);
 		struct hs_log log;
@@ -177,7 +133,7 @@ static void test_truncated(void)
 
 static void test_not_core(void)
 {
-	struct buf b = make_core();
+	struct mock_buf b = make_core();
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)b.p;
 	eh->e_type = ET_EXEC;
 	char *path = write_tmp(&b, b.len);
@@ -205,6 +161,5 @@ int main(void)
 	test_good();
 	test_truncated();
 	test_not_core();
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures ? 1 : 0;
+	return check_finish();
 }

@@ -9,22 +9,8 @@
 #include <unistd.h>
 
 #include "src/escape.h"
+#include "tests/unit/check.h"
 
-static int failures, checks;
-
-__attribute__((format(printf, 2, 3)))
-static void check(bool ok, const char *fmt, ...)
-{
-	checks++;
-	if (!ok) {
-		va_list ap;
-		va_start(ap, fmt);
-		failures++;
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-		va_end(ap);
-	}
-}
 
 /* The definition (RFC 3629): the lead byte gives the length, the others are
  * 10xxxxxx; the code point must need that length, not be a surrogate, and
@@ -89,19 +75,19 @@ static void check_decode(const unsigned char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		k += snprintf(hex + k, sizeof(hex) - (size_t)k, "%02x", s[i]);
 	if (rlen) {
-		check(r == HS_UTF8_OK && len == rlen && cp == rcp,
+		CHECKF(r == HS_UTF8_OK && len == rlen && cp == rcp,
 		      "decode %s: not the well-formed sequence it is", hex);
 		return;
 	}
 	if (r == HS_UTF8_OK) {
-		check(false, "decode %s: ill-formed, taken as well-formed", hex);
+		CHECKF(false, "decode %s: ill-formed, taken as well-formed", hex);
 	} else if (r == HS_UTF8_SHORT) {
-		check(len == n && ref_prefix(s, n),
+		CHECKF(len == n && ref_prefix(s, n),
 		      "decode %s: SHORT, but cannot be completed", hex);
 	} else {
 		/* the maximal subpart: a prefix of a well-formed sequence
 		 * (or one byte), and one byte more is not */
-		check(len >= 1 && len <= 3 && len <= n &&
+		CHECKF(len >= 1 && len <= 3 && len <= n &&
 		      (len == 1 || ref_prefix(s, len)) &&
 		      (len < n ? !ref_prefix(s, len + 1) : !ref_prefix(s, 1)),
 		      "decode %s: BAD, not at its maximal subpart", hex);
@@ -141,9 +127,9 @@ static void expect_text(const char *in, size_t n, const char *want)
 	size_t used;
 	size_t o = hs_escape_text(in, n, false, out, &used);
 	out[o] = 0;
-	checks++;
+	check_count++;
 	if (strcmp(out, want) || used != n) {
-		failures++;
+		check_failures++;
 		fprintf(stderr, "text policy: got \"%s\", want \"%s\"\n", out, want);
 	}
 }
@@ -154,9 +140,9 @@ static void expect_json(const char *in, size_t n, bool html, const char *want)
 	size_t used;
 	size_t o = hs_escape_json(in, n, html, false, out, &used);
 	out[o] = 0;
-	checks++;
+	check_count++;
 	if (strcmp(out, want) || used != n) {
-		failures++;
+		check_failures++;
 		fprintf(stderr, "JSON policy: got \"%s\", want \"%s\"\n", out, want);
 	}
 }
@@ -229,15 +215,6 @@ static size_t ref_text(const unsigned char *s, size_t n, char *out)
 	return o;
 }
 
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 /* Printable ASCII with a special byte here and there (one in `every`), at
  * every offset of a word. */
@@ -248,7 +225,7 @@ static void random_input(unsigned char *s, size_t n, unsigned every)
 		0x5c, 0x7e, 0x7f, 0x80, 0x85, 0x9f, 0xa0, 0xbf, 0xc0, 0xc2, 0xc3,
 		0xe0, 0xe2, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff};
 	for (size_t i = 0; i < n; i++) {
-		uint64_t r = next();
+		uint64_t r = check_rand();
 		s[i] = r % every ? (unsigned char)(0x20 + (r >> 8) % 95) :
 			odd[(r >> 8) % sizeof(odd)];
 	}
@@ -275,7 +252,7 @@ static void test_random(void)
 	char out[N * HS_ESCAPE_JSON_MAX + 1], ref[N * HS_ESCAPE_TEXT_MAX + 1];
 	int bad_ref = 0, bad_safe = 0, bad_json = 0;
 	for (int round = 0; round < 20000; round++) {
-		size_t n = 1 + next() % N, used;
+		size_t n = 1 + check_rand() % N, used;
 		random_input(in, n, round % 3 ? 8 : 61);
 		size_t o = hs_escape_text((char *)in, n, false, out, &used);
 		size_t r = ref_text(in, n, ref);
@@ -291,11 +268,11 @@ static void test_random(void)
 						  out[i] == '&'));
 		bad_json += !ok;
 	}
-	check(!bad_ref, "%s: text policy differs from a byte-by-byte reading",
+	CHECKF(!bad_ref, "%s: text policy differs from a byte-by-byte reading",
 	      "random inputs");
-	check(!bad_safe, "%s: text policy output not valid UTF-8 or has a control",
+	CHECKF(!bad_safe, "%s: text policy output not valid UTF-8 or has a control",
 	      "random inputs");
-	check(!bad_json, "%s: JSON policy output not valid UTF-8 or has a control",
+	CHECKF(!bad_json, "%s: JSON policy output not valid UTF-8 or has a control",
 	      "random inputs");
 }
 
@@ -313,7 +290,7 @@ static void test_stream(void)
 	for (size_t cut = 0; cut <= n; cut++) {
 		FILE *tmp = tmpfile();
 		if (!tmp) {
-			check(false, "%s", "tmpfile failed");
+			CHECKF(false, "%s", "tmpfile failed");
 			return;
 		}
 		FILE *s = hs_escape_stream(fileno(tmp), _IONBF);
@@ -327,7 +304,7 @@ static void test_stream(void)
 		if (gn != wn || memcmp(got, want, wn))
 			bad++;
 	}
-	check(!bad, "%s: the stream differs from one-shot escaping", "cut writes");
+	CHECKF(!bad, "%s: the stream differs from one-shot escaping", "cut writes");
 	/* byte by byte, fully buffered */
 	FILE *tmp = tmpfile();
 	FILE *s = hs_escape_stream(fileno(tmp), _IOFBF);
@@ -340,7 +317,7 @@ static void test_stream(void)
 	rewind(tmp);
 	size_t gn = fread(got, 1, sizeof(got), tmp);
 	fclose(tmp);
-	check(gn == wn && !memcmp(got, want, wn), "%s: the stream differs",
+	CHECKF(gn == wn && !memcmp(got, want, wn), "%s: the stream differs",
 	      "one byte per write");
 }
 
@@ -350,6 +327,5 @@ int main(void)
 	test_policies();
 	test_random();
 	test_stream();
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures ? 1 : 0;
+	return check_finish();
 }

@@ -2,16 +2,16 @@
 #include <stdio.h>
 
 #include "analyzers/diff.h"
+#include "tests/unit/check.h"
 
-static int failures, checks;
 
 static void expect(const char *what, const uint64_t *v, size_t n, enum hs_trend want)
 {
 	double slope;
 	enum hs_trend got = hs_trend_of(v, n, &slope);
-	checks++;
+	check_count++;
 	if (got != want) {
-		failures++;
+		check_failures++;
 		fprintf(stderr, "%s: %s, expected %s\n", what, hs_trend_names[got],
 			hs_trend_names[want]);
 	}
@@ -37,11 +37,10 @@ int main(void)
 	expect("all zero", zeros, 3, HS_TREND_STABLE);
 	double slope;
 	hs_trend_of(grow, 4, &slope);
-	checks++;
+	check_count++;
 	if (slope < 99.999 || slope > 100.001) {
-		failures++;
+		check_failures++;
 		fprintf(stderr, "slope of 100 per snapshot: %f\n", slope);
 	}
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures ? 1 : 0;
+	return check_finish();
 }
