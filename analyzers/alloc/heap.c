@@ -1,6 +1,7 @@
 /* The allocator-neutral heap model (runs, regions, arenas, the final
  * sort): see analyzers/alloc/heap.h. */
 #include "src/sort.h"
+#include "src/vector.h"
 #include "analyzers/alloc/backend.h"
 #include "analyzers/alloc/heap.h"
 
@@ -50,18 +51,30 @@ void hs_heap_destroy(struct hs_heap *heap)
 	free(heap);
 }
 
+/* Room for one more element of elem bytes in *v (n used, *cap allocated):
+ * capacities double, so that a walker adding a region per heap piece of a
+ * hostile arena stays linear. */
+static struct hs_error *room(void *v, size_t n, size_t *cap, size_t elem)
+{
+	if (n < *cap)
+		return NULL;
+	size_t c = hs_vector_grow_cap(*cap, n, 1, elem);
+	void *p = c ? realloc(*(void **)v, c * elem) : NULL;
+	if (!p)
+		return &hs_error_nomem;
+	*(void **)v = p;
+	*cap = c;
+	return NULL;
+}
+
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap)
 {
 	if (heap->nruns && heap->runs[heap->nruns - 1] == heap->nallocs)
 		return NULL;  /* previous run is empty: reuse it */
-	if (heap->nruns == heap->runcap) {
-		size_t cap = heap->runcap ? 2 * heap->runcap : 16;
-		size_t *r = realloc(heap->runs, cap * sizeof(*r));
-		if (!r)
-			return &hs_error_nomem;
-		heap->runs = r;
-		heap->runcap = cap;
-	}
+	struct hs_error *err = room(&heap->runs, heap->nruns, &heap->runcap,
+				    sizeof(*heap->runs));
+	if (err)
+		return err;
 	heap->runs[heap->nruns++] = heap->nallocs;
 	return NULL;
 }
@@ -100,11 +113,10 @@ struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a)
 struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 				   const struct hs_arena *a, size_t *ret)
 {
-	struct hs_arena *n = realloc(heap->arenas,
-				     (heap->narenas + 1) * sizeof(*n));
-	if (!n)
-		return &hs_error_nomem;
-	heap->arenas = n;
+	struct hs_error *err = room(&heap->arenas, heap->narenas, &heap->arenacap,
+				    sizeof(*heap->arenas));
+	if (err)
+		return err;
 	heap->arenas[heap->narenas] = *a;
 	if (ret)
 		*ret = heap->narenas;
@@ -115,11 +127,10 @@ struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
 				    uint64_t end, enum hs_region_kind kind)
 {
-	struct hs_region *r = realloc(heap->regions,
-				      (heap->nregions + 1) * sizeof(*r));
-	if (!r)
-		return &hs_error_nomem;
-	heap->regions = r;
+	struct hs_error *err = room(&heap->regions, heap->nregions, &heap->regcap,
+				    sizeof(*heap->regions));
+	if (err)
+		return err;
 	heap->regions[heap->nregions++] = (struct hs_region){start, end, kind};
 	return NULL;
 }

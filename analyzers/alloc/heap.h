@@ -150,13 +150,13 @@ struct hs_heap {
 	size_t *runs;               /* start index of each sorted run */
 	size_t nruns, runcap;
 	struct hs_arena *arenas;
-	size_t narenas;
+	size_t narenas, arenacap;
 	uint64_t mmap_count, mmap_bytes;           /* found by the scan */
 	uint64_t mmap_expected, mmap_expected_bytes; /* what mp_ says */
 	uint32_t ntcaches;          /* thread caches read */
 	uint64_t mmap_threshold;    /* requests this big are mmapped (0: unknown) */
 	struct hs_region *regions;  /* sorted by start after hs_heap_finish */
-	size_t nregions;
+	size_t nregions, regcap;
 	bool partial;               /* some part could not be walked */
 	/* bytes the allocator's own counters say it holds that the walk could
 	 * not account for (glibc: system_mem and mp_.mmapped_mem) */
