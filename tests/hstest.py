@@ -7,17 +7,26 @@ the source tree after `cmake -S . -B build && cmake --build build`):
   WORKDIR   scratch directory for cores   (default build/tests/work)
   SRCDIR    the source tree               (default: parent of this file)
   HS_REUSE_CORES=1  reuse a core from an earlier run when it is newer than
-                    the fixture binary (saves time while iterating)
+                    the fixture binary (truth_core(): saves time while
+                    iterating)
   HS_KEEP_CORES=1   keep the cores of fixtures whose checks all passed
-                    (test_glibc_truth.py deletes them otherwise)
+                    (the truth tests delete them otherwise)
+  HS_STOP_TIMEOUT, HS_GCORE_TIMEOUT, HS_HEAPSIFT_TIMEOUT  seconds allowed
+                    for a fixture to stop itself, for gcore, for one run of
+                    the CLI (defaults 120, 300, 300)
 
-Fixture protocol (tests/fixtures/truth.h): the fixture writes a JSON record
-to $HS_RECORD and stops itself with SIGSTOP.  take_core() waits until every
-task is in state T, takes a core with gdb's gcore, then (when core_pattern is
-a plain file name) lets the kernel dump the same stopped process (SIGABRT,
-then SIGCONT), kills whatever is left and loads the record.  Both cores show
+Fixture protocol (tests/fixtures/truth.h): the fixture writes a record to
+$HS_RECORD and stops itself with SIGSTOP.  take_core() waits until every
+task is in state T, takes a core with gdb's gcore, then (when asked, and when
+core_pattern is a plain file name) lets the kernel dump the same stopped
+process (SIGABRT, then SIGCONT), and kills whatever is left.  Both cores show
 the same heap; kernel cores differ in what they contain (no PROT_NONE
 reservations, no never-touched pages), gcore writes every readable mapping.
+truth_core() also loads the JSON record of the fixtures that close theirs
+with mallinfo2 (truth.c, reach_record.c).
+
+Results: a Checker counts the checks and prints the closing line
+"N passed, M failed" (", K skipped" when a case was skipped).
 """
 
 import json
@@ -34,7 +43,7 @@ HEAPSIFT = os.environ.get("HEAPSIFT") or os.path.join(_BUILD, "heapsift")
 FIXTURES = os.environ.get("FIXTURES") or os.path.join(_BUILD, "tests", "fixtures")
 WORKDIR = os.environ.get("WORKDIR") or os.path.join(_BUILD, "tests", "work")
 
-STOP_TIMEOUT = float(os.environ.get("HS_STOP_TIMEOUT", "60"))
+STOP_TIMEOUT = float(os.environ.get("HS_STOP_TIMEOUT", "120"))
 GCORE_TIMEOUT = float(os.environ.get("HS_GCORE_TIMEOUT", "300"))
 HEAPSIFT_TIMEOUT = float(os.environ.get("HS_HEAPSIFT_TIMEOUT", "300"))
 
@@ -43,13 +52,148 @@ class HsError(Exception):
     """A test could not run (as opposed to a check that failed)."""
 
 
+# ---------------------------------------------------------------- processes
+
+
+def _shown(arg):
+    return arg.decode("utf-8", "backslashreplace") if isinstance(arg, bytes) else arg
+
+
+class Run:
+    """The outcome of one command.  out and err are text, or bytes when
+    run() was given text=False; rc is None when the command timed out."""
+
+    def __init__(self, argv, rc, out, err, timed_out, seconds):
+        self.argv = argv
+        self.rc = rc
+        self.out = out
+        self.err = err
+        self.timed_out = timed_out
+        self.seconds = seconds
+
+    def describe(self):
+        what = "timed out" if self.timed_out else "exit %s" % self.rc
+        if self.rc is not None and self.rc < 0:
+            try:
+                what = "killed by %s" % signal.Signals(-self.rc).name
+            except ValueError:
+                what = "killed by signal %d" % -self.rc
+        err = self.err.strip()
+        if len(err) > 1500:
+            err = err[:1500] + (b"..." if isinstance(err, bytes) else "...")
+        return "%s: %s after %.1fs; stderr: %r" % (
+            " ".join(_shown(a) for a in self.argv), what, self.seconds, err)
+
+
+def run(argv, timeout=120, env=None, stdin=subprocess.DEVNULL, cwd=None, text=True):
+    """Run argv (in cwd), capturing its output: text (invalid UTF-8
+    replaced), or bytes with text=False (argv may then hold bytes too).  A
+    hang is killed (with its process group) and reported as timed_out, rc
+    None.  A program that cannot be started raises OSError."""
+    argv = [a if isinstance(a, bytes) else str(a) for a in argv]
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=stdin, env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+        timed_out = True
+    if text:
+        out, err = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    return Run(argv, None if timed_out else p.returncode, out, err, timed_out,
+               time.monotonic() - t0)
+
+
+def proc_state(pid):
+    """The state letters (R, S, T, ...) of every task of process pid, its
+    main thread's first ("S" for a single-threaded process asleep), or None
+    when the process is gone."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return None
+    tids.sort(key=lambda t: (t != str(pid), int(t)))
+    states = []
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # "pid (comm) S ...": comm may hold spaces and parentheses.
+        states.append(stat[stat.rindex(")") + 2])
+    return "".join(states)
+
+
+def is_stopped(pid):
+    """Every task of pid is stopped (state T, or t under a tracer)."""
+    states = proc_state(pid)
+    return bool(states) and all(s in "Tt" for s in states)
+
+
+def wait_stopped(proc, timeout=STOP_TIMEOUT):
+    """Wait until every task of proc (a Popen) is stopped."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise HsError("pid %d (%s) exited with status %s before it stopped"
+                          % (proc.pid, _shown(proc.args[0]), proc.returncode))
+        if is_stopped(proc.pid):
+            return
+        if time.monotonic() > deadline:
+            raise HsError("pid %d (%s) did not stop within %.0f s (task states %r)"
+                          % (proc.pid, _shown(proc.args[0]), timeout,
+                             proc_state(proc.pid)))
+        time.sleep(0.02)
+
+
+def kill_process(proc):
+    """SIGKILL a child (if still running) and reap it."""
+    if proc.poll() is None:
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def gcore(pid, prefix, core=None, what=None, timeout=GCORE_TIMEOUT):
+    """Core process pid with gdb's gcore: it writes PREFIX.PID, moved to
+    `core` (default PREFIX.core).  Returns the core's path; raises HsError.
+    what: how to name the process in an error (default its pid)."""
+    core = core or prefix + ".core"
+    what = "%s (pid %d)" % (what, pid) if what else "pid %d" % pid
+    try:
+        r = run(["gcore", "-o", prefix, str(pid)], timeout=timeout)
+    except FileNotFoundError:
+        raise HsError("gcore (from gdb) is not installed")
+    produced = "%s.%d" % (prefix, pid)
+    if r.rc != 0 or not os.path.exists(produced):
+        raise HsError("gcore of %s failed: %s\n%s" % (what, r.describe(), r.out[-2000:]))
+    os.replace(produced, core)
+    return core
+
+
 # ---------------------------------------------------------------- fixtures
 
 
 class Snapshot:
     """A stopped fixture's core and its record.  kind is "gcore" (taken
     with gdb's gcore while the fixture is stopped) or "kernel" (the kernel's
-    core dump of the same stopped process, made afterwards with SIGABRT)."""
+    core dump of the same stopped process, made afterwards with SIGABRT).
+    record is the parsed record (truth_core()) or None; record_path is
+    None when the fixture was run without one.  A gcore Snapshot from
+    take_core() has in .kernel the kernel's Snapshot, or the HsError
+    saying why there is none."""
 
     def __init__(self, name, binary, core, record, record_path, kind="gcore",
                  extra=()):
@@ -63,6 +207,7 @@ class Snapshot:
         self.record = record
         self.record_path = record_path
         self.kind = kind
+        self.kernel = None
 
     @property
     def label(self):
@@ -80,53 +225,6 @@ def fixture_path(name):
     return path
 
 
-def _proc_states(pid):
-    """State letter of every task of pid, or None if the process is gone."""
-    states = []
-    try:
-        tasks = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return None
-    for tid in tasks:
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # "pid (comm) S ...": comm may hold spaces and parentheses.
-        states.append(stat[stat.rindex(")") + 2])
-    return states
-
-
-def wait_stopped(proc, timeout=STOP_TIMEOUT):
-    """Wait until every task of proc is in state T (stopped)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise HsError("fixture pid %d exited with status %s before it "
-                          "stopped" % (proc.pid, proc.returncode))
-        states = _proc_states(proc.pid)
-        if states and all(s in "Tt" for s in states):
-            return
-        if time.monotonic() > deadline:
-            raise HsError("fixture pid %d did not stop within %.0f s (task "
-                          "states %s)" % (proc.pid, timeout, states))
-        time.sleep(0.02)
-
-
-def kill_process(proc):
-    """SIGKILL a child (if still running) and reap it."""
-    if proc.poll() is None:
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass
-
-
 def load_json(path, what):
     try:
         with open(path) as f:
@@ -138,6 +236,15 @@ def load_json(path, what):
     except ValueError as e:
         raise HsError("%s %s is not valid JSON (%s); first 300 bytes: %r"
                       % (what, path, e, text[:300]))
+
+
+def load_record(path, what):
+    """A JSON record that closes with mallinfo2 (truth.c, reach_record.c):
+    without it, the record is incomplete."""
+    record = load_json(path, what)
+    if "mallinfo2" not in record:
+        raise HsError("record %s is incomplete (no mallinfo2)" % path)
+    return record
 
 
 def kernel_cores_possible():
@@ -162,80 +269,61 @@ def _allow_core_dumps():
         pass
 
 
-def gcore(pid, prefix, core, name):
-    """Core the stopped process pid with gdb's gcore into `core` (the log
-    of gcore in PREFIX.log)."""
-    gcore_out = prefix + ".log"
-    with open(gcore_out, "wb") as log:
-        try:
-            rc = subprocess.run(["gcore", "-o", prefix, str(pid)],
-                                stdout=log, stderr=subprocess.STDOUT,
-                                timeout=GCORE_TIMEOUT).returncode
-        except FileNotFoundError:
-            raise HsError("gcore (from gdb) is not installed")
-        except subprocess.TimeoutExpired:
-            raise HsError("gcore of %s (pid %d) timed out" % (name, pid))
-    produced = "%s.%d" % (prefix, pid)
-    if rc != 0 or not os.path.exists(produced):
-        with open(gcore_out, errors="replace") as log:
-            tail = log.read()[-2000:]
-        raise HsError("gcore of %s (pid %d) failed (exit %d):\n%s"
-                      % (name, pid, rc, tail))
-    os.replace(produced, core)
+# What would change the heap the fixture makes (preload= sets LD_PRELOAD).
+_HEAP_ENV = ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_CHECK_", "MALLOC_PERTURB_",
+             "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
+             "MALLOC_TRIM_THRESHOLD_")
 
 
-def take_core(name, workdir=None, args=(), kernel=True):
-    """Run fixture `name` until it stops, core it with gcore, then (when
-    `kernel` and core_pattern allows) make the kernel dump it too.
+def take_core(binary, workdir=None, name=None, args=(), record=True, preload=None,
+              kernel=False):
+    """Run a fixture until it stops itself, core it with gcore, then (when
+    `kernel` and core_pattern allows) make the kernel dump it too; the
+    fixture is always killed.
 
-    Returns {"gcore": Snapshot, "kernel": Snapshot or HsError}.  Files:
-    WORKDIR/NAME.core (gcore), NAME.kcore (kernel), NAME.record.json,
-    NAME.out (fixture output)."""
+    binary: a fixture's name (in FIXTURES) or a path.  Files, in workdir
+    (default WORKDIR), named after `name` (default: the binary's):
+    NAME.core (gcore), NAME.kcore (kernel), NAME.rec (the record, when
+    `record`: its path is given in $HS_RECORD), NAME.out (the fixture's
+    output).  The fixture runs without malloc tunables or preloads, but
+    for `preload` (a library to LD_PRELOAD: another malloc).
+
+    Returns the gcore Snapshot (record not parsed; see truth_core()), with
+    the kernel's in .kernel.  Raises HsError (OSError when a binary given
+    by its path cannot be run)."""
     workdir = workdir or WORKDIR
+    path = binary if os.sep in binary else fixture_path(binary)
+    name = name or os.path.basename(path)
     os.makedirs(workdir, exist_ok=True)
-    binary = fixture_path(name)
-    record_path = os.path.join(workdir, name + ".record.json")
+    record_path = os.path.join(workdir, name + ".rec") if record else None
     core = os.path.join(workdir, name + ".core")
     kcore = os.path.join(workdir, name + ".kcore")
-    out_path = os.path.join(workdir, name + ".out")
-    kdir = os.path.join(workdir, name + ".kdir")
-
-    if (os.environ.get("HS_REUSE_CORES") == "1" and os.path.exists(core)
-            and os.path.exists(record_path)
-            and os.path.getmtime(core) > os.path.getmtime(binary)):
-        record = load_json(record_path, "record")
-        snaps = {"gcore": Snapshot(name, binary, core, record, record_path)}
-        if os.path.exists(kcore):
-            snaps["kernel"] = Snapshot(name, binary, kcore, record,
-                                       record_path, "kernel")
-        else:
-            snaps["kernel"] = HsError("no kernel core from an earlier run")
-        return snaps
-
     for stale in (record_path, core, kcore):
-        if os.path.exists(stale):
+        if stale and os.path.exists(stale):
             os.unlink(stale)
-    os.makedirs(kdir, exist_ok=True)
-    for f in os.listdir(kdir):
-        os.unlink(os.path.join(kdir, f))
     kernel_ok, why = kernel_cores_possible() if kernel else (False, "not asked")
+    kdir = None
+    if kernel_ok:
+        kdir = os.path.join(workdir, name + ".kdir")
+        os.makedirs(kdir, exist_ok=True)
+        for f in os.listdir(kdir):
+            os.unlink(os.path.join(kdir, f))
 
     env = dict(os.environ)
-    env["HS_RECORD"] = record_path
-    # The fixture's heap must be glibc's, untouched by tunables or preloads.
-    for var in ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_CHECK_",
-                "MALLOC_PERTURB_", "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_",
-                "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_"):
+    for var in _HEAP_ENV:
         env.pop(var, None)
-    with open(out_path, "wb") as out:
-        proc = subprocess.Popen([binary] + list(args), env=env, stdout=out,
-                                stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=kdir,
-                                preexec_fn=_allow_core_dumps if kernel_ok else None)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    if record_path:
+        env["HS_RECORD"] = record_path
+    with open(os.path.join(workdir, name + ".out"), "wb") as out:
+        proc = subprocess.Popen([path] + [str(a) for a in args], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=kdir, preexec_fn=_allow_core_dumps if kernel_ok else None)
     kernel_result = HsError("kernel core not taken: %s" % why)
     try:
         wait_stopped(proc)
-        gcore(proc.pid, os.path.join(workdir, name + ".gcore"), core, name)
+        gcore(proc.pid, os.path.join(workdir, name), core, name)
         if kernel_ok:
             # Still stopped after gcore.  SIGABRT stays pending until SIGCONT;
             # it is delivered before any fixture code runs on, so the heap
@@ -257,13 +345,35 @@ def take_core(name, workdir=None, args=(), kernel=True):
     finally:
         kill_process(proc)
 
-    record = load_json(record_path, "record of fixture %s" % name)
-    if "mallinfo2" not in record:
-        raise HsError("record %s is incomplete (no mallinfo2)" % record_path)
-    snaps = {"gcore": Snapshot(name, binary, core, record, record_path)}
-    snaps["kernel"] = kernel_result or Snapshot(name, binary, kcore, record,
-                                                record_path, "kernel")
-    return snaps
+    snap = Snapshot(name, path, core, None, record_path)
+    snap.kernel = kernel_result or Snapshot(name, path, kcore, None, record_path, "kernel")
+    return snap
+
+
+def truth_core(name, workdir=None, kernel=False):
+    """take_core() of fixture `name` whose record is JSON closed by
+    mallinfo2 (truth.c, reach_record.c): the record is loaded into the
+    Snapshot (and the kernel's).  With HS_REUSE_CORES=1, the cores of an
+    earlier run are taken again when newer than the binary."""
+    workdir = workdir or WORKDIR
+    binary = fixture_path(name)
+    record_path = os.path.join(workdir, name + ".rec")
+    core = os.path.join(workdir, name + ".core")
+    kcore = os.path.join(workdir, name + ".kcore")
+    if (os.environ.get("HS_REUSE_CORES") == "1" and os.path.exists(core)
+            and os.path.exists(record_path)
+            and os.path.getmtime(core) > os.path.getmtime(binary)):
+        snap = Snapshot(name, binary, core, None, record_path)
+        if os.path.exists(kcore):
+            snap.kernel = Snapshot(name, binary, kcore, None, record_path, "kernel")
+        else:
+            snap.kernel = HsError("no kernel core from an earlier run")
+    else:
+        snap = take_core(name, workdir, kernel=kernel)
+    snap.record = load_record(snap.record_path, "record of fixture %s" % name)
+    if isinstance(snap.kernel, Snapshot):
+        snap.kernel.record = snap.record
+    return snap
 
 
 _core_cache = {}
@@ -275,21 +385,19 @@ def get_core(name, kind="gcore"):
     of the fixture).  Raises HsError when it cannot be had."""
     if name not in _core_cache:
         try:
-            _core_cache[name] = take_core(name)
+            _core_cache[name] = truth_core(name, kernel=True)
         except HsError as e:
             _core_cache[name] = e
-    snaps = _core_cache[name]
-    if isinstance(snaps, HsError):
-        raise snaps
-    snap = snaps.get(kind)
-    if snap is None:
+    snap = _core_cache[name]
+    if isinstance(snap, HsError):
+        raise snap
+    if kind == "kernel":
+        snap = snap.kernel
+    elif kind != "gcore":
         raise HsError("unknown core kind %r" % kind)
     if isinstance(snap, HsError):
         raise snap
     return snap
-
-
-# ---------------------------------------------------------------- heapsift
 
 
 def remove_cores(name, workdir=None):
@@ -302,38 +410,38 @@ def remove_cores(name, workdir=None):
             os.unlink(path)
 
 
+# ---------------------------------------------------------------- heapsift
+
+
 def heapsift_available():
     return os.access(HEAPSIFT, os.X_OK)
 
 
 def run_heapsift(args, timeout=HEAPSIFT_TIMEOUT):
-    """Run the CLI; returns CompletedProcess (text)."""
+    """Run the CLI; returns a Run (text).  Raises HsError when it is
+    missing or hangs."""
     if not heapsift_available():
         raise HsError("heapsift binary %s not found or not executable"
                       % HEAPSIFT)
-    cmd = [HEAPSIFT] + [str(a) for a in args]
-    try:
-        return subprocess.run(cmd, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise HsError("timed out after %.0f s: %s" % (timeout, " ".join(cmd)))
+    r = run([HEAPSIFT] + list(args), timeout=timeout)
+    if r.timed_out:
+        raise HsError("timed out after %.0f s: %s" % (timeout, " ".join(r.argv)))
+    return r
 
 
 def heapsift_json(command, snap, *extra):
     """`heapsift COMMAND CORE --exe BIN --format json EXTRA...`, parsed."""
     args = [command, snap.core, "--exe", snap.binary, "--format", "json"]
     args += list(snap.extra) + list(extra)
-    p = run_heapsift(args)
+    r = run_heapsift(args)
     shown = "heapsift " + " ".join(str(a) for a in args)
-    if p.returncode != 0:
-        raise HsError("%s exited %d\nstderr: %s" % (shown, p.returncode,
-                                                   p.stderr.strip()[-2000:]))
+    if r.rc != 0:
+        raise HsError("%s exited %d\nstderr: %s" % (shown, r.rc, r.err.strip()[-2000:]))
     try:
-        return json.loads(p.stdout)
+        return json.loads(r.out)
     except ValueError as e:
         raise HsError("%s printed invalid JSON (%s); first 300 bytes: %r"
-                      % (shown, e, p.stdout[:300]))
+                      % (shown, e, r.out[:300]))
 
 
 _hs_cache = {}
@@ -349,6 +457,35 @@ def heapsift_cached(command, snap, *extra):
     if isinstance(_hs_cache[key], HsError):
         raise _hs_cache[key]
     return _hs_cache[key]
+
+
+def failed_writes(ck, name, workdir, argv_for):
+    """Output paths that cannot be written, each a case: one in a missing
+    directory (the file cannot be created) and one that is an existing
+    directory (the final rename fails, after the whole file was written).
+    argv_for(path) gives the command writing there.  Each must exit 1 with
+    one line on stderr naming the path, and leave nothing behind: no
+    directory created, no temporary file (PATH.tmp-XXXXXX)."""
+    missing = os.path.join(workdir, "no-such-dir", "out")
+    a_dir = os.path.join(workdir, "a-directory")
+    os.makedirs(a_dir, exist_ok=True)
+    for what, path in (("in a missing directory", missing),
+                       ("onto a directory", a_dir)):
+        before = set(os.listdir(workdir))
+        r = run(argv_for(path), timeout=300)
+        problems = []
+        if r.rc != 1:
+            problems.append("exit %s (expected 1): %s" % (r.rc, r.err))
+        lines = [ln for ln in r.err.splitlines() if ln.strip()]
+        if len(lines) != 1 or path not in lines[0]:
+            problems.append("not one line naming %s: %r" % (path, r.err))
+        added = set(os.listdir(workdir)) - before
+        if added:
+            problems.append("left behind: %s" % sorted(added))
+        if os.listdir(a_dir):
+            problems.append("left in %s: %s" % (a_dir, os.listdir(a_dir)))
+        ck.case("%s: a failed write %s reports one line and leaves nothing"
+                % (name, what), problems)
 
 
 # ---------------------------------------------------------------- gdb oracle
@@ -379,17 +516,16 @@ def gdb_oracle(snap):
         env["HS_ORACLE_SEGMENTS"] = segments
     if os.path.exists(out):
         os.unlink(out)
+    init = [a for c in snap.gdb_init for a in ("-iex", c)]
     try:
-        init = [a for c in snap.gdb_init for a in ("-iex", c)]
-        p = subprocess.run(["gdb", "-batch", "-nx", "-q"] + init
-                           + ["-x", script, snap.binary, snap.core],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, env=env, timeout=600)
+        r = run(["gdb", "-batch", "-nx", "-q"] + init
+                + ["-x", script, snap.binary, snap.core], env=env, timeout=600)
     except FileNotFoundError:
         raise HsError("gdb is not installed")
     if not os.path.exists(out):
-        raise HsError("gdb oracle produced nothing for %s:\n%s"
-                      % (snap.core, p.stdout[-3000:]))
+        raise HsError("gdb oracle produced nothing for %s (%s):\n%s"
+                      % (snap.core, "timed out" if r.timed_out else "exit %s" % r.rc,
+                         (r.out + r.err)[-3000:]))
     result = load_json(out, "gdb oracle output")
     if result.get("error"):
         raise HsError("gdb oracle failed on %s: %s" % (snap.core,
@@ -409,41 +545,64 @@ def hx(v):
 
 
 class Checker:
-    """Counts named checks; prints one line per failure (and per pass with
-    -v); summary() prints 'N passed, M failed' and returns the exit code."""
+    """Counts named checks.  A failed check prints "FAIL NAME" and its
+    details, a passed one "ok   NAME" unless quiet (the suites of thousands
+    of checks print their failures only, and their passes too with -v).
+    finish() lists the failures again, one line each, prints the closing
+    line "N passed, M failed" (", K skipped" when a case was skipped) and
+    returns the exit status: 1 when a check failed, or when nothing was
+    checked or skipped at all."""
 
-    def __init__(self, verbose=False, out=sys.stdout):
+    def __init__(self, quiet=False):
         self.passed = 0
         self.failed = 0
+        self.skipped = 0
         self.failures = []
-        self.verbose = verbose
-        self.out = out
+        self.quiet = quiet
 
     def check(self, name, ok, detail=""):
+        """One check; detail (text) says what went wrong when not ok."""
         if ok:
             self.passed += 1
-            if self.verbose:
-                print("PASS %s" % name, file=self.out)
+            if not self.quiet:
+                print("ok   %s" % name)
         else:
             self.failed += 1
+            detail = str(detail)
             self.failures.append((name, detail))
             text = "FAIL %s" % name
             if detail:
-                text += "\n     " + "\n     ".join(str(detail).splitlines())
-            print(text, file=self.out)
-        self.out.flush()
+                text += "\n     " + "\n     ".join(detail.splitlines())
+            print(text)
+        sys.stdout.flush()
         return ok
 
-    def errors(self, name, problems, limit=12):
+    def case(self, name, problems, limit=12):
         """One check that passes when `problems` (a list of strings) is
         empty; shows the first `limit` of them."""
-        shown = problems[:limit]
+        shown = [str(p) for p in problems[:limit]]
         if len(problems) > limit:
             shown.append("... and %d more" % (len(problems) - limit))
         return self.check(name, not problems, "\n".join(shown))
 
-    def summary(self):
-        print("%d passed, %d failed" % (self.passed, self.failed),
-              file=self.out)
-        self.out.flush()
-        return 0 if self.failed == 0 and self.passed > 0 else 1
+    def skip(self, name, why):
+        self.skipped += 1
+        print("skip %s: %s" % (name, why))
+        sys.stdout.flush()
+
+    def finish(self):
+        if self.failures:
+            print()
+            print("failures:")
+            for name, detail in self.failures:
+                lines = detail.splitlines()
+                first = lines[0] if lines else ""
+                if len(first) > 300:
+                    first = first[:300] + "..."
+                print("  %s: %s" % (name, first))
+        line = "%d passed, %d failed" % (self.passed, self.failed)
+        if self.skipped:
+            line += ", %d skipped" % self.skipped
+        print(line)
+        sys.stdout.flush()
+        return 1 if self.failed or not (self.passed or self.skipped) else 0

@@ -32,22 +32,21 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 import corrupt_core as cc  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "bad_input")
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "bad_input")
 TIMEOUT = int(os.environ.get("HS_TEST_TIMEOUT", "120"))
 
 SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
                      "runtime error:", "MemorySanitizer", "ThreadSanitizer")
 
-R = u.Results()
+R = hstest.Checker()
 
 
 def hs(*args, env=None, wrapper=(), cwd=None):
-    return u.run(list(wrapper) + [HS] + [str(a) for a in args], timeout=TIMEOUT, env=env,
+    return hstest.run(list(wrapper) + [HS] + [str(a) for a in args], timeout=TIMEOUT, env=env,
                  cwd=cwd)
 
 
@@ -512,7 +511,7 @@ def test_missing_debuginfo(core):
     wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD")}
 
-    probe = u.run(wrapper + ["test", "!", "-e", real], timeout=30, env=env)
+    probe = hstest.run(wrapper + ["test", "!", "-e", real], timeout=30, env=env)
     if probe.rc != 0:
         R.skip(name, "cannot hide %s in a private mount namespace: %s" % (real, probe.describe()))
         return
@@ -715,13 +714,13 @@ def check_frames(path, blocks):
 
 
 def test_thread_ids():
-    fixture = os.path.join(P["fixtures"], "rc_stack")
     try:
-        core, recpath = u.take_core(fixture, WORK, "rc_stack")
-        with open(recpath) as f:
+        snap = hstest.take_core("rc_stack", WORK)
+        core = snap.core
+        with open(snap.record_path) as f:
             rec = json.load(f)
         tids = [tid for _, tid in cc.prstatus_pids(core)]
-    except (RuntimeError, OSError, ValueError, cc.CoreError) as e:
+    except (hstest.HsError, OSError, ValueError, cc.CoreError) as e:
         R.case("impossible thread ids: take the rc_stack core", [str(e)])
         return
     blocks = frame_held(rec)
@@ -790,11 +789,11 @@ def main():
         R.case("heapsift exists", ["not found: %s" % HS])
         return R.finish()
     os.makedirs(WORK, exist_ok=True)
-    fixture = os.path.join(P["fixtures"], "corruptme")
     try:
-        core, recpath = u.take_core(fixture, WORK, "corruptme")
-        rec = cc.parse_record(recpath)
-    except (RuntimeError, OSError, cc.CoreError) as e:
+        snap = hstest.take_core("corruptme", WORK)
+        core = snap.core
+        rec = cc.parse_record(snap.record_path)
+    except (hstest.HsError, OSError, cc.CoreError) as e:
         R.case("take the corruptme core", [str(e)])
         return R.finish()
 

@@ -22,15 +22,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-R = u.Results()
+HS = hstest.HEAPSIFT
+R = hstest.Checker()
 
 
 def hs(*args):
-    return u.run([HS] + list(args), timeout=60)
+    return hstest.run([HS] + list(args), timeout=60)
 
 
 def opts_in(text):

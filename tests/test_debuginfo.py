@@ -24,12 +24,11 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "debuginfo")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "debuginfo")
+R = hstest.Checker()
 
 
 def hs(*args, env=None, hide_debug=False):
@@ -38,7 +37,7 @@ def hs(*args, env=None, hide_debug=False):
         # a private mount namespace where /usr/lib/debug is an empty tmpfs
         argv = ["unshare", "-m", "sh", "-c",
                 'mount -t tmpfs none /usr/lib/debug && exec "$@"', "sh"] + argv
-    return u.run(argv, timeout=120, env=env)
+    return hstest.run(argv, timeout=120, env=env)
 
 
 def info_json(*args, **kw):
@@ -67,7 +66,7 @@ def free_port():
 
 
 def can_hide_debug():
-    r = u.run(["unshare", "-m", "sh", "-c",
+    r = hstest.run(["unshare", "-m", "sh", "-c",
                "mount -t tmpfs none /usr/lib/debug && test ! -e /usr/lib/debug/.build-id"],
               timeout=30)
     return r.rc == 0
@@ -77,8 +76,8 @@ def main():
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    binary = os.path.join(P["fixtures"], "corruptme")
-    core, _ = u.take_core(binary, WORK, "plain")
+    binary = os.path.join(hstest.FIXTURES, "corruptme")
+    core = hstest.take_core(binary, WORK, "plain").core
 
     base, err = info_json(core)
     if not base:
@@ -183,7 +182,7 @@ def main():
     os.makedirs(moved_dir)
     exe = os.path.join(moved_dir, "corruptme")
     shutil.copy(binary, exe)
-    core2, _ = u.take_core(exe, WORK, "moved")
+    core2 = hstest.take_core(exe, WORK, "moved").core
     sysroot = os.path.join(WORK, "sysroot")
     os.makedirs(sysroot + moved_dir)
     shutil.move(exe, sysroot + exe)

@@ -13,18 +13,18 @@ built to show.  Standard library only; prints "N passed, M failed" last.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
+HS = hstest.HEAPSIFT
 HEAPDIFF = os.path.join(os.path.dirname(HS), "heapdiff")
-WORK = os.path.join(P["workdir"], "diff")
-R = u.Results()
+WORK = os.path.join(hstest.WORKDIR, "diff")
+R = hstest.Checker()
 PHASES = 4
 # usable sizes of the fixture's structs (requests 48, 72, 104, 136)
 USABLE = {"cache_entry": 56, "lru_entry": 72, "churn": 104, "leak_rec": 136}
@@ -34,33 +34,27 @@ LABEL = {"cache_entry": "struct cache_entry", "lru_entry": "struct lru_entry",
 
 def take_cores():
     env = dict(os.environ, HS_RECORD=os.path.join(WORK, "rec"))
-    proc = subprocess.Popen([os.path.join(P["fixtures"], "phases"), str(PHASES)], env=env,
+    proc = subprocess.Popen([os.path.join(hstest.FIXTURES, "phases"), str(PHASES)], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     cores, records = [], []
     try:
         for k in range(PHASES):
-            u.wait_stopped(proc, timeout=60)
-            prefix = os.path.join(WORK, "p%d" % k)
-            r = u.run(["gcore", "-o", prefix, str(proc.pid)], timeout=120)
-            core = "%s.%d" % (prefix, proc.pid)
-            if r.rc != 0 or not os.path.exists(core):
-                raise RuntimeError("gcore failed: " + r.describe())
-            os.replace(core, prefix + ".core")
-            cores.append(prefix + ".core")
+            hstest.wait_stopped(proc)
+            cores.append(hstest.gcore(proc.pid, os.path.join(WORK, "p%d" % k),
+                                      what="phases, phase %d" % k))
             records.append(json.load(open(os.path.join(WORK, "rec.%d" % k))))
-            os.kill(proc.pid, 18)  # SIGCONT
-            # wait until it runs again (its state leaves T)
+            os.kill(proc.pid, signal.SIGCONT)
+            # wait until it runs again (it is no longer stopped)
             deadline = time.time() + 10
-            while time.time() < deadline and u.proc_state(proc.pid) == "T":
+            while time.time() < deadline and hstest.is_stopped(proc.pid):
                 time.sleep(0.01)
     finally:
-        proc.kill()
-        proc.wait()
+        hstest.kill_process(proc)
     return cores, records
 
 
 def diff(cmd, cores, *extra):
-    r = u.run(cmd + list(cores) + ["--format", "json"] + list(extra), timeout=300)
+    r = hstest.run(cmd + list(cores) + ["--format", "json"] + list(extra), timeout=300)
     if r.rc != 0:
         return None, "exit %d: %s" % (r.rc, r.err.strip())
     return json.loads(r.out), None
@@ -133,18 +127,18 @@ def main():
             problems.append("a trend from two snapshots")
     R.case("heapsift diff of two cores: same deltas, no trend", problems)
 
-    r = u.run([HEAPDIFF, cores[0], cores[1]], timeout=300)
+    r = hstest.run([HEAPDIFF, cores[0], cores[1]], timeout=300)
     first_lines = r.out.splitlines()[:4]
     R.case("text output starts with what grew and who holds it",
            [] if r.rc == 0 and any("WHAT GREW" in ln for ln in first_lines) and "g_cache" in r.out
            else ["exit %d: %s" % (r.rc, r.out[:400])])
 
     page = os.path.join(WORK, "diff.html")
-    r = u.run([HEAPDIFF] + cores + ["--html", page], timeout=300)
+    r = hstest.run([HEAPDIFF] + cores + ["--html", page], timeout=300)
     chrome = shutil.which("chromium")
     problems = [] if r.rc == 0 and os.path.exists(page) else ["exit %d: %s" % (r.rc, r.err)]
     if not problems and chrome:
-        r = u.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        r = hstest.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                    "--no-first-run", "--disable-background-networking",
                    "--disable-component-update", "--disable-sync",
                    "--user-data-dir=" + os.path.join(WORK, "profile"),
@@ -160,18 +154,18 @@ def main():
             problems.append("no sparklines")
     R.case("--html: a page that renders the comparison" + ("" if chrome else " (no browser: not rendered)"),
            problems)
-    u.failed_writes(R, "--html", WORK, lambda path: [HEAPDIFF] + cores + ["--html", path])
+    hstest.failed_writes(R, "--html", WORK, lambda path: [HEAPDIFF] + cores + ["--html", path])
 
-    other, _ = u.take_core(os.path.join(P["fixtures"], "corruptme"), WORK, "other", record=False)
-    r = u.run([HEAPDIFF, cores[0], other], timeout=300)
+    other = hstest.take_core("corruptme", WORK, "other", record=False).core
+    r = hstest.run([HEAPDIFF, cores[0], other], timeout=300)
     problems = []
     if r.rc != 1 or "same program" not in r.err or len(r.err.strip().splitlines()) != 1:
         problems.append("exit %d: %r" % (r.rc, r.err))
-    r = u.run([HEAPDIFF, cores[0], other, "--force"], timeout=300)
+    r = hstest.run([HEAPDIFF, cores[0], other, "--force"], timeout=300)
     if r.rc != 0:
         problems.append("--force: exit %d: %s" % (r.rc, r.err))
     R.case("cores of another program: one-line error, --force compares", problems)
-    r = u.run([HEAPDIFF, cores[0]], timeout=60)
+    r = hstest.run([HEAPDIFF, cores[0]], timeout=60)
     R.case("one core is a usage error", [] if r.rc == 2 else ["exit %d" % r.rc])
     return R.finish()
 

@@ -37,7 +37,7 @@ and stops.  From a gcore of it and the record:
 
 Usage: test_dominators.py [FIXTURE ...]
 Exit status 0 when every check passed; the last line is "N passed, M failed".
-Environment: HEAPSIFT, FIXTURES, WORKDIR (see tests/badinput_util.py).
+Environment: HEAPSIFT, FIXTURES, WORKDIR (see tests/hstest.py).
 """
 
 import argparse
@@ -49,7 +49,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from badinput_util import Results, paths, run, take_core  # noqa: E402
+import hstest  # noqa: E402
 
 # Immediate dominators, by label.  A parent is another label, or
 # "global:NAME", "tls:NAME", "frame:FUNCTION" (a named root), "shared" (the
@@ -407,7 +407,7 @@ class Heapsift:
     def json(self, *args):
         argv = [self.binary] + list(args[:1]) + [self.core] + list(args[1:]) + [
             "--format", "json"]
-        r = run(argv, timeout=120)
+        r = hstest.run(argv, timeout=120)
         if r.rc != 0:
             raise RuntimeError(r.describe())
         try:
@@ -818,11 +818,10 @@ def check_all_paths(fx, label, want, out):
 # ---------------------------------------------------------------- driver
 
 
-def take(name, where):
-    core, rec = take_core(os.path.join(where["fixtures"], name), where["workdir"],
-                          name)
-    with open(rec) as f:
-        return Fixture(name, core, json.load(f))
+def take(name):
+    snap = hstest.take_core(name)
+    with open(snap.record_path) as f:
+        return Fixture(name, snap.core, json.load(f))
 
 
 def guarded(fn, *args):
@@ -836,12 +835,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("fixtures", nargs="*", default=sorted(TREES))
     args = ap.parse_args()
-    where = paths()
-    res = Results()
+    res = hstest.Checker()
 
     fixtures = {}
     with concurrent.futures.ThreadPoolExecutor(JOBS) as ex:
-        futs = {ex.submit(take, n, where): n for n in args.fixtures}
+        futs = {ex.submit(take, n): n for n in args.fixtures}
         for f in concurrent.futures.as_completed(futs):
             n = futs[f]
             try:
@@ -855,7 +853,7 @@ def main():
             fx = fixtures.get(name)
             if fx is None:
                 continue
-            hs = Heapsift(where["heapsift"], fx.core)
+            hs = Heapsift(hstest.HEAPSIFT, fx.core)
             graph = recorded_graph(fx)
             res.case("%s: FIXTURE: record" % name, check_record(fx))
             res.case("%s: FIXTURE: tree = dominators of the recorded graph" % name,

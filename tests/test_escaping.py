@@ -36,25 +36,22 @@ import gzip
 import json
 import os
 import shutil
-import signal
 import struct
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 import corrupt_core as cc  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "escaping")
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "escaping")
 TIMEOUT = int(os.environ.get("HS_TEST_TIMEOUT", "120"))
 SANITIZER_MARKERS = (b"AddressSanitizer", b"LeakSanitizer", b"UndefinedBehaviorSanitizer",
                      b"runtime error:")
 
-R = u.Results()
+R = hstest.Checker()
 
 NT_PRPSINFO = 3
 NT_FILE = 0x46494C45
@@ -104,31 +101,10 @@ def json_policy(data):
 # ---------------------------------------------------------------------------
 # Running heapsift with bytes in and out.
 
-class Run:
-    def __init__(self, argv, rc, out, err, timed_out):
-        self.argv, self.rc, self.out, self.err, self.timed_out = argv, rc, out, err, timed_out
-
-    def describe(self):
-        return "%s: %s; stderr %r" % (
-            b" ".join(self.argv).decode("utf-8", "backslashreplace"),
-            "timed out" if self.timed_out else "exit %s" % self.rc, self.err[:600])
-
-
 def hs(*args):
     argv = [os.fsencode(HS)] + [a if isinstance(a, bytes) else os.fsencode(str(a))
                                 for a in args]
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=TIMEOUT)
-        return Run(argv, p.returncode, out, err, False)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = p.communicate()
-        return Run(argv, None, out, err, True)
+    return hstest.run(argv, timeout=TIMEOUT, text=False)
 
 
 def shown_safely(what, data):
@@ -362,7 +338,7 @@ def test_files(core, exe):
                "no go toolchain (Debian package golang-go)")
         return
     env = dict(os.environ, GOCACHE=os.path.join(WORK, "gocache"), HOME=WORK)
-    r = u.run(["go", "tool", "pprof", "-top", "-nodecount=1000", pb], timeout=300, env=env)
+    r = hstest.run(["go", "tool", "pprof", "-top", "-nodecount=1000", pb], timeout=300, env=env)
     probs = []
     if r.rc != 0:
         probs.append("go tool pprof failed: %s" % r.describe())
@@ -503,14 +479,15 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     t0 = time.monotonic()
     try:
-        good, recpath = u.take_core(os.path.join(P["fixtures"], "corruptme"), WORK, "corruptme")
-        rec = cc.parse_record(recpath)
+        snap = hstest.take_core("corruptme", WORK)
+        good = snap.core
+        rec = cc.parse_record(snap.record_path)
         addr = "%#x" % rec["before"][0][0]
         hostile = os.path.join(WORK, "hostile.core")
         exe = patch_core(good, hostile, FNAME, PSARGS, EXE_TAIL)
         utf8 = os.path.join(WORK, "utf8.core")
         exe_ok = patch_core(good, utf8, FNAME_OK, PSARGS_OK, EXE_TAIL_OK)
-    except (RuntimeError, OSError, cc.CoreError, StopIteration) as e:
+    except (hstest.HsError, OSError, cc.CoreError, StopIteration) as e:
         R.case("take and patch the corruptme core", [repr(e)])
         return R.finish()
     print("cores ready in %.1fs: %s" % (time.monotonic() - t0, hostile))

@@ -20,16 +20,15 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "export")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "export")
+R = hstest.Checker()
 
 
 def js(*args):
-    r = u.run([HS] + list(args) + ["--format", "json"], timeout=300)
+    r = hstest.run([HS] + list(args) + ["--format", "json"], timeout=300)
     if r.rc != 0:
         raise RuntimeError("%s: exit %d: %s" % (args, r.rc, r.err))
     return json.loads(r.out)
@@ -37,13 +36,13 @@ def js(*args):
 
 def pprof(profile, *args):
     env = dict(os.environ, GOCACHE=os.path.join(WORK, "gocache"), HOME=WORK)
-    return u.run(["go", "tool", "pprof"] + list(args) + [profile], timeout=300, env=env)
+    return hstest.run(["go", "tool", "pprof"] + list(args) + [profile], timeout=300, env=env)
 
 
 def check(name, core):
     prof = os.path.join(WORK, name + ".pb.gz")
     folded = os.path.join(WORK, name + ".folded")
-    r = u.run([HS, "export", core, "--pprof", prof, "--folded", folded], timeout=300)
+    r = hstest.run([HS, "export", core, "--pprof", prof, "--folded", folded], timeout=300)
     if r.rc != 0:
         R.case("%s: export" % name, ["exit %d: %s" % (r.rc, r.err)])
         return
@@ -95,16 +94,16 @@ def main():
         shutil.rmtree(WORK)
     os.makedirs(WORK)
     for name in ("demo", "rc_leaks"):
-        binary = os.path.join(P["fixtures"], name)
+        binary = os.path.join(hstest.FIXTURES, name)
         if not os.path.exists(binary):
             R.skip(name, "fixture not built")
             continue
-        core, _ = u.take_core(binary, WORK, name, record=False)
+        core = hstest.take_core(binary, WORK, name, record=False).core
         check(name, core)
-    r = u.run([HS, "export", core], timeout=60)
+    r = hstest.run([HS, "export", core], timeout=60)
     R.case("export without an output is a usage error", [] if r.rc == 2 else ["exit %d" % r.rc])
     for opt in ("--pprof", "--folded"):
-        u.failed_writes(R, "export " + opt, WORK,
+        hstest.failed_writes(R, "export " + opt, WORK,
                         lambda path: [HS, "export", core, opt, path])
     return R.finish()
 

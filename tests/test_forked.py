@@ -29,12 +29,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "forked")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "forked")
+R = hstest.Checker()
 MALLINFO2 = ("arena", "ordblks", "hblks", "hblkhd", "uordblks", "fordblks", "keepcost")
 
 
@@ -42,17 +41,17 @@ def take(mode):
     """Run the fixture, core its stopped child; (core, record lines) or None."""
     rec = os.path.join(WORK, "fx_forked-%s.rec" % mode)
     env = dict(os.environ, HS_RECORD=rec)
-    argv = [os.path.join(P["fixtures"], "fx_forked")] + (["nobrk"] if mode == "nobrk" else [])
+    argv = [os.path.join(hstest.FIXTURES, "fx_forked")] + (["nobrk"] if mode == "nobrk" else [])
     parent = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL)
     child = None
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if os.path.exists(rec) and u.proc_state(parent.pid) in ("S", "T"):
+            if os.path.exists(rec) and hstest.proc_state(parent.pid) in ("S", "T"):
                 lines = open(rec).read().splitlines()
                 kids = [ln.split()[1] for ln in lines if ln.startswith("child ")]
-                if kids and u.proc_state(int(kids[0])) == "T":
+                if kids and hstest.proc_state(int(kids[0])) == "T":
                     child = int(kids[0])
                     break
             if parent.poll() is not None:
@@ -62,11 +61,11 @@ def take(mode):
             R.case("%s: the child stops" % mode, ["no stopped child within 120 s (parent exit %s)"
                                                  % parent.poll()])
             return None
-        prefix = os.path.join(WORK, "child-" + mode)
-        r = u.run(["gcore", "-o", prefix, str(child)], timeout=300)
-        core = "%s.%d" % (prefix, child)
-        if r.rc != 0 or not os.path.exists(core):
-            R.case("%s: gcore the child" % mode, [r.describe()])
+        try:
+            core = hstest.gcore(child, os.path.join(WORK, "child-" + mode),
+                                what="the %s child" % mode)
+        except hstest.HsError as e:
+            R.case("%s: gcore the child" % mode, [str(e)])
             return None
         return core, open(rec).read().splitlines()
     finally:
@@ -95,7 +94,7 @@ def check(mode, core, lines):
         R.case("nobrk: fixture: most blocks are outside [heap] (%d of %d)" % (outside, len(blocks)),
                [] if outside > len(blocks) // 2 else ["only %d outside" % outside])
 
-    r = u.run([HS, "list", core, "--raw", "--format", "json"], timeout=600)
+    r = hstest.run([HS, "list", core, "--raw", "--format", "json"], timeout=600)
     if r.rc != 0:
         R.case("%s: list runs" % mode, [r.describe()])
         return
@@ -113,7 +112,7 @@ def check(mode, core, lines):
         probs.append("warnings: %r %r" % (doc.get("warnings", [])[:3], r.err[:300]))
     R.case("%s: list: not partial, no warning" % mode, probs)
 
-    r = u.run([HS, "info", core, "--format", "json"], timeout=600)
+    r = hstest.run([HS, "info", core, "--format", "json"], timeout=600)
     probs = []
     if r.rc != 0:
         probs.append(r.describe())

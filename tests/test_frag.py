@@ -16,23 +16,23 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "frag")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "frag")
+R = hstest.Checker()
 
 
 def main():
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    binary = os.path.join(P["fixtures"], "fragment")
+    binary = os.path.join(hstest.FIXTURES, "fragment")
     for case, args in (("plain", []), ("pool", ["pool"])):
-        core, rec_path = u.take_core(binary, WORK, case, args=args)
-        rec = json.load(open(rec_path))
-        r = u.run([HS, "frag", core, "--format", "json"], timeout=300)
+        snap = hstest.take_core(binary, WORK, case, args=args)
+        core = snap.core
+        rec = json.load(open(snap.record_path))
+        r = hstest.run([HS, "frag", core, "--format", "json"], timeout=300)
         if r.rc != 0:
             R.case("%s: frag" % case, ["exit %d: %s" % (r.rc, r.err)])
             continue
@@ -84,7 +84,7 @@ def main():
         if fp["malloc_arenas"]["in_use"] != h["system"]:
             problems.append("arenas in use %d, system bytes %d" % (fp["malloc_arenas"]["in_use"], h["system"]))
         R.case("%s: the footprint shows what malloc explains" % case, problems)
-        r = u.run([HS, "frag", core], timeout=300)
+        r = hstest.run([HS, "frag", core], timeout=300)
         R.case("%s: text output starts with the verdict" % case,
                [] if r.rc == 0 and r.out.splitlines()[0] == d["verdict"] else ["%r" % r.out[:200]])
     return R.finish()

@@ -105,18 +105,18 @@ def check_fixture(ck, snap, oracle):
     rec = snap.record
     before, after = rec["mallinfo2_before_record"], rec["mallinfo2"]
     if snap.kind == "gcore":  # the record is the same for every core kind
-        ck.errors("%s: fixture self-checks (truth.c) hold" % name,
+        ck.case("%s: fixture self-checks (truth.c) hold" % name,
                   ["%s at %s" % (c["what"], c["address"]) for c in rec["selfcheck"]])
-        ck.errors("%s: fixture wrote its record without touching the heap" % name,
+        ck.case("%s: fixture wrote its record without touching the heap" % name,
                   ["%s: %d before writing, %d after" % (f, before[f], after[f])
                    for f in MALLINFO_FIELDS if before[f] != after[f]])
     if oracle is None:
         return
 
-    ck.errors("%s: fixture oracle (gdb) met no inconsistency" % name,
+    ck.case("%s: fixture oracle (gdb) met no inconsistency" % name,
               oracle["problems"])
     omi = oracle["mallinfo2"]
-    ck.errors("%s: fixture oracle's mallinfo2 matches the process's" % name,
+    ck.case("%s: fixture oracle's mallinfo2 matches the process's" % name,
               ["%s: process %d, gdb %d" % (f, after[f], omi[f])
                for f in MALLINFO_FIELDS if after[f] != omi[f]])
 
@@ -173,7 +173,7 @@ def check_fixture(ck, snap, oracle):
                                 % (describe(r), state))
         elif state == "used" and not r["mmapped"]:
             problems.append("%s: freed, but gdb: used" % describe(r))
-    ck.errors("%s: fixture expectations hold in the core (gdb)" % name, problems)
+    ck.case("%s: fixture expectations hold in the core (gdb)" % name, problems)
 
     # Arena labels agree with gdb's arenas.
     label_arenas = {}
@@ -191,7 +191,7 @@ def check_fixture(ck, snap, oracle):
                 problems.append("arena labels %r and %r are both gdb arena %d"
                                 % (seen[a], k, a))
             seen[a] = k
-    ck.errors("%s: fixture arena labels match gdb's arenas" % name, problems)
+    ck.case("%s: fixture arena labels match gdb's arenas" % name, problems)
 
 
 # ------------------------------------------------------------ heapsift
@@ -248,7 +248,7 @@ def check_entry_shapes(ck, name, entries):
         if st == "used" and wh == "mmapped" and e["size"] != cs - 16:
             problems.append("%s: mmapped size %s != chunk_size %s - 16"
                             % (e["address"], e["size"], cs))
-    ck.errors("%s: every entry is well formed (address = chunk + 16, "
+    ck.case("%s: every entry is well formed (address = chunk + 16, "
               "usable = chunk_size - 8 or - 16, state matches where)" % name, problems)
 
 
@@ -262,7 +262,7 @@ def check_list_totals(ck, name, lst):
                  % (lst["bytes"], sum(e.get("size", 0) for e in entries)))
     if lst.get("partial"):
         p.append("partial is true on an intact core")
-    ck.errors("%s: list count/bytes add up, partial is false" % name, p)
+    ck.case("%s: list count/bytes add up, partial is false" % name, p)
 
 
 def check_overlaps(ck, name, entries):
@@ -274,7 +274,7 @@ def check_overlaps(ck, name, entries):
             problems.append("chunk %#x-%#x (%s/%s) overlaps chunk %#x-%#x (%s/%s)"
                             % (lo1, hi1, e1["state"], e1["where"],
                                lo2, hi2, e2["state"], e2["where"]))
-    ck.errors("%s: listed chunks do not overlap" % name, problems)
+    ck.case("%s: listed chunks do not overlap" % name, problems)
     problems = []
     used = sorted((hx(e["address"]), hx(e["address"]) + e["size"])
                   for e in entries if e.get("state") == "used")
@@ -282,7 +282,7 @@ def check_overlaps(ck, name, entries):
         if lo2 < hi1:
             problems.append("used %#x+%d overlaps used %#x+%d"
                             % (lo1, hi1 - lo1, lo2, hi2 - lo2))
-    ck.errors("%s: used allocations do not overlap" % name, problems)
+    ck.case("%s: used allocations do not overlap" % name, problems)
 
 
 def check_records(ck, name, rec, entries):
@@ -308,10 +308,10 @@ def check_records(ck, name, rec, entries):
         if e.get("where") != want:
             where_p.append("%s: expected where %s, %s" % (describe(r), want, entry_str(e)))
     nlive = len(live(rec))
-    ck.errors("%s: all %d live allocations listed used with the exact size"
+    ck.case("%s: all %d live allocations listed used with the exact size"
               % (name, nlive), size_p)
-    ck.errors("%s: live allocations have the recorded chunk and chunk_size" % name, chunk_p)
-    ck.errors("%s: live allocations have where heap/mmapped as recorded" % name, where_p)
+    ck.case("%s: live allocations have the recorded chunk and chunk_size" % name, chunk_p)
+    ck.case("%s: live allocations have where heap/mmapped as recorded" % name, where_p)
     ck.check("%s: count: %d of %d recorded live allocations found"
              % (name, found, nlive), found == nlive)
 
@@ -356,8 +356,8 @@ def check_records(ck, name, rec, entries):
             if e is not None:
                 placed.append("%s: coalesced into a neighbour, but %s"
                               % (describe(r), entry_str(e)))
-    ck.errors("%s: no freed (not reused) allocation is listed used" % name, not_used)
-    ck.errors("%s: freed allocations are in the expected tcache/fastbin/bin/top "
+    ck.case("%s: no freed (not reused) allocation is listed used" % name, not_used)
+    ck.case("%s: freed allocations are in the expected tcache/fastbin/bin/top "
               "or gone" % name, placed)
 
     # Same where, per recorded kind, as separate checks for a readable report.
@@ -372,7 +372,7 @@ def check_records(ck, name, rec, entries):
             if e is None or e.get("where") != kind:
                 bad.append("%s: expected where %s, %s" % (describe(r), kind, entry_str(e)))
         if rs:
-            ck.errors("%s: all %d recorded %s chunks are listed where %s"
+            ck.case("%s: all %d recorded %s chunks are listed where %s"
                       % (name, len(rs), kind, kind), bad)
 
     # Arena ids follow the fixture's arena labels.
@@ -393,7 +393,7 @@ def check_records(ck, name, rec, entries):
                 problems.append("arena labels %r and %r share heapsift arena %s"
                                 % (owner[a], k, a))
             owner[a] = k
-    ck.errors("%s: allocations are in the arenas the fixture expects "
+    ck.case("%s: allocations are in the arenas the fixture expects "
               "(labels %s)" % (name, ", ".join(sorted(label_ids))), problems)
 
 
@@ -414,7 +414,7 @@ def check_mallinfo(ck, name, rec, info, entries, oracle):
         if wrap and isinstance(g, int):
             g %= 1 << 32
         return g == want[f]
-    ck.errors("%s: info mallinfo2 equals the process's %s()"
+    ck.case("%s: info mallinfo2 equals the process's %s()"
               % (name, rec.get("mallinfo_call", "mallinfo2")),
               ["%s: expected %s, got %s" % (f, want[f], got.get(f))
                for f in MALLINFO_FIELDS if not same(f)])
@@ -472,7 +472,7 @@ def check_mallinfo(ck, name, rec, info, entries, oracle):
             p.append("keepcost %d, main arena top chunk %#x: %s"
                      % (want["keepcost"], main_top,
                         entry_str(tops[0] if tops else None)))
-    ck.errors("%s: list totals agree with mallinfo2 (fastbin, bin+top, "
+    ck.case("%s: list totals agree with mallinfo2 (fastbin, bin+top, "
               "mmapped counts and bytes; keepcost)" % name, p)
 
 
@@ -507,10 +507,10 @@ def check_against_oracle(ck, name, entries, info, oracle):
             problems.append("heapsift lists chunk %#x (%s/%s size %s) that gdb's heap "
                             "walk does not have" % (c, e.get("state"), e.get("where"),
                                                    e.get("chunk_size")))
-    ck.errors("%s: every heap chunk matches gdb's walk (address, size, state)" % name,
+    ck.case("%s: every heap chunk matches gdb's walk (address, size, state)" % name,
               problems)
     ntc = sum(1 for t in oracle["threads"] if int(t["tcache"], 16))
-    ck.errors("%s: the %d live threads' tcache structs are listed where internal"
+    ck.case("%s: the %d live threads' tcache structs are listed where internal"
               % (name, ntc), internal_p)
 
     # Arenas in info.
@@ -592,7 +592,7 @@ def check_heapsift(ck, snap, oracle):
                  "unaccounted_bytes %r, partial %r" % (alloc.get("unaccounted_bytes"),
                                                       alloc.get("partial")))
     warnings = list(lst.get("warnings") or []) + list((info or {}).get("warnings") or [])
-    ck.errors("%s: no warnings on a clean heap" % name, [str(w) for w in warnings])
+    ck.case("%s: no warnings on a clean heap" % name, [str(w) for w in warnings])
     if snap.name in FILTER_FIXTURES and snap.kind == "gcore":
         check_filters(ck, name, snap, entries)
 
@@ -644,16 +644,16 @@ def check_stop_signal(ck, snap):
             f.write(struct.pack("<h", 19))             # pr_cursig
         r = hstest.run_heapsift(["info", copy, "--format", "json"])
         try:
-            info = json.loads(r.stdout)
+            info = json.loads(r.out)
         except ValueError:
             info = {}
-        text = hstest.run_heapsift(["info", copy]).stdout
+        text = hstest.run_heapsift(["info", copy]).out
         ck.check("%s: info: a core stopped by SIGSTOP (code 128) is a snapshot" % snap.label,
-                 r.returncode == 0 and info.get("snapshot") is True
+                 r.rc == 0 and info.get("snapshot") is True
                  and info.get("signal") is None and info.get("stopped_by") == "STOP"
                  and "snapshot of a process stopped by SIGSTOP" in text,
                  "exit %d, snapshot %r, signal %r, stopped_by %r; text %r"
-                 % (r.returncode, info.get("snapshot"), info.get("signal"),
+                 % (r.rc, info.get("snapshot"), info.get("signal"),
                     info.get("stopped_by"), text[:300]))
     finally:
         os.unlink(copy)
@@ -676,7 +676,7 @@ def check_same_listing(ck, snaps):
         sa, sb = set(a), set(b)
         diff = ["only in the gcore:  %s" % (x,) for x in sorted(sa - sb)]
         diff += ["only in the kernel core: %s" % (x,) for x in sorted(sb - sa)]
-        ck.errors("%s: same listing from the gcore and the kernel core"
+        ck.case("%s: same listing from the gcore and the kernel core"
                   % snaps["gcore"].name, diff)
 
 
@@ -695,9 +695,9 @@ def check_cli(ck, snap):
         except HsError as e:
             ck.check("cli: %s exits %d" % (what, want), False, str(e))
             continue
-        ck.check("cli: %s exits %d" % (what, want), p.returncode == want,
+        ck.check("cli: %s exits %d" % (what, want), p.rc == want,
                  "heapsift %s -> exit %d, stderr: %s"
-                 % (" ".join(args), p.returncode, p.stderr.strip()[-300:]))
+                 % (" ".join(args), p.rc, p.err.strip()[-300:]))
 
 
 def main():
@@ -711,7 +711,7 @@ def main():
     args = ap.parse_args()
     names = args.fixtures or FIXTURES
     kinds = [k for k in args.cores.split(",") if k]
-    ck = hstest.Checker(verbose=args.verbose)
+    ck = hstest.Checker(quiet=not args.verbose)
     have_heapsift = hstest.heapsift_available()
     if not have_heapsift:
         ck.check("heapsift binary exists", False,
@@ -748,7 +748,7 @@ def main():
             hstest.remove_cores(name)
     if have_heapsift and first is not None:
         check_cli(ck, first)
-    return ck.summary()
+    return ck.finish()
 
 
 if __name__ == "__main__":

@@ -26,19 +26,17 @@ import re
 import shutil
 import stat
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 import corrupt_core as cc  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "hostile")
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "hostile")
 TIMEOUT = 60
 # "at once": a second for the normal build, more under the sanitizers
 SANITIZED = "asan" in HS
@@ -48,11 +46,11 @@ SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSani
                      "runtime error:")
 NT_FILE = 0x46494C45
 
-R = u.Results()
+R = hstest.Checker()
 
 
 def hs(*args, timeout=TIMEOUT):
-    return u.run([HS] + [str(a) for a in args], timeout=timeout)
+    return hstest.run([HS] + [str(a) for a in args], timeout=timeout)
 
 
 def basic(r):
@@ -277,10 +275,9 @@ def test_fifo_paths(core, fixture):
 def test_uninitialized_arena():
     """fx_nomalloc's core with main_arena as before malloc_init_state ran:
     top, last_remainder and bins[] zero (the 2,048 bytes from top on)."""
-    fixture = os.path.join(P["fixtures"], "fx_nomalloc")
     try:
-        core, _ = u.take_core(fixture, WORK, "nomalloc", record=False)
-    except (RuntimeError, OSError) as e:
+        core = hstest.take_core("fx_nomalloc", WORK, "nomalloc", record=False).core
+    except (hstest.HsError, OSError) as e:
         R.case("uninitialized arena: take the core", [str(e)])
         return
     r = hs("info", core, "--format", "json")
@@ -381,15 +378,14 @@ def test_outputs(core):
     if not probs and r.rc != 0:
         probs.append(r.describe())
     if not probs:
-        p = subprocess.run([HS, "redact", core, "-o", "-"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=300)
+        p = hstest.run([HS, "redact", core, "-o", "-"], timeout=300, text=False)
         with open(out, "rb") as f:
             want = f.read()
-        if p.returncode != 0:
-            probs.append("redact -o -: exit %d: %r" % (p.returncode, p.stderr[:500]))
-        elif p.stdout != want:
+        if p.rc != 0:
+            probs.append("redact -o -: %s" % p.describe())
+        elif p.out != want:
             probs.append("redact -o - wrote %d bytes, -o FILE %d, and they differ"
-                         % (len(p.stdout), len(want)))
+                         % (len(p.out), len(want)))
     R.case("redact -o -: standard output gets the same core as -o FILE", probs)
     r = hs("info", out, "--format", "json")
     probs = basic(r)
@@ -406,16 +402,16 @@ def main():
         return R.finish()
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    fixture = os.path.join(P["fixtures"], "corruptme")
     try:
-        core, recpath = u.take_core(fixture, WORK, "corruptme")
-        rec = cc.parse_record(recpath)
-    except (RuntimeError, OSError, cc.CoreError) as e:
+        snap = hstest.take_core("corruptme", WORK)
+        core = snap.core
+        rec = cc.parse_record(snap.record_path)
+    except (hstest.HsError, OSError, cc.CoreError) as e:
         R.case("take the corruptme core", [str(e)])
         return R.finish()
     test_system_mem(core, rec)
     test_special_cores()
-    test_fifo_paths(core, fixture)
+    test_fifo_paths(core, snap.binary)
     test_uninitialized_arena()
     test_outputs(core)
     status = R.finish()

@@ -37,19 +37,18 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 import corrupt_core as cc  # noqa: E402
 import test_bad_input as tb  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "jemalloc_bad")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "jemalloc_bad")
+R = hstest.Checker()
 
 
 def layout():
     """The first row of formats/jelayout.c: {field: value}."""
-    src = open(os.path.join(P["srcdir"], "formats", "jelayout.c")).read()
+    src = open(os.path.join(hstest.SRCDIR, "formats", "jelayout.c")).read()
     row = src[src.index("{", src.index("hs_je_layouts[]")) + 1:]
     row = row[row.index("{") + 1:row.index("}")]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"\.(\w+) = (\d+),", row)}
@@ -59,7 +58,7 @@ L = layout()
 
 
 def run(*args):
-    return u.run([HS] + [str(a) for a in args], timeout=tb.TIMEOUT)
+    return hstest.run([HS] + [str(a) for a in args], timeout=tb.TIMEOUT)
 
 
 def copy(src, name):
@@ -129,8 +128,9 @@ def main():
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    exe = os.path.join(P["fixtures"], "je_threads")
-    good, recpath = u.take_core(exe, WORK, "je_threads")
+    exe = os.path.join(hstest.FIXTURES, "je_threads")
+    snap = hstest.take_core(exe, WORK, "je_threads")
+    good = snap.core
     r = run("info", good, "--format", "json")
     a = json.loads(r.out)["allocator"] if r.rc == 0 else {}
     if a.get("name") != "jemalloc" or "extent_map" not in a:
@@ -247,12 +247,12 @@ def main():
     # symbols; the table's row for its version does not fit: refused in
     # one line naming jemalloc, its version and build-id (glibc's idle heap
     # is not walked instead)
-    stripped = os.path.join(P["fixtures"], "je_threads_gs")
+    stripped = os.path.join(hstest.FIXTURES, "je_threads_gs")
     if not os.path.exists(stripped):
         R.case("stripped static jemalloc: fixture built", ["%s missing (scripts/setup.sh builds "
                                                             "the -g jemalloc it needs)" % stripped])
     else:
-        score, _ = u.take_core(stripped, WORK, "je_threads_gs")
+        score = hstest.take_core(stripped, WORK, "je_threads_gs").core
         R.case("stripped static jemalloc of another configuration: list exits 1, one line",
                tb.expect_error(run("list", score), 1,
                                [r"jemalloc 5\.", r"build-id [0-9a-f]{40}", r"do not fit"]))
@@ -260,7 +260,7 @@ def main():
     # a leaked block's address in a thread's jemalloc state (the tsd's
     # rtree cache keeps page keys; one 1 GiB-aligned key once equalled a
     # leaked block's address): the state is jemalloc's metadata, no root
-    with open(recpath) as f:
+    with open(snap.record_path) as f:
         rec = json.load(f)
     leak = next(a for a in rec["allocations"] if a["expect"] == "leak-root")
     with cc.Core(good) as c:
@@ -300,7 +300,7 @@ def main():
     dbg = ld and ld.get("debug", {}).get("path")
     syms = {}
     if dbg:
-        r = u.run(["nm", dbg], timeout=60)
+        r = hstest.run(["nm", dbg], timeout=60)
         for ln in r.out.splitlines():
             f = ln.split()
             if len(f) == 3 and f[2] in ("cache", "cache_new"):

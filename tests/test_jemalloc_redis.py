@@ -74,13 +74,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
 import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "jemalloc_redis")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "jemalloc_redis")
+R = hstest.Checker()
 
 LOAD_SECONDS = float(os.environ.get("HS_REDIS_LOAD_SECONDS", "4"))
 CLIENTS = int(os.environ.get("HS_REDIS_CLIENTS", "4"))
@@ -379,7 +377,7 @@ def fmt_diff(got, want):
 
 def run_checks(redis_bin, tmp):
     # ------------------------------------------------ redis and its allocator
-    ldd = u.run(["ldd", redis_bin], timeout=30)
+    ldd = hstest.run(["ldd", redis_bin], timeout=30)
     jem = [ln.strip() for ln in ldd.out.splitlines() if "libjemalloc" in ln]
     R.case("%s links the system libjemalloc" % redis_bin,
            [] if ldd.rc == 0 and jem and "/lib" in jem[0]
@@ -472,18 +470,12 @@ def load_and_check(redis_bin, proc, port):
     if not isinstance(epoch, int) or isinstance(epoch, bool):
         raise RuntimeError("DEBUG MALLCTL epoch 1: %r" % (epoch,))
     info = parse_info(info_text)
-    u.wait_stopped(proc, timeout=30)
+    hstest.wait_stopped(proc, timeout=30)
     stopped_in = time.monotonic() - t_stop
 
     # ------------------------------------------------ the core
     os.makedirs(WORK, exist_ok=True)
-    prefix = os.path.join(WORK, "redis")
-    g = u.run(["gcore", "-o", prefix, str(proc.pid)], timeout=300)
-    produced = "%s.%d" % (prefix, proc.pid)
-    core = prefix + ".core"
-    if g.rc != 0 or not os.path.exists(produced):
-        raise RuntimeError("gcore failed: " + g.describe())
-    os.replace(produced, core)
+    core = hstest.gcore(proc.pid, os.path.join(WORK, "redis"), what="redis-server")
 
     # ------------------------------------------------ what jemalloc said
     # mallctl's stats are a snapshot taken at the last epoch: with the cron
@@ -561,7 +553,7 @@ def stray_stderr(r):
 
 def check_core(core, exe, m):
     failed_before = R.failed
-    r = u.run([HS, "info", core, "--exe", exe, "--format", "json"], timeout=300)
+    r = hstest.run([HS, "info", core, "--exe", exe, "--format", "json"], timeout=300)
     print("heapsift info: %.1f s" % r.seconds)
     a = None
     if r.rc != 0 or stray_stderr(r):
@@ -660,7 +652,7 @@ def check_stats(a, m):
 
 
 def check_leaks(core, exe, m):
-    r = u.run([HS, "leaks", core, "--exe", exe, "--format", "json"], timeout=300)
+    r = hstest.run([HS, "leaks", core, "--exe", exe, "--format", "json"], timeout=300)
     print("heapsift leaks: %.1f s" % r.seconds)
     problems = stray_stderr(r)
     if r.rc != 0:
@@ -716,7 +708,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="hs-redis-")
     try:
         run_checks(redis_bin, tmp)
-    except (RuntimeError, OSError, RespError, KeyError, ValueError) as e:
+    except (RuntimeError, hstest.HsError, OSError, RespError, KeyError, ValueError) as e:
         R.case("the redis run", ["%s: %s" % (type(e).__name__, e)])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

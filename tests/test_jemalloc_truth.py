@@ -44,7 +44,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import badinput_util as u  # noqa: E402
 import hstest  # noqa: E402
 from hstest import hx  # noqa: E402
 
@@ -56,8 +55,7 @@ CLASSES = ("reachable", "possible", "leak-root", "indirect")
 WANT_DWARF = False  # --dwarf
 CONF = ""  # --conf
 
-P = u.paths()
-WORK = os.path.join(P["workdir"], "jemalloc_truth")
+WORK = os.path.join(hstest.WORKDIR, "jemalloc_truth")
 
 # The fixtures' heap must be the one their code makes.
 for _var in ("MALLOC_CONF", "LD_PRELOAD", "JE_VERIFY"):
@@ -85,9 +83,9 @@ def entry_str(e):
 
 def hs(command, core, binary, *extra):
     """(parsed JSON, None) or (None, error text)."""
-    args = [P["heapsift"], command, core, "--exe", binary, "--format", "json"]
+    args = [hstest.HEAPSIFT, command, core, "--exe", binary, "--format", "json"]
     args += list(extra)
-    r = u.run(args, timeout=hstest.HEAPSIFT_TIMEOUT)
+    r = hstest.run(args, timeout=hstest.HEAPSIFT_TIMEOUT)
     if r.rc != 0:
         return None, r.describe()
     try:
@@ -101,7 +99,7 @@ def verify_run(ck, name, binary):
     if os.path.exists(rec_path):
         os.unlink(rec_path)
     env = dict(os.environ, HS_RECORD=rec_path, JE_VERIFY="1")
-    r = u.run([binary], timeout=120, env=env)
+    r = hstest.run([binary], timeout=120, env=env)
     problems = []
     if r.rc != 0:
         problems.append(r.describe())
@@ -114,12 +112,12 @@ def verify_run(ck, name, binary):
     except (OSError, ValueError) as e:
         problems.append("no verification record: %s" % e)
     problems += [ln for ln in r.err.splitlines() if ln.endswith("!")]
-    ck.errors("%s: fixture: tcache claims pop back in LIFO order "
+    ck.case("%s: fixture: tcache claims pop back in LIFO order "
               "(verification run)" % name, problems)
 
 
 def check_record(ck, name, rec):
-    ck.errors("%s: fixture: selfchecks" % name, list(rec.get("selfcheck", [])))
+    ck.case("%s: fixture: selfchecks" % name, list(rec.get("selfcheck", [])))
     ck.check("%s: fixture: writing the record neither allocated nor freed "
              "(stats read before and after it)" % name,
              rec.get("stats") == rec.get("stats_after_record"),
@@ -129,7 +127,7 @@ def check_record(ck, name, rec):
     ck.check("%s: fixture: live addresses are distinct" % name,
              len(set(addrs)) == len(addrs))
     bad = [desc(a) for a in rec["allocations"] if a["arena"] >= 4096]
-    ck.errors("%s: fixture: arenas.lookup knows every live allocation" % name, bad)
+    ck.case("%s: fixture: arenas.lookup knows every live allocation" % name, bad)
 
 
 def counts(rec):
@@ -156,7 +154,7 @@ def check_list(ck, name, rec, lst):
         if addr in by:
             dup.append("%s listed twice" % e["address"])
         by[addr] = e
-    ck.errors("%s: every address is listed once" % name, dup)
+    ck.case("%s: every address is listed once" % name, dup)
 
     bad = []
     for e in entries:
@@ -168,7 +166,7 @@ def check_list(ck, name, rec, lst):
             bad.append("%s: has glibc's chunk keys" % e["address"])
         if not isinstance(e.get("size"), int) or e["size"] <= 0:
             bad.append("%s: size %r" % (e["address"], e.get("size")))
-    ck.errors("%s: every entry has a jemalloc state/place and no chunk keys" % name, bad)
+    ck.case("%s: every entry has a jemalloc state/place and no chunk keys" % name, bad)
 
     # no two listed blocks overlap
     spans = sorted((hx(e["address"]), e.get("size") or 0, e) for e in entries)
@@ -178,7 +176,7 @@ def check_list(ck, name, rec, lst):
             bad.append("%s (%s/%s, %d B) overlaps %s (%s/%s)" % (
                 e0["address"], e0.get("state"), e0.get("where"), s0,
                 e1["address"], e1.get("state"), e1.get("where")))
-    ck.errors("%s: no two listed blocks overlap" % name, bad)
+    ck.case("%s: no two listed blocks overlap" % name, bad)
 
     # recorded live allocations
     for a in rec["allocations"]:
@@ -251,7 +249,7 @@ def check_list(ck, name, rec, lst):
           % (name, len(tc), sum(e["size"] for e in tc), len(tc_other),
              sum(e["size"] for e in tc_other)))
     bad = [entry_str(e) + " at " + e["address"] for e in tc if hx(e["address"]) in recorded]
-    ck.errors("%s: no tcache-held block is a recorded live allocation" % name, bad)
+    ck.case("%s: no tcache-held block is a recorded live allocation" % name, bad)
 
     # jemalloc's definition of allocated
     used_bytes = sum(e["size"] for e in entries if e.get("state") == "used")
@@ -331,7 +329,7 @@ def check_leaks(ck, name, rec, lk, by):
         if [x.get("count"), x.get("bytes")] != tot[c]:
             bad.append("%s: summary %s/%s, list %s/%s" % (
                 c, x.get("count"), x.get("bytes"), tot[c][0], tot[c][1]))
-    ck.errors("%s: leaks summary agrees with list" % name, bad)
+    ck.case("%s: leaks summary agrees with list" % name, bad)
     recorded = {hx(a["address"]) for a in rec["allocations"]}
     others = [e for a_, e in sorted(by.items()) if a_ not in recorded
               and e.get("reach") in ("leak-root", "indirect")]
@@ -382,17 +380,18 @@ def check_frag(ck, name, rec, fr, lst):
 
 
 def run_fixture(ck, name, keep):
-    binary = os.path.join(P["fixtures"], name)
+    binary = os.path.join(hstest.FIXTURES, name)
     if not os.access(binary, os.X_OK):
         ck.check("%s: fixture built" % name, False, "%s not found" % binary)
         return
     if not CONF:
         verify_run(ck, name, binary)
     try:
-        core, rec_path = u.take_core(binary, WORK, name)
-        with open(rec_path) as f:
+        snap = hstest.take_core(binary, WORK, name)
+        core = snap.core
+        with open(snap.record_path) as f:
             rec = json.load(f)
-    except (RuntimeError, OSError, ValueError) as e:
+    except (hstest.HsError, OSError, ValueError) as e:
         ck.check("%s: core taken" % name, False, str(e))
         return
     failed = ck.failed
@@ -451,21 +450,21 @@ def main():
         # a directory of its own: ctest may run the variants side by side
         global WORK
         WORK = "%s_%s" % (WORK, re.sub(r"[^a-z0-9]+", "_", CONF))
-    ck = hstest.Checker(verbose=args.verbose)
+    ck = hstest.Checker(quiet=not args.verbose)
     os.makedirs(WORK, exist_ok=True)
-    if not os.access(P["heapsift"], os.X_OK):
-        ck.check("heapsift binary", False, "%s not found" % P["heapsift"])
-        return ck.summary()
+    if not os.access(hstest.HEAPSIFT, os.X_OK):
+        ck.check("heapsift binary", False, "%s not found" % hstest.HEAPSIFT)
+        return ck.finish()
     try:
         subprocess.run(["gcore", "--version"], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
     except FileNotFoundError:
         ck.check("gcore installed", False, "gcore (gdb) not found")
-        return ck.summary()
+        return ck.finish()
     keep = os.environ.get("HS_KEEP_CORES") == "1"
     for name in args.fixtures:
         run_fixture(ck, name, keep)
-    return ck.summary()
+    return ck.finish()
 
 
 if __name__ == "__main__":

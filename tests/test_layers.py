@@ -20,14 +20,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = {"src/error", "src/log", "src/sort", "src/strmap", "src/outfile", "src/escape",
         "src/safeopen", "src/fmt",
         "src/vector", "src/hashtab"}
 NAMES = ["base", "formats", "backends", "analyzers", "top"]
-R = u.Results()
+R = hstest.Checker()
 
 
 def layer(path):

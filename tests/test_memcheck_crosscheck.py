@@ -42,7 +42,6 @@ import collections
 import os
 import re
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -209,17 +208,13 @@ def run_valgrind(name, workdir):
            "--show-leak-kinds=all", "--leak-check-heuristics=all",
            "--num-callers=50", "--error-limit=no", "--xml=yes",
            "--xml-file=" + xml, binary]
-    with open(log, "wb") as out:
-        try:
-            p = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, env=env, cwd=vgdir,
-                               timeout=VALGRIND_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise HsError("valgrind on %s timed out" % name)
-    if p.returncode != 0 or not os.path.exists(xml):
-        with open(log, errors="replace") as f:
-            tail = f.read()[-2000:]
-        raise HsError("valgrind on %s exited %d:\n%s" % (name, p.returncode, tail))
+    r = hstest.run(cmd, env=env, cwd=vgdir, timeout=VALGRIND_TIMEOUT)
+    with open(log, "w") as f:
+        f.write(r.out + r.err)
+    if r.timed_out:
+        raise HsError("valgrind on %s timed out" % name)
+    if r.rc != 0 or not os.path.exists(xml):
+        raise HsError("valgrind on %s exited %d:\n%s" % (name, r.rc, (r.out + r.err)[-2000:]))
     rec = hstest.load_json(rec_path, "record of %s under valgrind" % name)
     return rec, xml
 
@@ -330,7 +325,7 @@ def fixture_side(rec):
 
 def compare(ck, name, snap, vg_rec, records, verbose):
     rec = snap.record
-    ck.errors("%s: fixture: selfchecks under valgrind" % name,
+    ck.case("%s: fixture: selfchecks under valgrind" % name,
               list(vg_rec.get("selfcheck", [])))
     ck.check("%s: fixture: ran under valgrind" % name,
              vg_rec.get("valgrind") is True,
@@ -342,7 +337,7 @@ def compare(ck, name, snap, vg_rec, records, verbose):
              % name, native == under,
              "native %s\nvalgrind %s" % (native, under))
     sites = by_site(rec)
-    ck.errors("%s: fixture: one label per request size" % name,
+    ck.case("%s: fixture: one label per request size" % name,
               ["size %d: %s" % (s, sorted(l)) for s, l in sorted(sites.items())
                if len(l) > 1])
     fx = fixture_side(rec)
@@ -352,7 +347,7 @@ def compare(ck, name, snap, vg_rec, records, verbose):
         ck.check("%s: heapsift list/leaks" % name, False, str(e))
         return
     mc, problems = memcheck_side(records, sites)
-    ck.errors("%s: memcheck loss records map to the fixture's sites" % name,
+    ck.case("%s: memcheck loss records map to the fixture's sites" % name,
               problems)
     empty = (collections.Counter(), 0)
     for size in sorted(sites):
@@ -400,10 +395,10 @@ def main():
     if why:
         print("skip: %s" % why)
         return SKIP_EXIT
-    ck = hstest.Checker(verbose=args.verbose)
+    ck = hstest.Checker(quiet=not args.verbose)
     if not hstest.heapsift_available():
         ck.check("heapsift binary", False, "%s not found" % hstest.HEAPSIFT)
-        return ck.summary()
+        return ck.finish()
     # own directory: ctest may run test_reach.py at the same time
     workdir = os.path.join(hstest.WORKDIR, "memcheck")
     os.makedirs(workdir, exist_ok=True)
@@ -412,7 +407,7 @@ def main():
             print("skip %s: %s" % (name, SKIP[name]))
             continue
         try:
-            snap = hstest.take_core(name, workdir=workdir, kernel=False)["gcore"]
+            snap = hstest.truth_core(name, workdir=workdir)
             vg_rec, xml = run_valgrind(name, workdir)
             records = first_leak_check(xml)
         except HsError as e:
@@ -422,7 +417,7 @@ def main():
         compare(ck, name, snap, vg_rec, records, args.verbose)
         if ck.failed == failed and os.environ.get("HS_KEEP_CORES") != "1":
             hstest.remove_cores(name, workdir)
-    return ck.summary()
+    return ck.finish()
 
 
 if __name__ == "__main__":

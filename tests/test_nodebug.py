@@ -24,13 +24,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
 import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "nodebug")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "nodebug")
+R = hstest.Checker()
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 FIXTURES = ["fx_sizes", "fx_tcache", "fx_fastbin", "fx_bins", "fx_mmap",
@@ -43,7 +41,7 @@ DEBUG_KEYS = {"debug", "found", "debug_source", "debug_path"}
 
 
 def hs(*args, env=None):
-    return u.run([HS] + [str(a) for a in args], timeout=300, env=env)
+    return hstest.run([HS] + [str(a) for a in args], timeout=300, env=env)
 
 
 def strip(v):
@@ -109,7 +107,7 @@ def warned_or_refused(r, whole):
 
 def test_same(name, core, extra=(), case=None):
     """extra: options for every run (--sysroot ROOT); case(name, problems)
-    reports (default: this test's Results)."""
+    reports (default: this test's Checker)."""
     case = case or R.case
     for cmd in [("info",)] + COMMANDS:
         probs = []
@@ -245,11 +243,10 @@ def main():
     first = None
     for name in names:
         try:
-            snaps = hstest.take_core(name, workdir=WORK, kernel=False)
+            core = hstest.truth_core(name, workdir=WORK).core
         except hstest.HsError as e:
             R.case(name + ": core", [str(e)])
             continue
-        core = snaps["gcore"].core
         test_same(name, core)
         if name == "fx_threads" or first is None:
             first = core

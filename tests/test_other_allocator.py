@@ -17,21 +17,20 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "other_allocator")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "other_allocator")
+R = hstest.Checker()
 
 
 def main():
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    core, _ = u.take_core(os.path.join(P["fixtures"], "je_simple"), WORK, "je", record=False)
+    core = hstest.take_core("je_simple", WORK, "je", record=False).core
 
-    r = u.run([HS, "info", core, "--format", "json"], timeout=120)
+    r = hstest.run([HS, "info", core, "--format", "json"], timeout=120)
     problems = []
     if r.rc != 0:
         problems.append("exit %d: %s" % (r.rc, r.err))
@@ -41,7 +40,7 @@ def main():
             problems.append("allocator: %s" % {k: a.get(k) for k in ("name", "version", "error")})
     R.case("info: the allocator is jemalloc 5.x", problems)
 
-    r = u.run([HS, "list", core, "--format", "json"], timeout=120)
+    r = hstest.run([HS, "list", core, "--format", "json"], timeout=120)
     problems = []
     if r.rc != 0:
         problems.append("exit %d: %s" % (r.rc, r.err))
@@ -57,11 +56,11 @@ def main():
     R.case("list: the fixture's 100 blocks as jemalloc small regions", problems)
 
     for cmd in (["leaks"], ["top"]):
-        r = u.run([HS] + cmd + [core], timeout=120)
+        r = hstest.run([HS] + cmd + [core], timeout=120)
         R.case("%s: works on a jemalloc heap" % cmd[0],
                [] if r.rc == 0 else ["exit %d: %s" % (r.rc, r.err)])
 
-    r = u.run([HS, "frag", core, "--format", "json"], timeout=120)
+    r = hstest.run([HS, "frag", core, "--format", "json"], timeout=120)
     problems = []
     if r.rc != 0:
         problems.append("exit %d: %s" % (r.rc, r.err))
@@ -87,15 +86,14 @@ def tcmalloc(R):
     if not os.path.exists(TCMALLOC):
         R.case("tcmalloc: %s installed" % TCMALLOC, ["missing: run scripts/setup.sh"])
         return
-    core, _ = u.take_core(os.path.join(P["fixtures"], "rc_global"), WORK, "tc", record=False,
-                          preload=TCMALLOC)
+    core = hstest.take_core("rc_global", WORK, "tc", record=False, preload=TCMALLOC).core
     for cmd in (["list"], ["leaks"], ["top"]):
-        r = u.run([HS] + cmd + [core], timeout=120)
+        r = hstest.run([HS] + cmd + [core], timeout=120)
         lines = [ln for ln in r.err.splitlines() if ln.strip()]
         ok = r.rc == 1 and len(lines) == 1 and "tcmalloc" in lines[0] and "build-id" in lines[0]
         R.case("tcmalloc: %s: one line naming tcmalloc, exit 1" % cmd[0],
                [] if ok else ["exit %d, stderr %r" % (r.rc, r.err)])
-    r = u.run([HS, "info", core, "--format", "json"], timeout=120)
+    r = hstest.run([HS, "info", core, "--format", "json"], timeout=120)
     a = json.loads(r.out)["allocator"] if r.rc == 0 else {}
     R.case("tcmalloc: info works and its allocator says tcmalloc",
            [] if a.get("name") is None and "tcmalloc" in a.get("error", "") else

@@ -38,7 +38,6 @@ import concurrent.futures
 import json
 import os
 import re
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -73,7 +72,7 @@ def desc(a):
 
 def take(name):
     """The fixture's gcore Snapshot (no kernel core: not needed here)."""
-    return hstest.take_core(name, kernel=False)["gcore"]
+    return hstest.truth_core(name)
 
 
 # ---------------------------------------------------------------- gdb
@@ -91,18 +90,16 @@ def gdb_answers(snap, queries):
         os.unlink(apath)
     env = dict(os.environ, RC_GDB_QUERIES=qpath, RC_GDB_OUT=apath)
     try:
-        p = subprocess.run(["gdb", "-batch", "-nx", "-q", "-x",
-                            os.path.join(HERE, "reach_gdb_oracle.py"),
-                            snap.binary, snap.core],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, env=env, timeout=120)
+        r = hstest.run(["gdb", "-batch", "-nx", "-q", "-x",
+                        os.path.join(HERE, "reach_gdb_oracle.py"),
+                        snap.binary, snap.core], env=env, timeout=120)
     except FileNotFoundError:
         raise HsError("gdb is not installed")
-    except subprocess.TimeoutExpired:
+    if r.timed_out:
         raise HsError("gdb timed out on %s" % snap.core)
     if not os.path.exists(apath):
         raise HsError("gdb answered nothing on %s:\n%s"
-                      % (snap.core, p.stdout[-2000:]))
+                      % (snap.core, (r.out + r.err)[-2000:]))
     return hstest.load_json(apath, "gdb answers")
 
 
@@ -143,7 +140,7 @@ def check_fixture_claims(ck, name, snap):
     """The fixture's claims, checked with gdb.  Returns the gdb frames of
     the threads that hold stack words ({tid: frames, newest first})."""
     rec = snap.record
-    ck.errors("%s: fixture: selfchecks" % name, list(rec.get("selfcheck", [])))
+    ck.case("%s: fixture: selfchecks" % name, list(rec.get("selfcheck", [])))
     ck.check("%s: fixture: writing the record allocated nothing" % name,
              rec.get("mallinfo2") == rec.get("mallinfo2_before_record"),
              "mallinfo2 before %s, after %s" % (rec.get("mallinfo2_before_record"),
@@ -287,7 +284,7 @@ def check_classes(ck, name, rec, lst, key, mode):
                                       e.get("where"))
               for addr, e in sorted(by.items())
               if addr not in recorded and e.get("reach") in LEAKED]
-    ck.errors("%s: nothing the fixture did not allocate is leaked (%s)"
+    ck.case("%s: nothing the fixture did not allocate is leaked (%s)"
               % (name, mode), others)
 
 
@@ -346,7 +343,7 @@ def check_leaks(ck, name, rec, lk, lst, key, mode):
     nroots = sum(1 for e in lst.get("allocations", []) if e.get("reach") == "leak-root")
     if nroots != len(roots):
         bad.append("%d leak roots in groups, %d in list" % (len(roots), nroots))
-    ck.errors("%s: leaks summary agrees with list (%s)" % (name, mode), bad)
+    ck.case("%s: leaks summary agrees with list (%s)" % (name, mode), bad)
 
 
 def root_name_re(h, tid, exe):
@@ -431,7 +428,7 @@ def check_show(ck, name, snap, a, shown, frames, values, expected_class):
             live = [p["root"] for p in roots
                     if want_at is not None and not p.get("stale") and
                     want_at & ~7 <= hx(p.get("at", "0x0")) < want_at + 8]
-            ck.errors("%s: show %s: the stale word is no live root" % (name, d), live)
+            ck.case("%s: show %s: the stale word is no live root" % (name, d), live)
             continue
         if kind in ("dead", "unaligned"):
             if want_at is None:
@@ -439,7 +436,7 @@ def check_show(ck, name, snap, a, shown, frames, values, expected_class):
             # show reports the aligned word a pointer was read from
             bad = [p["root"] for p in roots
                    if want_at & ~7 <= hx(p.get("at", "0x0")) < want_at + 8]
-            ck.errors("%s: show %s: the %s word at %#x is not a root"
+            ck.case("%s: show %s: the %s word at %#x is not a root"
                       % (name, d, kind, want_at), bad)
             continue
         pattern = root_name_re(h, tid, exe)
@@ -484,7 +481,7 @@ def check_show(ck, name, snap, a, shown, frames, values, expected_class):
         bad = [json.dumps(p) for p in pointed
                if ("root" in p and not p.get("stale"))
                or ("root" not in p and p.get("reach") not in LEAKED)]
-        ck.errors("%s: show %s: a leaked block is pointed to by leaked blocks only"
+        ck.case("%s: show %s: a leaked block is pointed to by leaked blocks only"
                   % (name, d), bad)
     if got == "reachable" and shown.get("via"):
         # held past a header: some pointer from a root or a reachable block
@@ -502,7 +499,7 @@ def check_show(ck, name, snap, a, shown, frames, values, expected_class):
     if got == "possible":
         starts = [p for p in pointed if p.get("target_offset") == 0 and
                   ("root" in p or p.get("reach") == "reachable")]
-        ck.errors("%s: show %s: a possible block has no start pointer from a root "
+        ck.case("%s: show %s: a possible block has no start pointer from a root "
                   "or a reachable block" % (name, d), [json.dumps(p) for p in starts])
 
 
@@ -545,10 +542,10 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("fixtures", nargs="*", default=FIXTURES)
     args = ap.parse_args()
-    ck = hstest.Checker(verbose=args.verbose)
+    ck = hstest.Checker(quiet=not args.verbose)
     if not hstest.heapsift_available():
         ck.check("heapsift binary", False, "%s not found" % hstest.HEAPSIFT)
-        return ck.summary()
+        return ck.finish()
     for name in args.fixtures:
         try:
             snap = take(name)
@@ -563,7 +560,7 @@ def main():
             for suffix in (".gdbq.json", ".gdbq.out.json"):
                 if os.path.exists(snap.core + suffix):
                     os.unlink(snap.core + suffix)
-    return ck.summary()
+    return ck.finish()
 
 
 if __name__ == "__main__":

@@ -37,12 +37,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "realprog")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "realprog")
+R = hstest.Checker()
 
 SQLITE_LOAD = """
 CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c BLOB);
@@ -98,7 +97,7 @@ sys.stdin.readline()
 """
 
 # name, argv, stdin script, environment additions
-HOST = os.path.join(P["fixtures"], "rp_sqlite_host")
+HOST = os.path.join(hstest.FIXTURES, "rp_sqlite_host")
 PROGRAMS = [
     ("sqlite3", ["sqlite3", ":memory:"], SQLITE_LOAD, {}),
     ("perl", ["perl", "-e", PERL_LOAD], "", {}),
@@ -131,19 +130,13 @@ def take(name, argv, script, env):
             if not line and proc.poll() is not None:
                 raise RuntimeError("%s exited with %s" % (name, proc.returncode))
         time.sleep(0.2)  # blocked in read(2) on stdin by now
-        prefix = os.path.join(WORK, name)
-        r = u.run(["gcore", "-o", prefix, str(proc.pid)], timeout=300)
-        core = "%s.%d" % (prefix, proc.pid)
-        if r.rc != 0 or not os.path.exists(core):
-            raise RuntimeError("gcore failed: " + r.describe())
-        return core, planted
+        return hstest.gcore(proc.pid, os.path.join(WORK, name), what=name), planted
     finally:
-        proc.kill()
-        proc.wait()
+        hstest.kill_process(proc)
 
 
 def check(name, core, planted):
-    r = u.run([HS, "leaks", core, "--format", "json", "--quiet"], timeout=600)
+    r = hstest.run([HS, "leaks", core, "--format", "json", "--quiet"], timeout=600)
     probs = []
     if r.rc != 0:
         R.case("%s: leaks runs" % name, [r.describe()])
@@ -177,7 +170,7 @@ def check(name, core, planted):
     R.case("%s: possible under 1%% of used bytes (%.3f%%)" % (name, share),
            [] if share < 1.0 else ["possible is %.2f%% of %d bytes" % (share, used)])
     for cmd in ("info", "leaks", "top"):
-        r = u.run([HS, cmd, core], timeout=600)
+        r = hstest.run([HS, cmd, core], timeout=600)
         warns = [ln for ln in r.err.splitlines() if "warning" in ln]
         probs = [] if r.rc == 0 else [r.describe()]
         R.case("%s: %s prints no warning" % (name, cmd), probs + warns[:3])
@@ -195,7 +188,7 @@ def main():
             continue
         try:
             core, planted = take(name, argv, script, env)
-        except (RuntimeError, OSError) as e:
+        except (RuntimeError, hstest.HsError, OSError) as e:
             R.case("%s: take a core" % name, [str(e)])
             continue
         if name in ("python3", "rp_sqlite_host") and not planted:

@@ -23,12 +23,11 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "redact")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "redact")
+R = hstest.Checker()
 SEED = 7319
 COMMANDS = (["info"], ["list", "--state", "all"], ["leaks"], ["top"], ["types"], ["frag"])
 
@@ -62,7 +61,7 @@ def sha(path):
 
 
 def report(core, cmd):
-    r = u.run([HS] + cmd + [core, "--format", "json"], timeout=300)
+    r = hstest.run([HS] + cmd + [core, "--format", "json"], timeout=300)
     if r.rc != 0:
         return None, "%s exit %d: %s" % (" ".join(cmd), r.rc, r.err.strip()[:300])
     try:
@@ -91,15 +90,14 @@ def same_analysis(name, core, red):
 
 
 def redact(core, out, *extra):
-    return u.run([HS, "redact", core, "-o", out] + list(extra), timeout=300)
+    return hstest.run([HS, "redact", core, "-o", out] + list(extra), timeout=300)
 
 
 def main():
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    core, _ = u.take_core(os.path.join(P["fixtures"], "secrets"), WORK, "secrets",
-                          args=[str(SEED)], record=False)
+    core = hstest.take_core("secrets", WORK, args=[str(SEED)], record=False).core
     data = open(core, "rb").read()
     sec = secrets()
     missing = [k for k, v in sec.items() if v not in data]
@@ -128,15 +126,15 @@ def main():
     problems = []
     for c in (core, red):
         for cmd in COMMANDS + (["leaks", "--list"],):
-            r = u.run([HS] + cmd + [c], timeout=300)
+            r = hstest.run([HS] + cmd + [c], timeout=300)
             out = (r.out + r.err).encode()
             for k, v in sec.items():
                 if v in out:
                     problems.append("%s %s prints the %s" % (" ".join(cmd), os.path.basename(c), k))
     R.case("no report shows a secret, for the core or its copy", problems)
 
-    binary = os.path.join(P["fixtures"], "secrets")
-    r = u.run(["gdb", "-batch", "-ex", "thread apply all bt", binary, red], timeout=120)
+    binary = os.path.join(hstest.FIXTURES, "secrets")
+    r = hstest.run(["gdb", "-batch", "-ex", "thread apply all bt", binary, red], timeout=120)
     frames = [ln for ln in r.out.splitlines() if ln.startswith("#")]
     ok = any(" hold " in ln or " hold (" in ln for ln in frames) and any(" main " in ln or " main (" in ln for ln in frames)
     R.case("gdb prints a backtrace of the copy through hold() and main()",
@@ -157,19 +155,19 @@ def main():
     r = redact(core, core)
     R.case("-o onto the input is a usage error and changes nothing",
            [] if r.rc == 2 and sha(core) == before else ["exit %d, sha changed: %s" % (r.rc, sha(core) != before)])
-    u.failed_writes(R, "redact", WORK,
+    hstest.failed_writes(R, "redact", WORK,
                     lambda path: [HS, "redact", core, "-o", path])
 
     # other fixtures: the analysis is unchanged by redaction
     for name, args in (("demo", []), ("corruptme", []), ("fx_mmap", []),
                        ("fx_threads", []), ("fx_noncontig", []), ("rc_tls", []),
                        ("je_threads", [])):
-        binary = os.path.join(P["fixtures"], name)
+        binary = os.path.join(hstest.FIXTURES, name)
         if not os.path.exists(binary):
             R.skip(name, "fixture not built")
             continue
         # the jemalloc fixtures write their record to stderr without a file
-        c, _ = u.take_core(binary, WORK, name, args=args, record=name.startswith("je_"))
+        c = hstest.take_core(binary, WORK, name, args=args, record=name.startswith("je_")).core
         out = c + ".red"
         r = redact(c, out)
         if r.rc != 0:

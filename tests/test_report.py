@@ -15,12 +15,11 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "report")
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "report")
+R = hstest.Checker()
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -37,7 +36,7 @@ def size(b):
 
 
 def js(*args):
-    r = u.run([HS] + list(args) + ["--format", "json"], timeout=300)
+    r = hstest.run([HS] + list(args) + ["--format", "json"], timeout=300)
     if r.rc != 0:
         raise RuntimeError("%s: exit %d: %s" % (args, r.rc, r.err))
     return json.loads(r.out)
@@ -53,7 +52,7 @@ def browser():
 
 def check(name, core, chrome):
     page = os.path.join(WORK, name + ".html")
-    r = u.run([HS, "report", core, "-o", page], timeout=300)
+    r = hstest.run([HS, "report", core, "-o", page], timeout=300)
     if r.rc != 0:
         R.case("%s: report" % name, ["exit %d: %s" % (r.rc, r.err)])
         return
@@ -66,7 +65,7 @@ def check(name, core, chrome):
         return
     profile = os.path.join(WORK, "profile-" + name)
     shot = os.path.join(WORK, name + ".png")
-    r = u.run([chrome] + BROWSER_FLAGS + ["--user-data-dir=" + profile,
+    r = hstest.run([chrome] + BROWSER_FLAGS + ["--user-data-dir=" + profile,
               "--enable-logging=stderr", "--v=0", "--window-size=1280,2000",
               "--virtual-time-budget=5000", "--dump-dom", "file://" + page], timeout=180)
     dom = r.out
@@ -88,7 +87,7 @@ def check(name, core, chrome):
     if cells < 2:
         problems.append("the icicle has %d frames" % cells)
     R.case("%s: the rendered page shows top's and leaks' numbers and the icicle" % name, problems)
-    r = u.run([chrome] + BROWSER_FLAGS + ["--user-data-dir=" + profile,
+    r = hstest.run([chrome] + BROWSER_FLAGS + ["--user-data-dir=" + profile,
               "--window-size=1280,1600", "--screenshot=" + shot, "file://" + page], timeout=180)
     R.case("%s: a screenshot is saved (%s)" % (name, shot),
            [] if os.path.exists(shot) and os.path.getsize(shot) > 10000 else ["exit %d, no screenshot" % r.rc])
@@ -101,16 +100,16 @@ def main():
     chrome = browser()
     core = None
     for name in ("demo", "rc_leaks"):
-        binary = os.path.join(P["fixtures"], name)
+        binary = os.path.join(hstest.FIXTURES, name)
         if not os.path.exists(binary):
             R.skip(name, "fixture not built")
             continue
-        core, _ = u.take_core(binary, WORK, name, record=False)
+        core = hstest.take_core(binary, WORK, name, record=False).core
         check(name, core, chrome)
     if core:
-        r = u.run([HS, "report", core], timeout=60)
+        r = hstest.run([HS, "report", core], timeout=60)
         R.case("report without -o is a usage error", [] if r.rc == 2 else ["exit %d" % r.rc])
-        u.failed_writes(R, "report", WORK,
+        hstest.failed_writes(R, "report", WORK,
                         lambda path: [HS, "report", core, "-o", path])
     return R.finish()
 

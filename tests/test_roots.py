@@ -63,20 +63,17 @@ def make_root(ck, suite):
     """scripts/roots.sh SUITE: made once, reused afterwards."""
     script = os.path.join(hstest.SRCDIR, "scripts", "roots.sh")
     env = dict(os.environ, HS_ROOTS_DIR=ROOTS_DIR)
-    t0 = time.monotonic()
-    p = subprocess.run([script, suite], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=3600)
-    sys.stdout.write(p.stdout)
+    r = hstest.run([script, suite], env=env, timeout=3600)
+    sys.stdout.write(r.out + r.err)
     root = os.path.join(ROOTS_DIR, suite)
-    ok = p.returncode == 0 and os.path.isfile(os.path.join(root, ".heapsift-root"))
-    ck.check("%s: root at %s (%.0f s)" % (suite, root, time.monotonic() - t0),
-             ok, "scripts/roots.sh %s exited %d" % (suite, p.returncode))
+    ok = r.rc == 0 and os.path.isfile(os.path.join(root, ".heapsift-root"))
+    ck.check("%s: root at %s (%.0f s)" % (suite, root, r.seconds),
+             ok, "scripts/roots.sh %s: %s" % (suite, r.describe()))
     return root if ok else None
 
 
 def chroot_run(root, argv, timeout=300):
-    return subprocess.run(["chroot", root] + argv, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    return hstest.run(["chroot", root] + argv, timeout=timeout)
 
 
 def build_fixtures(ck, suite, root, names):
@@ -94,7 +91,7 @@ def build_fixtures(ck, suite, root, names):
             "-o", "%s/bin/%s" % (IN_ROOT, name),
             "%s/src/%s.c" % (IN_ROOT, name), "%s/src/truth.c" % IN_ROOT])
         if ck.check("%s: %s compiled by the root's gcc" % (suite, name),
-                    p.returncode == 0, p.stdout[-3000:]):
+                    p.rc == 0, (p.out + p.err)[-3000:]):
             built[name] = os.path.join(bindir, name)
     return built
 
@@ -113,10 +110,10 @@ def mount_proc(root):
 def take_core(suite, root, name, binary, workdir):
     """Run the fixture chrooted into the root until it stops; gcore it from
     here.  Returns a Snapshot (binary: the host path of the fixture)."""
-    record_path = os.path.join(workdir, name + ".record.json")
-    core = os.path.join(workdir, name + ".core")
-    in_root_record = "%s/%s.record.json" % (IN_ROOT, name)
+    record_path = os.path.join(workdir, name + ".rec")
+    in_root_record = "%s/%s.rec" % (IN_ROOT, name)
     host_record = os.path.join(root, in_root_record.lstrip("/"))
+    core = os.path.join(workdir, name + ".core")
     for stale in (record_path, core, host_record):
         if os.path.exists(stale):
             os.unlink(stale)
@@ -133,13 +130,11 @@ def take_core(suite, root, name, binary, workdir):
                                 stdin=subprocess.DEVNULL, preexec_fn=enter)
     try:
         hstest.wait_stopped(proc)
-        hstest.gcore(proc.pid, os.path.join(workdir, name + ".gcore"), core, name)
+        hstest.gcore(proc.pid, os.path.join(workdir, name), core, name)
     finally:
         hstest.kill_process(proc)
     shutil.move(host_record, record_path)
-    record = hstest.load_json(record_path, "record of %s in %s" % (name, suite))
-    if "mallinfo2" not in record:
-        raise HsError("record %s is incomplete (no mallinfo2)" % record_path)
+    record = hstest.load_record(record_path, "record of %s in %s" % (name, suite))
     return hstest.Snapshot(name, binary, core, record, record_path)
 
 
@@ -159,7 +154,7 @@ def check_found(ck, label, snap, hidden):
         want = {"layouts": "dwarf"}
     bad = ["%s found by %r, want %r" % (k, how.get(k), v)
            for k, v in sorted(want.items()) if how.get(k) != v]
-    ck.errors("%s: info: %s" % (label, ", ".join(
+    ck.case("%s: info: %s" % (label, ", ".join(
         "%s by %s" % kv for kv in sorted(want.items()))), bad)
     ck.check("%s: info: glibc %s" % (label, snap.record.get("glibc")),
              alloc.get("version") == snap.record.get("glibc"),
@@ -206,7 +201,7 @@ def run_suite(ck, suite, names, oracle_on):
             # list, leaks, top, types, frag: the same JSON either way
             test_nodebug.test_same(label, snap.core,
                                    ("--exe", snap.binary, "--sysroot", root),
-                                   ck.errors)
+                                   ck.case)
             if ck.failed == failed_before and os.environ.get("HS_KEEP_CORES") != "1":
                 os.unlink(snap.core)
     finally:
@@ -244,14 +239,14 @@ def main():
     ap.add_argument("--suites", default=",".join(SUITES))
     ap.add_argument("fixtures", nargs="*", help="default: all of test_glibc_truth.py's")
     args = ap.parse_args()
-    ck = hstest.Checker(verbose=args.verbose)
+    ck = hstest.Checker(quiet=not args.verbose)
     if os.geteuid() != 0:
         print("SKIP: needs root (chroot, mount)")
-        ck.summary()
+        ck.finish()
         return 0
     if not hstest.heapsift_available():
         ck.check("heapsift binary exists", False, hstest.HEAPSIFT)
-        return ck.summary()
+        return ck.finish()
     names = (args.fixtures or (os.environ.get("HS_ROOTS_FIXTURES") or "").split()
              or truth.FIXTURES)
     for suite in [s for s in args.suites.split(",") if s]:
@@ -259,7 +254,7 @@ def main():
         run_suite(ck, suite, names, not args.no_oracle)
         print("%s: done in %.0f s" % (suite, time.monotonic() - t0))
         sys.stdout.flush()
-    return ck.summary()
+    return ck.finish()
 
 
 if __name__ == "__main__":

@@ -15,13 +15,12 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import badinput_util as u  # noqa: E402
+import hstest  # noqa: E402
 
-P = u.paths()
-HS = P["heapsift"]
-WORK = os.path.join(P["workdir"], "schema")
-SCHEMA = json.load(open(os.path.join(P["srcdir"], "docs", "schema.json")))
-R = u.Results()
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "schema")
+SCHEMA = json.load(open(os.path.join(hstest.SRCDIR, "docs", "schema.json")))
+R = hstest.Checker()
 TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
 
@@ -71,7 +70,7 @@ def validate(value, schema, path, errors):
 
 
 def check(what, command, argv):
-    r = u.run(argv + ["--format", "json"], timeout=300)
+    r = hstest.run(argv + ["--format", "json"], timeout=300)
     if r.rc != 0:
         R.case(what, ["exit %d: %s" % (r.rc, r.err.strip()[:300])])
         return None
@@ -91,11 +90,11 @@ def main():
         shutil.rmtree(WORK)
     os.makedirs(WORK)
     for name in ("demo", "rc_leaks", "ty_c", "je_simple"):
-        binary = os.path.join(P["fixtures"], name)
+        binary = os.path.join(hstest.FIXTURES, name)
         if not os.path.exists(binary):
             R.skip(name, "fixture not built")
             continue
-        core, _ = u.take_core(binary, WORK, name, record=False)
+        core = hstest.take_core(binary, WORK, name, record=False).core
         for cmd in (["info"], ["list", "--state", "all"], ["leaks", "--list"], ["top"], ["types"], ["frag"]):
             doc = check("%s: %s" % (name, " ".join(cmd)), cmd[0], [HS] + cmd + [core])
             if cmd[0] == "top" and doc and doc["allocations"]:

@@ -31,7 +31,7 @@ through that local (a DW_OP_fbreg location in an unwound frame).
 Usage: test_types.py [-v] [FIXTURE ...]
 Prints one line per check and "N passed, M failed" last; exit status 1 when
 a check failed.  Environment: HEAPSIFT, FIXTURES, WORKDIR (see
-badinput_util.py).  Cores, records and copies of the binaries (the CLI and
+hstest.py).  Cores, records and copies of the binaries (the CLI and
 the fixtures, so that a rebuild during the run changes nothing) are kept
 in WORKDIR/types.
 """
@@ -47,12 +47,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from badinput_util import Results, paths, run, take_core  # noqa: E402
+import hstest  # noqa: E402
 
-PATHS = paths()
-HEAPSIFT = PATHS["heapsift"]
-FIXDIR = PATHS["fixtures"]
-WORKDIR = os.path.join(PATHS["workdir"], "types")
+HEAPSIFT = hstest.HEAPSIFT
+FIXDIR = hstest.FIXTURES
+WORKDIR = os.path.join(hstest.WORKDIR, "types")
 
 # name -> (binary, stripped, binary gdb reads symbols from)
 FIXTURES = {
@@ -143,7 +142,7 @@ def leak_class(reach):
 def heapsift_json(args, what):
     """Run heapsift with --format json; (parsed, None) or (None, problem)."""
     try:
-        r = run([HEAPSIFT] + args + ["--format", "json"], timeout=120)
+        r = hstest.run([HEAPSIFT] + args + ["--format", "json"], timeout=120)
     except OSError as e:
         return None, "%s: cannot run %s: %s" % (what, HEAPSIFT, e)
     if r.rc != 0:
@@ -166,7 +165,7 @@ def gdb_vtables(binary, core, addrs):
     argv = ["gdb", "-batch", "-nx", "-q", binary, core]
     for a in addrs:
         argv += ["-ex", "echo @@%s\\n" % a, "-ex", "info symbol *(void **)%s" % a]
-    r = run(argv, timeout=120)
+    r = hstest.run(argv, timeout=120)
     out, cur = {}, None
     for line in r.out.splitlines():
         if line.startswith("@@"):
@@ -421,7 +420,7 @@ def exported_vtables(binary):
     """Defined _ZTV symbols of the program's .dynsym, or None without readelf."""
     if not shutil.which("readelf"):
         return None
-    r = run(["readelf", "--dyn-syms", "-W", binary], timeout=60)
+    r = hstest.run(["readelf", "--dyn-syms", "-W", binary], timeout=60)
     out = []
     for line in r.out.splitlines():
         f = line.split()
@@ -524,10 +523,10 @@ def take(name, copies):
         return name, None, None, "fixture %s is not built" % os.path.join(
             FIXDIR, FIXTURES[name][0])
     try:
-        core, rec = take_core(binary, WORKDIR, name)
+        snap = hstest.take_core(binary, WORKDIR, name)
     except Exception as e:  # noqa: BLE001 - reported as a failed case
         return name, None, None, "taking the core failed: %s" % e
-    return name, core, rec, None
+    return name, snap.core, snap.record_path, None
 
 
 def check_inferred(res, name, exps, by_addr, types):
@@ -632,7 +631,7 @@ def main():
     for n in names:
         if n not in FIXTURES:
             ap.error("unknown fixture %s" % n)
-    res = Results()
+    res = hstest.Checker()
     if not os.access(HEAPSIFT, os.X_OK):
         res.case("heapsift", ["%s is not built" % HEAPSIFT])
         return res.finish()
