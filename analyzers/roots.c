@@ -321,12 +321,6 @@ static struct hs_error *end_phase(struct builder *b)
 	return NULL;
 }
 
-static const char *basename_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
 /* The glibc sizes of a thread's TCB (struct pthread) and of the static TLS
  * area (ld.so's _rtld_global_ro._dl_tls_static_size); fallbacks where the
  * debug info lacks them. */
@@ -415,7 +409,7 @@ static struct hs_error *thread_tls(struct builder *b, size_t t, uint64_t tcb,
 			if ((err = add_range(b, HS_ROOT_TLS, (int)t, lo, hi,
 					     "thread %d (tid %d) TLS %s in %s", n,
 					     th->tid, syms[k].name,
-					     basename_of(m->name))))
+					     hs_module_base(m))))
 				return err;
 		}
 	}
@@ -526,7 +520,7 @@ static struct hs_error *thread_stack(struct builder *b, size_t t,
 
 static struct hs_error *module_globals(struct builder *b, struct hs_module *m)
 {
-	const char *mname = basename_of(m->name);
+	const char *mname = hs_module_base(m);
 	const struct hs_symbol *syms = NULL;
 	size_t nsyms = 0;
 	struct hs_error *err = hs_dwarf_data_symbols(b->dw, m, &syms, &nsyms);

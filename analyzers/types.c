@@ -685,8 +685,7 @@ static bool runtime_module(const struct hs_module *m)
 	};
 	if (!m || m->is_exe || !m->name)
 		return false;
-	const char *base = strrchr(m->name, '/');
-	base = base ? base + 1 : m->name;
+	const char *base = hs_module_base(m);
 	/* before glibc 2.34 the files behind its sonames: libc-2.31.so, ... */
 	static const char *const stems[] = {
 		"libc", "ld", "libm", "libdl", "librt", "libresolv", "libanl",

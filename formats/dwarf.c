@@ -379,13 +379,17 @@ struct hs_module *hs_dwarf_module(struct hs_dwarf *dw, size_t i)
 	return i < dw->nmods ? &dw->mods[i] : NULL;
 }
 
+const char *hs_module_base(const struct hs_module *m)
+{
+	const char *base = strrchr(m->name, '/');
+	return base ? base + 1 : m->name;
+}
+
 struct hs_module *hs_dwarf_find_module(struct hs_dwarf *dw, const char *prefix)
 {
 	size_t n = strlen(prefix);
 	for (size_t i = 0; i < dw->nmods; i++) {
-		const char *base = strrchr(dw->mods[i].name, '/');
-		base = base ? base + 1 : dw->mods[i].name;
-		if (!strncmp(base, prefix, n))
+		if (!strncmp(hs_module_base(&dw->mods[i]), prefix, n))
 			return &dw->mods[i];
 	}
 	return NULL;
@@ -409,9 +413,7 @@ struct hs_module *hs_dwarf_find_glibc(struct hs_dwarf *dw, const char *prefix,
 	if (m)
 		return m;
 	for (size_t i = 0; i < dw->nmods; i++) {
-		const char *base = strrchr(dw->mods[i].name, '/');
-		base = base ? base + 1 : dw->mods[i].name;
-		if (hs_glibc_versioned_name(base, stem))
+		if (hs_glibc_versioned_name(hs_module_base(&dw->mods[i]), stem))
 			return &dw->mods[i];
 	}
 	return NULL;
@@ -1334,8 +1336,7 @@ char *hs_dwarf_describe_pc(struct hs_dwarf *dw, uint64_t pc, bool exact)
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(m->mod, look, &off, &sym, NULL,
 						NULL, NULL);
-	const char *base = strrchr(m->name, '/');
-	base = base ? base + 1 : m->name;
+	const char *base = hs_module_base(m);
 	char *out = NULL;
 	Dwfl_Line *line = dwfl_module_getsrc(m->mod, look);
 	int lineno = 0;

@@ -77,6 +77,8 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 void hs_dwarf_destroy(struct hs_dwarf *dw);
 
 size_t hs_dwarf_num_modules(const struct hs_dwarf *dw);
+/* The module's file name: the last component of the path the core names. */
+const char *hs_module_base(const struct hs_module *m);
 struct hs_module *hs_dwarf_module(struct hs_dwarf *dw, size_t i);
 /* The module whose file name (basename) starts with prefix, e.g. "libc.so". */
 struct hs_module *hs_dwarf_find_module(struct hs_dwarf *dw, const char *prefix);

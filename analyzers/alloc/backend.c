@@ -22,12 +22,6 @@ const struct hs_backend *const hs_backends[] = {
 	NULL,
 };
 
-static const char *base_name(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	return base ? base + 1 : path;
-}
-
 /* A recognized allocator without a walker: by its library's name, or by
  * an entry point a static executable exports. */
 static bool detect_by_name(const struct hs_backend *b, struct hs_dwarf *dw,
@@ -35,7 +29,7 @@ static bool detect_by_name(const struct hs_backend *b, struct hs_dwarf *dw,
 {
 	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
 		struct hs_module *m = hs_dwarf_module(dw, i);
-		if (!strncmp(base_name(m->name), b->lib_prefix, strlen(b->lib_prefix))) {
+		if (!strncmp(hs_module_base(m), b->lib_prefix, strlen(b->lib_prefix))) {
 			*lib = m;
 			return true;
 		}
@@ -65,7 +59,7 @@ struct hs_error *hs_backend_find(struct hs_dwarf *dw,
 		if (detect_by_name(*b, dw, &lib))
 			return hs_error_create(HS_ERR_UNSUPPORTED,
 					       "the program's malloc is %s (%s, build-id %s), whose heap heapsift does not read yet; it reads glibc's malloc and jemalloc",
-					       (*b)->name, base_name(lib->name),
+					       (*b)->name, hs_module_base(lib),
 					       lib->build_id ? lib->build_id : "unknown");
 	}
 	return hs_error_create(HS_ERR_NOT_FOUND, "no allocator heapsift knows in this core");

@@ -178,15 +178,8 @@ static bool je_symbol(struct je *j, const char *suffix, uint64_t *addr,
 
 bool hs_jemalloc_detect(struct hs_dwarf *dw, struct hs_module **lib)
 {
-	for (size_t i = 0; i < hs_dwarf_num_modules(dw); i++) {
-		struct hs_module *m = hs_dwarf_module(dw, i);
-		const char *base = strrchr(m->name, '/');
-		base = base ? base + 1 : m->name;
-		if (!strncmp(base, "libjemalloc", 11)) {
-			*lib = m;
-			return true;
-		}
-	}
+	if ((*lib = hs_dwarf_find_module(dw, "libjemalloc")))
+		return true;
 	/* a renamed library or a static copy: jemalloc's own entry point
 	 * mallctl (exported, under any public prefix), or its extent map in a
 	 * symbol table */
