@@ -1279,16 +1279,14 @@ static struct hs_error *walk(struct je *j)
 			    (unsigned long long)j->nfree_mismatch);
 		j->heap->partial = true;
 	}
-	for (size_t i = 0; i < (size_t)j->class_arenas * j->L->nbins; i++) {
-		if (!j->classes[i].slabs)
-			continue;
-		struct hs_size_class *v = realloc(j->heap->classes,
-						  (j->heap->nclasses + 1) * sizeof(*v));
-		if (!v)
-			return &hs_error_nomem;
-		j->heap->classes = v;
-		v[j->heap->nclasses++] = j->classes[i];
-	}
+	/* the classes that have slabs, in place, handed to the heap */
+	size_t n = 0;
+	for (size_t i = 0; i < (size_t)j->class_arenas * j->L->nbins; i++)
+		if (j->classes[i].slabs)
+			j->classes[n++] = j->classes[i];
+	j->heap->classes = j->classes;
+	j->heap->nclasses = n;
+	j->classes = NULL;
 	j->heap->page_size = 1ull << j->L->lg_page;
 	j->heap->metadata_bytes = j->stats.metadata_blocks;
 	j->stats.extent_map = j->emap;
