@@ -46,6 +46,20 @@ static inline size_t hs_vector_grow_cap(size_t cap, size_t n, size_t more,
 	return cap;
 }
 
+/* The array v (n elements of elem bytes used, *cap allocated) grown to
+ * hold `more` more: v reallocated and *cap updated, or NULL when memory
+ * runs out (v is then unchanged).  HS_VECTOR's reserve, for an array kept
+ * as fields of a larger struct. */
+static inline void *hs_vector_grow(void *v, size_t n, size_t *cap,
+				   size_t more, size_t elem)
+{
+	size_t c = hs_vector_grow_cap(*cap, n, more, elem);
+	void *p = c ? realloc(v, c * elem) : NULL;
+	if (p)
+		*cap = c;
+	return p;
+}
+
 #define HS_VECTOR(name, type)                                                 \
 	struct name {                                                         \
 		type *v;                                                      \
@@ -56,13 +70,11 @@ static inline size_t hs_vector_grow_cap(size_t cap, size_t n, size_t more,
 	{                                                                     \
 		if (more <= vec->cap - vec->n)                                \
 			return NULL;                                          \
-		size_t cap = hs_vector_grow_cap(vec->cap, vec->n, more,       \
-						sizeof(type));                \
-		type *v = cap ? realloc(vec->v, cap * sizeof(type)) : NULL;   \
+		type *v = hs_vector_grow(vec->v, vec->n, &vec->cap, more,    \
+					 sizeof(type));                       \
 		if (!v)                                                       \
 			return &hs_error_nomem;                               \
 		vec->v = v;                                                   \
-		vec->cap = cap;                                               \
 		return NULL;                                                  \
 	}                                                                     \
 	__attribute__((unused)) static inline struct hs_error *               \

@@ -51,30 +51,17 @@ void hs_heap_destroy(struct hs_heap *heap)
 	free(heap);
 }
 
-/* Room for one more element of elem bytes in *v (n used, *cap allocated):
- * capacities double, so that a walker adding a region per heap piece of a
- * hostile arena stays linear. */
-static struct hs_error *room(void *v, size_t n, size_t *cap, size_t elem)
-{
-	if (n < *cap)
-		return NULL;
-	size_t c = hs_vector_grow_cap(*cap, n, 1, elem);
-	void *p = c ? realloc(*(void **)v, c * elem) : NULL;
-	if (!p)
-		return &hs_error_nomem;
-	*(void **)v = p;
-	*cap = c;
-	return NULL;
-}
-
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap)
 {
 	if (heap->nruns && heap->runs[heap->nruns - 1] == heap->nallocs)
 		return NULL;  /* previous run is empty: reuse it */
-	struct hs_error *err = room(&heap->runs, heap->nruns, &heap->runcap,
-				    sizeof(*heap->runs));
-	if (err)
-		return err;
+	if (heap->nruns == heap->runcap) {
+		size_t *r = hs_vector_grow(heap->runs, heap->nruns, &heap->runcap, 1,
+					   sizeof(*r));
+		if (!r)
+			return &hs_error_nomem;
+		heap->runs = r;
+	}
 	heap->runs[heap->nruns++] = heap->nallocs;
 	return NULL;
 }
@@ -113,10 +100,14 @@ struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a)
 struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 				   const struct hs_arena *a, size_t *ret)
 {
-	struct hs_error *err = room(&heap->arenas, heap->narenas, &heap->arenacap,
-				    sizeof(*heap->arenas));
-	if (err)
-		return err;
+	if (heap->narenas == heap->arenacap) {
+		/* doubling: a hostile arena ring may have 65,536 arenas */
+		struct hs_arena *v = hs_vector_grow(heap->arenas, heap->narenas,
+						    &heap->arenacap, 1, sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		heap->arenas = v;
+	}
 	heap->arenas[heap->narenas] = *a;
 	if (ret)
 		*ret = heap->narenas;
@@ -127,10 +118,14 @@ struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
 				    uint64_t end, enum hs_region_kind kind)
 {
-	struct hs_error *err = room(&heap->regions, heap->nregions, &heap->regcap,
-				    sizeof(*heap->regions));
-	if (err)
-		return err;
+	if (heap->nregions == heap->regcap) {
+		/* doubling: a hostile main arena may have a million pieces */
+		struct hs_region *v = hs_vector_grow(heap->regions, heap->nregions,
+						     &heap->regcap, 1, sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		heap->regions = v;
+	}
 	heap->regions[heap->nregions++] = (struct hs_region){start, end, kind};
 	return NULL;
 }
