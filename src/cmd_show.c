@@ -108,21 +108,14 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		return HS_EXIT_ANALYSIS;
 	}
 	uint32_t id = (uint32_t)(a - heap->allocs);
-	const struct hs_mark *mark = NULL;
-	const struct hs_graph *g = NULL;
-	const struct hs_roots *roots = NULL;
 	/* without the mark, the block is shown alone: no reach, no
-	 * references, no types */
+	 * references, no types (res then holds the heap only) */
 	struct hs_results res;
 	const struct hs_error *merr = hs_snapshot_results(snap, HS_WANT_MARK | HS_WANT_TYPES,
 							  &res);
-	if (!merr) {
-		mark = res.mark;
-		g = res.graph;
-		roots = res.roots;
-	} else {
-		res = (struct hs_results){.core = snap->core, .heap = heap};
-	}
+	const struct hs_mark *mark = res.mark;
+	const struct hs_graph *g = res.graph;
+	const struct hs_roots *roots = res.roots;
 	char tname[600];
 	struct refs *in = calloc(1, sizeof(*in)), *out = calloc(1, sizeof(*out));
 	if (!in || !out) {
