@@ -97,6 +97,19 @@ static int cmp_class(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The bucket each of the heap's places counts in (hs_place.frag, by
+ * name), -1 for none. */
+static void place_kinds(const struct hs_heap *heap, int place_kind[HS_WHERE_MAX])
+{
+	for (int w = 0; w < HS_WHERE_MAX; w++) {
+		const char *name = heap->places[w].frag;
+		place_kind[w] = -1;
+		for (int k = 0; name && k < HS_FREE_KINDS; k++)
+			if (!strcmp(name, hs_free_kind_names[k]))
+				place_kind[w] = k;
+	}
+}
+
 /* A headerless slab allocator (jemalloc): size classes per arena and in
  * all; the largest request that free memory serves (a small class with a
  * free region in some slab, or a free page run that holds a new slab or a
@@ -108,9 +121,12 @@ static struct hs_error *classes_part(struct hs_frag *f, const struct hs_heap *he
 	f->metadata = heap->metadata_bytes;
 	uint64_t page = heap->page_size ? heap->page_size : 4096;
 	uint64_t runs = 0;  /* the largest dirty or muzzy run */
+	int place_kind[HS_WHERE_MAX];
+	place_kinds(heap, place_kind);
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
-		if ((a->where == HS_WHERE_DIRTY || a->where == HS_WHERE_MUZZY) && a->size > runs)
+		int k = place_kind[a->where];
+		if ((k == HS_FREE_DIRTY || k == HS_FREE_MUZZY) && a->size > runs)
 			runs = a->size;
 	}
 	f->largest_servable = runs > page ? runs - page : 0;
@@ -170,38 +186,36 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 		f->arenas[i].main = heap->arenas[i].main;
 		f->arenas[i].system = heap->arenas[i].system_mem;
 	}
+	f->allocator = heap->allocator;
 	f->all.main = false;
 	f->all.index = UINT32_MAX;
+	int place_kind[HS_WHERE_MAX];
+	place_kinds(heap, place_kind);
+	for (int w = 0; w < HS_WHERE_MAX; w++)
+		if (place_kind[w] >= 0)
+			f->kinds |= 1u << place_kind[w];
+	if (f->kinds >> HS_FREE_SMALL & 1)
+		f->kinds |= 1u << HS_FREE_LARGE;
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
 		if (a->arena == HS_ARENA_NONE || a->arena >= heap->narenas)
 			continue;  /* mmapped chunks belong to no arena */
 		struct hs_frag_arena *ar = &f->arenas[a->arena];
-		/* jemalloc blocks have no header: their size is their cost */
-		uint64_t chunk = heap->headerless ? a->size : hs_alloc_chunk_size(a);
-		int k = -1;
-		switch (a->where) {
-		case HS_WHERE_HEAP:
-		case HS_WHERE_SMALL:
-		case HS_WHERE_LARGE:
-			ar->used_count++;
-			ar->used_bytes += a->size;
-			continue;
-		case HS_WHERE_INTERNAL:
-			continue;
-		case HS_WHERE_SLAB: k = HS_FREE_SLABS; break;
-		case HS_WHERE_DIRTY: k = HS_FREE_DIRTY; break;
-		case HS_WHERE_MUZZY: k = HS_FREE_MUZZY; break;
-		case HS_WHERE_RETAINED: k = HS_FREE_RETAINED; break;
-		case HS_WHERE_FASTBIN: k = HS_FREE_FASTBIN; break;
-		case HS_WHERE_TCACHE: k = HS_FREE_TCACHE; break;
-		case HS_WHERE_TOP: k = HS_FREE_TOP; break;
-		case HS_WHERE_BIN:
-			k = chunk < SMALL_LIMIT ? HS_FREE_SMALL : HS_FREE_LARGE;
-			break;
-		default:
+		/* a block without a header (jemalloc's) costs its size */
+		uint64_t chunk = hs_alloc_chunk_size(heap, a);
+		if (hs_alloc_state(a) == HS_STATE_USED) {
+			if (a->where != HS_WHERE_INTERNAL) {
+				ar->used_count++;
+				ar->used_bytes += a->size;
+			}
 			continue;
 		}
+		int k = place_kind[a->where];
+		if (k < 0)
+			continue;
+		/* glibc's regular bins: small and large chunks */
+		if (k == HS_FREE_SMALL && chunk >= SMALL_LIMIT)
+			k = HS_FREE_LARGE;
 		add_free(ar, (enum hs_free_kind)k, chunk);
 	}
 	for (size_t i = 0; i < f->narenas; i++) {
@@ -327,12 +341,11 @@ uint64_t hs_frag_free_bytes(const struct hs_frag_arena *a)
 	return n;
 }
 
-/* Does this allocator have free blocks of kind k? */
+/* Does this allocator have free blocks of kind k (one of its places counts
+ * there)? */
 bool hs_frag_kind_applies(const struct hs_frag *f, int k)
 {
-	bool je = k == HS_FREE_TCACHE || k >= HS_FREE_SLABS;
-	bool gl = k < HS_FREE_SLABS;
-	return f->headerless ? je : gl;
+	return f->kinds >> k & 1;
 }
 
 /* The largest request free memory serves: glibc's chunk less its header;

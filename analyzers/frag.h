@@ -95,6 +95,9 @@ struct hs_frag {
 	uint64_t stack_used;                    /* from each sp to the top */
 	uint64_t mmap_threshold;                /* requests at least this big are mmapped */
 	uint64_t largest_servable;              /* the largest request a free chunk serves */
+	const char *allocator;                  /* heap->allocator */
+	uint32_t kinds;                         /* 1 << enum hs_free_kind: the
+						 * kinds the heap's places have */
 	bool headerless;                        /* jemalloc: slabs of size classes and
 						 * page runs, retained space, no top */
 	uint64_t metadata;                      /* memory of the allocator's metadata */

@@ -67,8 +67,7 @@ struct hs_graph {
 
 static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
 {
-	return a->where == HS_WHERE_HEAP || a->where == HS_WHERE_MMAPPED ||
-	       a->where == HS_WHERE_SMALL || a->where == HS_WHERE_LARGE;
+	return a->where < HS_WHERE_INTERNAL;  /* used by the program */
 }
 
 /* The allocation whose usable range holds addr (any state), or HS_NO_ALLOC. */

@@ -45,27 +45,11 @@ bool hs_rules_parse_off(const char *names, unsigned *enabled)
 	return true;
 }
 
-/* How far below a block's usable size a request it served can be: the
- * allocator's rounding (glibc: 16 bytes, a page for an mmapped chunk;
- * jemalloc: the spacing of its size classes). */
-static uint64_t slack(const struct hs_rules *r, const struct hs_alloc *a)
-{
-	uint64_t s = a->size;
-	if (a->where == HS_WHERE_MMAPPED)
-		return 4096;
-	if (!r->heap->headerless)
-		return s <= 24 ? s + 1 : 16;
-	if (s <= 128)
-		return 16;
-	int lg = 63 - __builtin_clzll(s - 1);
-	return 1ull << (lg - 2);
-}
-
 /* A request of req bytes could have given this block. */
 static bool served(const struct hs_rules *r, const struct hs_alloc *a,
 		   uint64_t req)
 {
-	return req <= a->size && req + slack(r, a) > a->size;
+	return req <= a->size && req + hs_heap_slack(r->heap, a) > a->size;
 }
 
 static bool word(const struct hs_rules *r, uint64_t addr, uint64_t *v)
@@ -397,7 +381,8 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 		if (on & 1u << HS_RULE_NEWARRAY) {
 			/* some request this block served leaves n elements
 			 * of equal size after the count */
-			uint64_t lo = a->size + 1 > slack(r, a) ? a->size + 1 - slack(r, a) : 8;
+			uint64_t sl = hs_heap_slack(r->heap, a);
+			uint64_t lo = a->size + 1 > sl ? a->size + 1 - sl : 8;
 			if (lo < 8 + w0)
 				lo = 8 + w0;
 			/* the first request >= lo that is 8 + a multiple of n */

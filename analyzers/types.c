@@ -791,7 +791,7 @@ static bool compatible(struct infer *in, uint32_t tgt, struct hs_dtype *pointee)
 	if (pointee->size > x->size)
 		return false;
 	if (pointee->size && hs_dtype_is_aggregate(pointee) &&
-	    (x->where == HS_WHERE_HEAP || x->where == HS_WHERE_SMALL)) {
+	    (hs_alloc_place(c->heap, x)->flags & HS_PLACE_CLASSED)) {
 		/* malloc(k * sizeof P) for some k must give this block */
 		uint64_t k = x->size / pointee->size;
 		if (hs_heap_size_class(c->heap, k * pointee->size) != x->size &&
@@ -1154,7 +1154,7 @@ static bool inferable(const struct hs_types *t, const struct hs_heap *heap,
 	const struct hs_alloc *a = &heap->allocs[id];
 	return (reach[id] == HS_REACH_LEAK_ROOT || reach[id] == HS_REACH_INDIRECT) &&
 	       t->type_of[id] == HS_NO_TYPE && a->size <= maxsize &&
-	       (a->where == HS_WHERE_HEAP || a->where == HS_WHERE_SMALL);
+	       (hs_alloc_place(heap, a)->flags & HS_PLACE_CLASSED);
 }
 
 struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,

@@ -60,7 +60,7 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 	}
 	printf("\n");
 	if (f->headerless)
-		printf("jemalloc's own metadata (base blocks): %s\n", hs_fmt_size(b1, f->metadata));
+		printf("%s's own metadata: %s\n", f->allocator, hs_fmt_size(b1, f->metadata));
 	printf("\n%6s %11s %11s %11s %11s %13s %9s %11s\n", "ARENA", "SYSTEM", "USED",
 	       "FREE", f->headerless ? "RETAINED" : "TOP", "LARGEST FREE", "EXT FRAG", "OVERHEAD");
 	for (size_t i = 0; i < f->narenas; i++) {

@@ -61,10 +61,10 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kuint(&w, "size", a->size);
 			hs_jsonw_kstring(&w, "state",
 					 hs_alloc_state(a) == HS_STATE_USED ? "used" : "free");
-			hs_jsonw_kstring(&w, "where", hs_where_names[a->where]);
-			if (!heap->headerless) {
-				hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(a));
-				hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(a));
+			hs_jsonw_kstring(&w, "where", hs_alloc_where(heap, a));
+			if (hs_alloc_place(heap, a)->chunk_before) {
+				hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(heap, a));
+				hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(heap, a));
 			}
 			if (a->arena != HS_ARENA_NONE)
 				hs_jsonw_kuint(&w, "arena", a->arena);
@@ -117,7 +117,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %-5s %-10s %s\n", a->addr,
 		       (uint64_t)a->size,
 		       hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
-		       hs_where_names[a->where], arena, reach ? reach : "-",
+		       hs_alloc_where(heap, a), arena, reach ? reach : "-",
 		       type ? type : "-");
 		n++;
 		bytes += a->size;

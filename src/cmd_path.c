@@ -22,7 +22,7 @@ static int target_node(struct hs_cli *cli, const struct hs_results *res,
 	if (!hs_alloc_in_graph(a)) {
 		fprintf(stderr, "heapsift: %#" PRIx64 " is in a %s block (%s): nothing retains it\n",
 			cli->addr, hs_alloc_state(a) == HS_STATE_FREE ? "free" : "allocator-internal",
-			hs_where_names[a->where]);
+			hs_alloc_where(res->heap, a));
 		return HS_EXIT_ANALYSIS;
 	}
 	*node = hs_retain_node(res->retain, (uint32_t)(a - res->heap->allocs));

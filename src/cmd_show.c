@@ -143,10 +143,10 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kaddr(&w, "address", a->addr);
 		hs_jsonw_kuint(&w, "size", a->size);
 		hs_jsonw_kstring(&w, "state", state);
-		hs_jsonw_kstring(&w, "where", hs_where_names[a->where]);
-		if (!heap->headerless) {
-			hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(a));
-			hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(a));
+		hs_jsonw_kstring(&w, "where", hs_alloc_where(heap, a));
+		if (hs_alloc_place(heap, a)->chunk_before) {
+			hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(heap, a));
+			hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(heap, a));
 		}
 		if (a->arena != HS_ARENA_NONE)
 			hs_jsonw_kuint(&w, "arena", a->arena);
@@ -216,10 +216,10 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 	} else {
 		char b[32];
 		printf("%#" PRIx64 ": %s, %" PRIu64 " bytes (%s)", a->addr, state,
-		       (uint64_t)a->size, hs_where_names[a->where]);
-		if (!heap->headerless)
+		       (uint64_t)a->size, hs_alloc_where(heap, a));
+		if (hs_alloc_place(heap, a)->chunk_before)
 			printf(", chunk %#" PRIx64 " of %" PRIu64 " bytes",
-			       hs_alloc_chunk(a), hs_alloc_chunk_size(a));
+			       hs_alloc_chunk(heap, a), hs_alloc_chunk_size(heap, a));
 		if (a->arena != HS_ARENA_NONE)
 			printf(", arena %u", (unsigned)a->arena);
 		printf("\n");

@@ -28,6 +28,7 @@
 #include "formats/jsonw.h"
 #include "src/error.h"
 #include "src/log.h"
+#include "analyzers/alloc/heap.h"
 
 struct hs_heap;
 
@@ -49,6 +50,14 @@ struct hs_backend {
 	 * starts with lib_prefix, or the executable (a static copy) exports
 	 * symbol. */
 	const char *lib_prefix, *symbol;
+	/* The usable size malloc(request) gives (small requests), and how far
+	 * below a block's usable size a request it served can be.  NULL: the
+	 * request itself, 1. */
+	uint64_t (*size_class)(uint64_t request);
+	uint64_t (*slack)(uint64_t size);
+	/* Where its blocks sit: HS_WHERE_MAX places, used ones first
+	 * (analyzers/alloc/heap.h); unnamed entries are unused. */
+	const struct hs_place *places;
 };
 
 /* The registry, in the order detection tries it; NULL-terminated. */

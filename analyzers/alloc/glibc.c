@@ -49,6 +49,8 @@ enum {
 };
 #define HEAP_MAX_DEFAULT (64ull << 20)  /* 2 * DEFAULT_MMAP_THRESHOLD_MAX */
 
+static const struct hs_place places[HS_WHERE_MAX];
+
 /* ---- chunks by address, with where they are (src/hashtab.h) ---- */
 HS_HASH_MAP(chunkset, uint8_t)
 
@@ -300,7 +302,7 @@ static struct hs_error *read_fastbins(struct gl *g, uint64_t arena,
 			}
 			bool fresh;
 			struct hs_error *err = set_add(&g->special, p,
-						       HS_WHERE_FASTBIN, &fresh);
+						       HS_GL_FASTBIN, &fresh);
 			if (err)
 				return err;
 			if (!fresh || ++n > bound) {
@@ -468,13 +470,13 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			sp++;
 		int special = sp < g->nsorted && g->sorted[sp].chunk == p ?
 			g->sorted[sp].where : -1;
-		enum hs_where where = special >= 0 ? (enum hs_where)special :
-			inuse ? HS_WHERE_HEAP : HS_WHERE_BIN;
-		if (special == HS_WHERE_FASTBIN || special == HS_WHERE_TCACHE) {
+		enum hs_gl_where where = special >= 0 ? (enum hs_gl_where)special :
+			inuse ? HS_GL_HEAP : HS_GL_BIN;
+		if (special == HS_GL_FASTBIN || special == HS_GL_TCACHE) {
 			if (!inuse)
 				hs_log_warn(g->log, "arena %zu: chunk %#llx is in a %s list but marked free in the heap",
 					    idx, (unsigned long long)p,
-					    hs_where_names[special]);
+					    places[special].name);
 		}
 		struct hs_alloc a = {
 			.addr = p + 16,
@@ -506,7 +508,7 @@ static struct hs_error *add_top(struct gl *g, size_t idx, uint64_t top,
 	struct hs_alloc a = {
 		.addr = top + 16,
 		.size = top_size - 16,
-		.where = HS_WHERE_TOP,
+		.where = HS_GL_TOP,
 		.arena = idx,
 	};
 	ar->free_count++;
@@ -843,7 +845,7 @@ static struct hs_error *read_tcaches(struct gl *g)
 			continue;  /* this thread never allocated */
 		bool fresh;
 		struct hs_error *err = set_add(&g->special, tc - 16,
-					       HS_WHERE_INTERNAL, &fresh);
+					       HS_GL_INTERNAL, &fresh);
 		if (err)
 			return err;
 		if (!fresh)
@@ -870,7 +872,7 @@ static struct hs_error *read_tcaches(struct gl *g)
 					break;
 				}
 				if ((err = set_add(&g->special, e - 16,
-						   HS_WHERE_TCACHE, &fresh)))
+						   HS_GL_TCACHE, &fresh)))
 					return err;
 				if (!fresh || ++n > bound) {
 					hs_log_warn(g->log, "thread %d: tcache bin %llu has a loop at %#llx; list cut there",
@@ -1015,7 +1017,7 @@ static struct hs_error *scan_mmapped(struct gl *g)
 			struct hs_alloc a = {
 				.addr = q + 16,
 				.size = csz - 16,
-				.where = HS_WHERE_MMAPPED,
+				.where = HS_GL_MMAPPED,
 				.arena = HS_ARENA_NONE,
 			};
 			if ((err = hs_heap_add(g->heap, &a)) ||
@@ -1522,9 +1524,9 @@ static void cross_check(struct gl *g)
 		const struct hs_alloc *a = &h->allocs[i];
 		if (a->arena >= h->narenas)
 			continue;
-		if (a->where == HS_WHERE_BIN)
+		if (a->where == HS_GL_BIN)
 			bins[a->arena]++;
-		else if (a->where == HS_WHERE_FASTBIN)
+		else if (a->where == HS_GL_FASTBIN)
 			fast[a->arena]++;
 	}
 	for (size_t i = 0; i < h->narenas; i++) {
@@ -1859,8 +1861,45 @@ static void stats_text(FILE *out, const struct hs_heap *heap)
 			m->keepcost);
 }
 
+/* Every chunk starts 16 bytes below its user address (prev_size, size);
+ * a heap chunk owns only its size field, an mmapped one both. */
+static const struct hs_place places[HS_WHERE_MAX] = {
+	[HS_GL_HEAP] = {"heap", .flags = HS_PLACE_CLASSED, .header = 8,
+			.chunk_before = 16, .overhead = 8},
+	[HS_GL_MMAPPED] = {"mmapped", .flags = HS_PLACE_PAGES, .header = 16,
+			   .chunk_before = 16, .overhead = 16},
+	[HS_GL_INTERNAL] = {"internal", .header = 8,
+			    .chunk_before = 16, .overhead = 8},
+	/* frag counts bin chunks of 1 KiB and more as large_bins */
+	[HS_GL_BIN] = {"bin", "small_bins", .header = 8, .chunk_before = 16,
+		       .overhead = 8},
+	[HS_GL_FASTBIN] = {"fastbin", "fastbins", .header = 8,
+			   .chunk_before = 16, .overhead = 8},
+	[HS_GL_TCACHE] = {"tcache", "tcache", .header = 8, .chunk_before = 16,
+			  .overhead = 8},
+	[HS_GL_TOP] = {"top", "top", .header = 8, .chunk_before = 16,
+		       .overhead = 16},
+};
+
+/* request2size (malloc.c) less the size field: max(24, (request + 8 + 15)
+ * & ~15) - 8 on x86-64. */
+static uint64_t size_class(uint64_t request)
+{
+	uint64_t c = (request + 8 + 15) & ~(uint64_t)15;
+	return (c < 32 ? 32 : c) - 8;
+}
+
+/* chunks go by 16 bytes; the smallest (24 usable) serves 0 to 24 */
+static uint64_t slack(uint64_t size)
+{
+	return size <= 24 ? size + 1 : 16;
+}
+
 const struct hs_backend hs_glibc_backend = {
 	.name = "glibc",
+	.places = places,
+	.size_class = size_class,
+	.slack = slack,
 	.walk = hs_glibc_walk,
 	.stats_json = stats_json,
 	.stats_text = stats_text,

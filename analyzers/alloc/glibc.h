@@ -17,6 +17,17 @@ struct hs_mallinfo2 {
 		uordblks, fordblks, keepcost;
 };
 
+/* Where a glibc block sits (hs_alloc.where; hs_glibc_backend.places). */
+enum hs_gl_where {
+	HS_GL_HEAP,             /* used chunk in an arena heap */
+	HS_GL_MMAPPED,          /* used, directly mmapped */
+	HS_GL_INTERNAL = HS_WHERE_INTERNAL, /* used by malloc itself (tcache struct) */
+	HS_GL_BIN = HS_WHERE_FREE, /* free, in a regular bin (unsorted/small/large) */
+	HS_GL_FASTBIN,          /* free, in a fastbin */
+	HS_GL_TCACHE,           /* free, in a thread cache */
+	HS_GL_TOP,              /* free, the top chunk (wilderness) */
+};
+
 /* The registry's default (analyzers/alloc/backend.c). */
 extern const struct hs_backend hs_glibc_backend;
 

@@ -11,21 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const hs_where_names[HS_WHERE_COUNT] = {
-	[HS_WHERE_HEAP] = "heap",
-	[HS_WHERE_MMAPPED] = "mmapped",
-	[HS_WHERE_INTERNAL] = "internal",
-	[HS_WHERE_BIN] = "bin",
-	[HS_WHERE_FASTBIN] = "fastbin",
-	[HS_WHERE_TCACHE] = "tcache",
-	[HS_WHERE_TOP] = "top",
-	[HS_WHERE_SMALL] = "small",
-	[HS_WHERE_LARGE] = "large",
-	[HS_WHERE_SLAB] = "slab",
-	[HS_WHERE_DIRTY] = "dirty",
-	[HS_WHERE_MUZZY] = "muzzy",
-	[HS_WHERE_RETAINED] = "retained",
-};
+uint64_t hs_heap_size_class(const struct hs_heap *heap, uint64_t request)
+{
+	return heap->backend->size_class ? heap->backend->size_class(request) :
+	       request;
+}
+
+uint64_t hs_heap_slack(const struct hs_heap *heap, const struct hs_alloc *a)
+{
+	if (heap->places[a->where].flags & HS_PLACE_PAGES)
+		return 4096;
+	return heap->backend->slack ? heap->backend->slack(a->size) : 1;
+}
 
 struct hs_heap *hs_heap_create(const struct hs_backend *backend)
 {
@@ -33,6 +30,7 @@ struct hs_heap *hs_heap_create(const struct hs_backend *backend)
 	if (heap) {
 		heap->backend = backend;
 		heap->allocator = backend->name;
+		heap->places = backend->places;
 	}
 	return heap;
 }
@@ -197,7 +195,7 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 check:
 	for (size_t i = 1; i < n; i++) {
 		const struct hs_alloc *p = &heap->allocs[i - 1], *q = &heap->allocs[i];
-		uint64_t hdr = heap->headerless ? 0 : hs_alloc_header(q);
+		uint64_t hdr = heap->places[q->where].header;
 		if (p->addr + p->size > q->addr - hdr) {
 			return hs_error_create(HS_ERR_CORRUPT,
 					       "blocks at %#llx and %#llx overlap",

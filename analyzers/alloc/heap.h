@@ -19,70 +19,52 @@ enum hs_state {
 	HS_STATE_FREE = 1,
 };
 
-/* Where a block sits: the allocator's own classification. */
-enum hs_where {
-	HS_WHERE_HEAP,      /* used chunk in an arena heap */
-	HS_WHERE_MMAPPED,   /* used, directly mmapped */
-	HS_WHERE_INTERNAL,  /* used by the allocator itself (tcache struct) */
-	HS_WHERE_BIN,       /* free, in a regular bin (unsorted/small/large) */
-	HS_WHERE_FASTBIN,   /* free, in a fastbin */
-	HS_WHERE_TCACHE,    /* free, in a thread cache */
-	HS_WHERE_TOP,       /* free, the top chunk (wilderness) */
-	/* jemalloc */
-	HS_WHERE_SMALL,     /* used, a region of a slab */
-	HS_WHERE_LARGE,     /* used, a large extent (huge ones included) */
-	HS_WHERE_SLAB,      /* free, a free region of a slab */
-	HS_WHERE_DIRTY,     /* free pages, not yet purged */
-	HS_WHERE_MUZZY,     /* free pages, lazily purged (MADV_FREE) */
-	HS_WHERE_RETAINED,  /* free address space kept for reuse */
-	HS_WHERE_COUNT
+/* Where a block sits: an index into its backend's table of places
+ * (struct hs_place, heap->places), in 4 bits.  Each backend numbers its own
+ * places (glibc.h's HS_GL_*, jemalloc.h's HS_JE_*) in three ranges, so that
+ * a block's state needs no table:
+ *   0-6   in use by the program
+ *   7     in use by the allocator itself (glibc's tcache struct): counted
+ *         reachable, never a node of the graph
+ *   8-15  free
+ * Nothing above the backends names a place. */
+enum { HS_WHERE_INTERNAL = 7, HS_WHERE_FREE = 8, HS_WHERE_MAX = 16 };
+
+/* What the analyses need to know of a place, in the allocator's words. */
+enum hs_place_flags {
+	HS_PLACE_CLASSED = 2,   /* carved from a size class: the usable size is
+				 * what hs_heap_size_class gives the request */
+	HS_PLACE_PAGES = 4,     /* its own mapping: requests are rounded to a
+				 * page */
 };
-/* HS_WHERE_TCACHE is shared: a glibc chunk or a jemalloc region or large
- * extent held in a thread cache. */
-extern const char *const hs_where_names[HS_WHERE_COUNT];
+struct hs_place {
+	const char *name;       /* "bin", "slab": where in list, show, info */
+	/* the bucket of frag's report a free block of this place counts in
+	 * ("fastbins", "slabs"; analyzers/frag.c), NULL: none */
+	const char *frag;
+	uint8_t flags;          /* enum hs_place_flags */
+	/* Bytes before the address that the block owns (its header; a glibc
+	 * heap chunk owns only its size field: its prev_size belongs to the
+	 * chunk before when that one is in use). */
+	uint8_t header;
+	/* A block with a chunk (glibc): the chunk starts chunk_before bytes
+	 * below the address (0: no chunk, jemalloc), and is overhead bytes
+	 * larger than the usable size. */
+	uint8_t chunk_before, overhead;
+};
 
 enum { HS_ARENA_NONE = 0xffff };
 
 struct hs_alloc {
 	uint64_t addr;              /* user address */
 	uint64_t size : 44;         /* usable bytes */
-	uint64_t where : 4;         /* enum hs_where */
+	uint64_t where : 4;         /* its place: heap->places[where] */
 	uint64_t arena : 16;        /* arena index, HS_ARENA_NONE if none */
 };
 
-/* Bytes before addr that the block owns (its header).  A glibc heap chunk
- * owns only its size field: its prev_size field belongs to the chunk before
- * it when that one is in use. */
-static inline uint64_t hs_alloc_header(const struct hs_alloc *a)
-{
-	return a->where == HS_WHERE_MMAPPED ? 16 : 8;
-}
-
 static inline enum hs_state hs_alloc_state(const struct hs_alloc *a)
 {
-	switch (a->where) {
-	case HS_WHERE_HEAP:
-	case HS_WHERE_MMAPPED:
-	case HS_WHERE_INTERNAL:
-	case HS_WHERE_SMALL:
-	case HS_WHERE_LARGE:
-		return HS_STATE_USED;
-	default:
-		return HS_STATE_FREE;
-	}
-}
-
-/* glibc's view of the block: its chunk (the header is 16 bytes before the
- * user pointer) and the chunk's size. */
-static inline uint64_t hs_alloc_chunk(const struct hs_alloc *a)
-{
-	return a->addr - 16;
-}
-
-static inline uint64_t hs_alloc_chunk_size(const struct hs_alloc *a)
-{
-	return a->where == HS_WHERE_MMAPPED || a->where == HS_WHERE_TOP ?
-		a->size + 16 : a->size + 8;
+	return a->where >= HS_WHERE_FREE ? HS_STATE_FREE : HS_STATE_USED;
 }
 
 struct hs_arena {
@@ -140,6 +122,7 @@ struct hs_backend;
 struct hs_heap {
 	const struct hs_backend *backend;  /* analyzers/alloc/backend.h */
 	const char *allocator;      /* the backend's name: "glibc", "jemalloc" */
+	const struct hs_place *places;  /* the backend's, HS_WHERE_MAX of them */
 	struct hs_found found[HS_HEAP_MAX_FOUND];
 	size_t nfound;
 	bool headerless;            /* blocks have no header (jemalloc): no
@@ -173,26 +156,42 @@ struct hs_heap {
 	void *stats;
 };
 
-/* The usable size malloc(request) gives: glibc's chunk rounding
- * (max(24, (request + 8 + 15) & ~15) - 8 on x86-64), or jemalloc's size
- * class (quantum 16: 8, 16, 32, 48, ... 128, then four classes per
- * doubling).  Only meaningful for small requests (no mmapped chunks, no
- * large extents). */
-static inline uint64_t hs_heap_size_class(const struct hs_heap *heap,
-					  uint64_t request)
+/* A block's place in its backend's table. */
+static inline const struct hs_place *hs_alloc_place(const struct hs_heap *heap,
+						    const struct hs_alloc *a)
 {
-	if (!heap->headerless) {
-		uint64_t c = (request + 8 + 15) & ~(uint64_t)15;
-		return (c < 32 ? 32 : c) - 8;
-	}
-	if (request <= 8)
-		return 8;
-	if (request <= 128)
-		return (request + 15) & ~(uint64_t)15;
-	int lg = 63 - __builtin_clzll(request - 1);
-	uint64_t delta = 1ull << (lg - 2);
-	return (request + delta - 1) & ~(delta - 1);
+	return &heap->places[a->where];
 }
+
+/* The place's name, "?" for a place the backend does not define. */
+static inline const char *hs_alloc_where(const struct hs_heap *heap,
+					 const struct hs_alloc *a)
+{
+	const char *n = heap->places[a->where].name;
+	return n ? n : "?";
+}
+
+/* The chunk, for allocators that have one (hs_place.chunk_before). */
+static inline uint64_t hs_alloc_chunk(const struct hs_heap *heap,
+				      const struct hs_alloc *a)
+{
+	return a->addr - heap->places[a->where].chunk_before;
+}
+
+static inline uint64_t hs_alloc_chunk_size(const struct hs_heap *heap,
+					   const struct hs_alloc *a)
+{
+	return a->size + heap->places[a->where].overhead;
+}
+
+/* The usable size malloc(request) gives, by the backend's size classes
+ * (hs_backend.size_class; the request itself when it has none).  Only
+ * meaningful for small requests (no mmapped chunks, no large extents). */
+uint64_t hs_heap_size_class(const struct hs_heap *heap, uint64_t request);
+/* How far below a's usable size a request it served can be: a page for a
+ * block with its own mapping, else the spacing of the backend's size
+ * classes (hs_backend.slack; 1 when it has none). */
+uint64_t hs_heap_slack(const struct hs_heap *heap, const struct hs_alloc *a);
 
 struct hs_heap *hs_heap_create(const struct hs_backend *backend);
 /* Records how item was found (hs_found); detail is printf-formatted. */

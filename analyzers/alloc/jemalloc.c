@@ -1034,7 +1034,7 @@ static struct hs_error *arena_of(struct je *j, uint32_t ind, struct hs_arena **r
 }
 
 static struct hs_error *add_block(struct je *j, struct hs_arena *ar, uint64_t addr,
-				  uint64_t size, enum hs_where where, uint32_t arena)
+				  uint64_t size, enum hs_je_where where, uint32_t arena)
 {
 	struct hs_alloc a = {
 		.addr = addr, .size = size, .where = where,
@@ -1101,15 +1101,15 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 	struct hs_error *err;
 	for (uint64_t r = 0; r < nregs; r++) {
 		uint64_t addr = base + r * reg;
-		enum hs_where w;
+		enum hs_je_where w;
 		if (bitmap[r / 64] >> (r % 64) & 1) {
-			w = HS_WHERE_SLAB;
+			w = HS_JE_SLAB;
 		} else {
 			/* jemalloc counts what thread caches hold as allocated */
 			st->allocated += reg;
-			w = u64set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
-			    u64set_has(&j->internal, addr) ? HS_WHERE_INTERNAL : HS_WHERE_SMALL;
-			if (w == HS_WHERE_TCACHE && cl)
+			w = u64set_has(&j->cached, addr) ? HS_JE_TCACHE :
+			    u64set_has(&j->internal, addr) ? HS_JE_INTERNAL : HS_JE_SMALL;
+			if (w == HS_JE_TCACHE && cl)
 				cl->tcache++;
 		}
 		if ((err = add_block(j, ar, addr, reg, w, arena)))
@@ -1188,22 +1188,22 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 			}
 			st->allocated += usize;
 			err = add_block(j, ar, addr, usize,
-					u64set_has(&j->cached, addr) ? HS_WHERE_TCACHE :
-					u64set_has(&j->internal, addr) ? HS_WHERE_INTERNAL :
-					HS_WHERE_LARGE, arena);
+					u64set_has(&j->cached, addr) ? HS_JE_TCACHE :
+					u64set_has(&j->internal, addr) ? HS_JE_INTERNAL :
+					HS_JE_LARGE, arena);
 		}
 		break;
 	case ST_DIRTY:
 		st->dirty += size;
-		err = add_block(j, ar, base, size, HS_WHERE_DIRTY, arena);
+		err = add_block(j, ar, base, size, HS_JE_DIRTY, arena);
 		break;
 	case ST_MUZZY:
 		st->muzzy += size;
-		err = add_block(j, ar, base, size, HS_WHERE_MUZZY, arena);
+		err = add_block(j, ar, base, size, HS_JE_MUZZY, arena);
 		break;
 	case ST_RETAINED:
 		st->retained += size;
-		err = add_block(j, ar, base, size, HS_WHERE_RETAINED, arena);
+		err = add_block(j, ar, base, size, HS_JE_RETAINED, arena);
 		break;
 	default:
 		/* being split or merged: a process stopped inside jemalloc */
@@ -1367,8 +1367,46 @@ static void stats_text(FILE *out, const struct hs_heap *heap)
 		hs_fmt_size(b5, js->retained));
 }
 
+/* Regions and extents have no header: a block's size is its cost. */
+static const struct hs_place places[HS_WHERE_MAX] = {
+	[HS_JE_SMALL] = {"small", .flags = HS_PLACE_CLASSED},
+	[HS_JE_LARGE] = {"large"},
+	[HS_JE_INTERNAL] = {"internal"},
+	[HS_JE_SLAB] = {"slab", "slabs"},
+	[HS_JE_TCACHE] = {"tcache", "tcache"},
+	[HS_JE_DIRTY] = {"dirty", "dirty"},
+	[HS_JE_MUZZY] = {"muzzy", "muzzy"},
+	[HS_JE_RETAINED] = {"retained", "retained"},
+};
+
+/* jemalloc's size classes with quantum 16: 8, 16, 32, 48, ... 128, then
+ * four classes per doubling (sz_s2u). */
+static uint64_t size_class(uint64_t request)
+{
+	if (request <= 8)
+		return 8;
+	if (request <= 128)
+		return (request + 15) & ~(uint64_t)15;
+	int lg = 63 - __builtin_clzll(request - 1);
+	uint64_t delta = 1ull << (lg - 2);
+	return (request + delta - 1) & ~(delta - 1);
+}
+
+/* the spacing of the classes: 16 up to 128, then a quarter of the
+ * power of two below */
+static uint64_t slack(uint64_t size)
+{
+	if (size <= 128)
+		return 16;
+	int lg = 63 - __builtin_clzll(size - 1);
+	return 1ull << (lg - 2);
+}
+
 const struct hs_backend hs_jemalloc_backend = {
 	.name = "jemalloc",
+	.places = places,
+	.size_class = size_class,
+	.slack = slack,
 	.detect = hs_jemalloc_detect,
 	.walk = hs_jemalloc_walk,
 	.stats_json = stats_json,

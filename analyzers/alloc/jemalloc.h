@@ -29,6 +29,20 @@ struct hs_je_stats {
 	const char *layout;        /* where its layouts came from (static) */
 };
 
+/* Where a jemalloc block sits (hs_alloc.where; hs_jemalloc_backend.places). */
+enum hs_je_where {
+	HS_JE_SMALL,            /* used, a region of a slab */
+	HS_JE_LARGE,            /* used, a large extent (huge ones included) */
+	HS_JE_INTERNAL = HS_WHERE_INTERNAL, /* used by jemalloc itself (a thread cache's
+				 * own arrays) */
+	HS_JE_SLAB = HS_WHERE_FREE, /* free, a free region of a slab */
+	HS_JE_TCACHE,           /* free, a region or large extent held in a
+				 * thread cache */
+	HS_JE_DIRTY,            /* free pages, not yet purged */
+	HS_JE_MUZZY,            /* free pages, lazily purged (MADV_FREE) */
+	HS_JE_RETAINED,         /* free address space kept for reuse */
+};
+
 extern const struct hs_backend hs_jemalloc_backend;
 
 /* A jemalloc heap's stats, or NULL (another allocator's heap). */

@@ -142,7 +142,7 @@ static uint64_t check_heap(const struct hs_heap *h)
 	uint64_t sum = 0;
 	for (size_t i = 0; i < h->nallocs; i++) {
 		const struct hs_alloc *a = &h->allocs[i];
-		if (a->where >= HS_WHERE_COUNT ||
+		if (!h->places[a->where].name ||
 		    (i && h->allocs[i - 1].addr > a->addr)) {
 			fprintf(stderr, "fuzz: block %zu at %#llx is out of order or has place %u\n",
 				i, (unsigned long long)a->addr, (unsigned)a->where);

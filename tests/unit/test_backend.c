@@ -49,8 +49,16 @@ static struct hs_error *bump_walk(const struct hs_core *core,
 				  struct hs_dwarf *dw, struct hs_log *log,
 				  struct hs_heap **ret);
 
+/* Its places: a block in use, a free one; each owns its 8-byte header. */
+enum { BUMP_USED = 0, BUMP_FREE = HS_WHERE_FREE };
+static const struct hs_place bump_places[HS_WHERE_MAX] = {
+	[BUMP_USED] = {"block", .header = 8},
+	[BUMP_FREE] = {"free", .header = 8},
+};
+
 static const struct hs_backend bump_backend = {
 	.name = "bump",
+	.places = bump_places,
 	.walk = bump_walk,
 };
 
@@ -94,7 +102,7 @@ static struct hs_error *bump_walk(const struct hs_core *core,
 		}
 		struct hs_alloc a = {
 			.addr = p + 8, .size = size, .arena = 0,
-			.where = hdr & 1 ? HS_WHERE_HEAP : HS_WHERE_BIN,
+			.where = hdr & 1 ? BUMP_USED : BUMP_FREE,
 		};
 		struct hs_arena *arp = &heap->arenas[0];
 		if (hdr & 1) {
