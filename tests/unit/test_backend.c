@@ -291,6 +291,15 @@ int main(void)
 		hs_snapshot_destroy(snap);
 	}
 	hs_error_destroy(err);
+
+	/* no bytes, or too few to be a core: an error, never a snapshot */
+	snap = NULL;
+	err = hs_snapshot_open_memory("none.core", NULL, 0, &o, &snap);
+	CHECK(err && err->code == HS_ERR_USAGE && !snap);
+	hs_error_destroy(err);
+	err = hs_snapshot_open_memory("short.core", bytes, 16, &o, &snap);
+	CHECK(err && err->code != HS_ERR_USAGE && !snap);
+	hs_error_destroy(err);
 	free(bytes);
 	return check_finish();
 }
