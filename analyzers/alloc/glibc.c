@@ -340,8 +340,11 @@ static void count_bins(struct gl *g, uint64_t arena, size_t idx,
 		 * its bin is caught after about twice the loop's length, not
 		 * after the bound (the core's size / 32, per bin) */
 		uint64_t saved = b, power = 1, steps = 0;
+		/* q: the chunk whose bk is p, which p's fd must name (glibc's
+		 * own check, "corrupted double-linked list") */
+		uint64_t q = b;
 		while (p != b) {
-			uint64_t size;
+			uint64_t size, fd, bk;
 			bool loop = p == saved;
 			if (++steps == power) {
 				saved = p;
@@ -349,15 +352,26 @@ static void count_bins(struct gl *g, uint64_t arena, size_t idx,
 				steps = 0;
 			}
 			if (loop || ++n > bound || !hs_core_read_u64(g->core, p + g->mc_size, &size) ||
-			    !hs_core_read_u64(g->core, p + g->mc_bk, &p)) {
+			    !hs_core_read_u64(g->core, p + g->mc_fd, &fd) ||
+			    !hs_core_read_u64(g->core, p + g->mc_bk, &bk)) {
 				hs_log_warn(g->log, "arena %zu (%#llx): bin %llu is broken (a loop or a pointer out of the core); mallinfo2 counts are partial",
 					    idx, (unsigned long long)arena,
 					    (unsigned long long)i);
 				g->heap->partial = true;
 				break;
 			}
+			if (fd != q) {
+				hs_log_warn(g->log, "arena %zu (%#llx): bin %llu is broken (chunk %#llx is the bk of %#llx, and its fd is %#llx); mallinfo2 counts are partial",
+					    idx, (unsigned long long)arena,
+					    (unsigned long long)i, (unsigned long long)p,
+					    (unsigned long long)q, (unsigned long long)fd);
+				g->heap->partial = true;
+				break;
+			}
 			st->nblocks++;
 			st->avail += size & ~(uint64_t)SIZE_BITS;
+			q = p;
+			p = bk;
 		}
 	}
 }
