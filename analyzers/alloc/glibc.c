@@ -7,6 +7,12 @@
  * candidate accepted only when the core's memory agrees.  The constants
  * below are glibc's own, not layouts.
  *
+ * Two stages: discover() finds all of that in the core's modules, then
+ * walk() reads the heap from it, and from the core's memory only.
+ * hs_glibc_walk_known runs walk() alone, on what its caller knows (a
+ * layout row, main_arena's and mp_'s addresses, the tcache's TLS offset):
+ * tests/unit/test_glibc.c walks hand-built heaps that way.
+ *
  *   arena (struct malloc_state)         chunk (struct malloc_chunk)
  *     fastbinsY[NFASTBINS]  heads         +0  mchunk_prev_size (belongs to
  *     top                                      the previous chunk when that
@@ -336,8 +342,11 @@ static void count_bins(struct gl *g, uint64_t arena, size_t idx,
 		 * its bin is caught after about twice the loop's length, not
 		 * after the bound (the core's size / 32, per bin) */
 		uint64_t saved = b, power = 1, steps = 0;
+		/* q: the chunk whose bk is p, which p's fd must name (glibc's
+		 * own check, "corrupted double-linked list") */
+		uint64_t q = b;
 		while (p != b) {
-			uint64_t size;
+			uint64_t size, fd, bk;
 			bool loop = p == saved;
 			if (++steps == power) {
 				saved = p;
@@ -345,15 +354,26 @@ static void count_bins(struct gl *g, uint64_t arena, size_t idx,
 				steps = 0;
 			}
 			if (loop || ++n > bound || !hs_core_read_u64(g->core, p + g->mc_size, &size) ||
-			    !hs_core_read_u64(g->core, p + g->mc_bk, &p)) {
+			    !hs_core_read_u64(g->core, p + g->mc_fd, &fd) ||
+			    !hs_core_read_u64(g->core, p + g->mc_bk, &bk)) {
 				hs_log_warn(g->log, "arena %zu (%#llx): bin %llu is broken (a loop or a pointer out of the core); mallinfo2 counts are partial",
 					    idx, (unsigned long long)arena,
 					    (unsigned long long)i);
 				g->heap->partial = true;
 				break;
 			}
+			if (fd != q) {
+				hs_log_warn(g->log, "arena %zu (%#llx): bin %llu is broken (chunk %#llx is the bk of %#llx, and its fd is %#llx); mallinfo2 counts are partial",
+					    idx, (unsigned long long)arena,
+					    (unsigned long long)i, (unsigned long long)p,
+					    (unsigned long long)q, (unsigned long long)fd);
+				g->heap->partial = true;
+				break;
+			}
 			st->nblocks++;
 			st->avail += size & ~(uint64_t)SIZE_BITS;
+			q = p;
+			p = bk;
 		}
 	}
 }
@@ -825,7 +845,7 @@ static struct hs_error *read_tcaches(struct gl *g)
 	int64_t tpoff = g->tpoff;
 	if (!g->tpoff_known) {
 		hs_log_warn(g->log, "cannot locate the thread-local tcache pointer in %s: chunks held by thread caches are listed as used",
-			    g->libc->name);
+			    g->libc ? g->libc->name : "libc");
 		g->heap->partial = true;
 		return NULL;
 	}
@@ -1559,15 +1579,19 @@ out:
 	free(fast);
 }
 
-static struct hs_error *walk(struct gl *g)
+/* Discovery: libc's layouts (DWARF, else the release's row), main_arena
+ * and mp_ (symbols, else the code), glibc's version and the tcache's TLS
+ * offset, each recorded with hs_heap_found.  *mp_size: the bytes of mp_
+ * to claim as allocator state (its symbol's size, else the layout's). */
+static struct hs_error *discover(struct gl *g, uint64_t *mp_size)
 {
 	struct hs_error *err;
 	hs_dwarf_check_debug(g->dw, g->libc);
 	bool syms = find_main_arena(g->dw, g->libc, &g->main_arena, &g->mp);
-	uint64_t mp_size = 0;
+	*mp_size = 0;
 	if (syms)
 		hs_error_destroy(hs_dwarf_symbol(g->dw, g->libc, "mp_", NULL,
-						 &mp_size, NULL));
+						 mp_size, NULL));
 	char *pkg = NULL;
 	char *ver = glibc_version(g, &pkg);
 	const char *bid = g->libc->build_id ? g->libc->build_id : "unknown";
@@ -1612,7 +1636,7 @@ static struct hs_error *walk(struct gl *g)
 	} else {
 		if ((err = find_by_code(g, true, true)))
 			goto fail;
-		mp_size = g->mp_sizeof;
+		*mp_size = g->mp_sizeof;
 	}
 	g->safe_linking = version_at_least(ver, 2, 32);
 	free(pkg);
@@ -1628,7 +1652,20 @@ static struct hs_error *walk(struct gl *g)
 			hs_heap_found(g->heap, "tcache", "not_found", NULL);
 	}
 	g->heap->version = ver;
-	ver = NULL;
+	return NULL;
+fail:
+	free(pkg);
+	free(ver);
+	return err;
+}
+
+/* The walk proper, from what discovery found (g's layouts, main_arena, mp,
+ * safe_linking, tpoff): the arenas' ring and bins, the thread caches, every
+ * heap's chunks, the mmapped chunks, and the checks of one against the
+ * other.  Reads only the core: no module, no debug info. */
+static struct hs_error *walk(struct gl *g, uint64_t mp_size)
+{
+	struct hs_error *err;
 	if ((err = hs_heap_add_region(g->heap, g->main_arena,
 				      g->main_arena + g->ms_size, HS_REGION_META)) ||
 	    (err = hs_heap_add_region(g->heap, g->mp, g->mp + (mp_size ? mp_size : 8),
@@ -1789,10 +1826,21 @@ out:
 	chunkset_free(&seen);
 	free(buf);
 	return err;
-fail:
-	free(pkg);
-	free(ver);
-	return err;
+}
+
+/* Frees the walk's scratch; the heap to *ret, or destroyed on err. */
+static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
+				 struct hs_heap **ret)
+{
+	chunkset_free(&g->special);
+	free(g->sorted);
+	ranges_free(&g->covered);
+	if (err) {
+		hs_heap_destroy(g->heap);
+		return err;
+	}
+	*ret = g->heap;
+	return NULL;
 }
 
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
@@ -1805,16 +1853,30 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 	g.heap = hs_heap_create(&hs_glibc_backend);
 	if (!g.heap)
 		return &hs_error_nomem;
-	struct hs_error *err = walk(&g);
-	chunkset_free(&g.special);
-	free(g.sorted);
-	ranges_free(&g.covered);
-	if (err) {
-		hs_heap_destroy(g.heap);
-		return err;
-	}
-	*ret = g.heap;
-	return NULL;
+	uint64_t mp_size;
+	struct hs_error *err = discover(&g, &mp_size);
+	if (!err)
+		err = walk(&g, mp_size);
+	return walk_end(&g, err, ret);
+}
+
+struct hs_error *hs_glibc_walk_known(const struct hs_core *core,
+				     const struct hs_glibc_known *k,
+				     struct hs_log *log, struct hs_heap **ret)
+{
+	struct gl g = {.core = core, .log = log, .page = core->page_size};
+	g.heap = hs_heap_create(&hs_glibc_backend);
+	if (!g.heap)
+		return &hs_error_nomem;
+	struct hs_error *err = load_layouts_row(&g, k->layout);
+	g.main_arena = k->main_arena;
+	g.mp = k->mp;
+	g.safe_linking = k->safe_linking;
+	g.tpoff_known = k->tpoff_known;
+	g.tpoff = k->tpoff;
+	if (!err)
+		err = walk(&g, g.mp_sizeof);
+	return walk_end(&g, err, ret);
 }
 
 /* ---- the backend ---- */

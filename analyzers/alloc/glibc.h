@@ -44,7 +44,26 @@ struct hs_gl_layout;
 const struct hs_gl_layout *hs_glibc_row(struct hs_dwarf *dw,
 					struct hs_module *libc, bool *exact);
 
+/* The walk: discovery of libc's module, layouts, main_arena, mp_, version
+ * and tcache TLS offset, then the walk proper over the core's memory. */
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 			       struct hs_log *log, struct hs_heap **ret);
+
+/* What discovery finds, given instead (internal: for the unit tests, whose
+ * synthetic cores have no libc to discover it from). */
+struct hs_glibc_known {
+	const struct hs_gl_layout *layout;  /* the offsets: a row of
+					     * formats/gllayout.c; not NULL */
+	uint64_t main_arena, mp;            /* where main_arena and mp_ are */
+	bool safe_linking;                  /* glibc >= 2.32 */
+	bool tpoff_known;                   /* else thread caches are not read */
+	int64_t tpoff;                      /* tcache's offset from fs_base */
+};
+
+/* The walk proper alone: what hs_glibc_walk does once discovery is done
+ * (the heap has no version and no hs_found entries). */
+struct hs_error *hs_glibc_walk_known(const struct hs_core *core,
+				     const struct hs_glibc_known *k,
+				     struct hs_log *log, struct hs_heap **ret);
 
 #endif
