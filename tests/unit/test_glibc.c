@@ -36,13 +36,13 @@
 #include "tests/unit/check.h"
 
 /* the walker's places, by the names this test uses */
-#define W_HEAP HS_WHERE_HEAP
-#define W_MMAPPED HS_WHERE_MMAPPED
-#define W_INTERNAL HS_WHERE_INTERNAL
-#define W_BIN HS_WHERE_BIN
-#define W_FASTBIN HS_WHERE_FASTBIN
-#define W_TCACHE HS_WHERE_TCACHE
-#define W_TOP HS_WHERE_TOP
+#define W_HEAP HS_GL_HEAP
+#define W_MMAPPED HS_GL_MMAPPED
+#define W_INTERNAL HS_GL_INTERNAL
+#define W_BIN HS_GL_BIN
+#define W_FASTBIN HS_GL_FASTBIN
+#define W_TCACHE HS_GL_TCACHE
+#define W_TOP HS_GL_TOP
 
 /* glibc's own constants (malloc/malloc.c) */
 enum { P = 1, M = 2, A_BIT = 4, NONCONTIG = 2 };
@@ -385,8 +385,8 @@ static void check_blocks(const char *what, const struct hs_heap *heap,
 		       a->where == (unsigned)w[i].where && a->arena == w[i].arena,
 		       "%s: block %zu is %#" PRIx64 " size %#" PRIx64 " %s arena %u, want %#" PRIx64 " size %#" PRIx64 " %s arena %u",
 		       what, i, (uint64_t)a->addr, (uint64_t)a->size,
-		       hs_where_names[a->where], (unsigned)a->arena, w[i].addr,
-		       w[i].size, hs_where_names[w[i].where], w[i].arena);
+		       hs_alloc_where(heap, a), (unsigned)a->arena, w[i].addr,
+		       w[i].size, heap->places[w[i].where].name, w[i].arena);
 		CHECKF(hs_alloc_state(a) == (w[i].where == W_HEAP ||
 					     w[i].where == W_INTERNAL ||
 					     w[i].where == W_MMAPPED ?
