@@ -116,6 +116,9 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       void *warg, struct hs_domtree **ret)
 {
 	uint32_t n = g->n;
+	/* progress: the DFS, the semi-dominators and the NCA walk, n each */
+	static const char PHASE[] = "computing dominators";
+	uint64_t total = 3 * (uint64_t)n;
 	struct hs_error *err = &hs_error_nomem;
 	struct hs_domtree *t = calloc(1, sizeof(*t));
 	/* DFS numbers are 1-based; 0 means "not reached" */
@@ -200,6 +203,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			uint32_t up = from;
 			/* w, then down its chain of single successors */
 			for (;;) {
+				if (g->log && !(next & 0xffff))
+					hs_log_progress(g->log, PHASE, "nodes", next, total);
 				num[w] = next;
 				vertex[next] = w;
 				parent[next] = up;
@@ -326,6 +331,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		idom[i] = parent[i];
 	}
 	for (uint32_t w = nr; w >= 2; w--) {
+		if (g->log && !(w & 0xffff))
+			hs_log_progress(g->log, PHASE, "nodes", (uint64_t)n + nr - w, total);
 		uint32_t sw = parent[w], kend = roff[w + 1];
 		for (uint32_t k = roff[w]; k < kend; k++) {
 			uint32_t v = radj[k];
@@ -372,6 +379,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	}
 	/* 4. idom = NCA(parent, semi): walk up the parent's idom chain */
 	for (uint32_t w = 2; w <= nr; w++) {
+		if (g->log && !(w & 0xffff))
+			hs_log_progress(g->log, PHASE, "nodes", 2 * (uint64_t)n + w, total);
 		uint32_t c = idom[w];
 		while (c > SEMI(w))
 			c = idom[c];
@@ -416,6 +425,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	}
 	err = NULL;
 out:
+	if (g->log)
+		hs_log_progress_end(g->log);
 	free(num);
 	free(vertex);
 	free(parent);

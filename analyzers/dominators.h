@@ -18,6 +18,8 @@
 
 #include <stdint.h>
 
+#include "src/log.h"
+
 #include "src/error.h"
 
 #define HS_DOM_NONE UINT32_MAX
@@ -28,6 +30,7 @@ struct hs_domgraph {
 	const uint32_t *tail_off, *tail_adj;
 	uint32_t tail_mask;
 	unsigned nthreads;  /* 0 or 1: one; 2 or more: two build the reverse graph */
+	struct hs_log *log; /* progress; may be NULL */
 };
 
 struct hs_domtree {

@@ -184,7 +184,7 @@ static void *scan_part(void *arg)
 	for (uint32_t src = p->from; src < p->to; src++) {
 		const struct hs_alloc *a = &allocs[src];
 		if (p->log && !((src - p->from) & 0xffff))
-			hs_log_progress(p->log, "scanning for pointers",
+			hs_log_progress(p->log, "scanning for pointers", "blocks",
 					src - p->from, p->to - p->from);
 		size_t before = p->nedges;
 		if (hs_alloc_in_graph(a)) {

@@ -87,7 +87,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 				   const struct hs_roots *roots,
 				   const struct hs_graph *graph,
 				   const struct hs_mark *mark,
-				   unsigned nthreads,
+				   unsigned nthreads, struct hs_log *log,
 				   struct hs_retain **ret)
 {
 	if ((uint64_t)roots->n + HS_NODE_FIRST_ROOT + graph->n >= HS_EDGE_MAX_IDS)
@@ -134,6 +134,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 		.tail_off = graph->offsets, .tail_adj = graph->edges,
 		.tail_mask = ~HS_EDGE_FLAGS,
 		.nthreads = nthreads,
+		.log = log,
 	};
 	struct weight_arg wa = {heap, r->base};
 	if ((err = hs_dominators_compute(&dg, weight, &wa, &r->tree)))

@@ -35,7 +35,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 				   const struct hs_roots *roots,
 				   const struct hs_graph *graph,
 				   const struct hs_mark *mark,
-				   unsigned nthreads,
+				   unsigned nthreads, struct hs_log *log,
 				   struct hs_retain **ret);
 void hs_retain_destroy(struct hs_retain *r);
 

@@ -487,7 +487,11 @@ static struct hs_error *seed_variables(struct ctx *c)
 static struct hs_error *propagate(struct ctx *c)
 {
 	struct hs_types *t = c->t;
+	uint64_t scanned = 0;
 	while (c->work.n || c->ninner) {
+		if (!(++scanned & 0x3fff))
+			hs_log_progress(c->log, c->reach ? "typing leaked blocks" : "typing blocks",
+					"objects", scanned, 0);
 		if (!c->work.n) {
 			struct inner in = c->inner[--c->ninner];
 			struct hs_error *err = scan_object(c, in.d, in.addr, in.d->size, in.id);
@@ -961,6 +965,9 @@ static struct hs_error *infer_solve(struct infer *in)
 	size_t nclasses = 0;
 	/* candidates per block, by the block alone */
 	for (size_t j = 0; j < in->n && !err && !in->over; j++) {
+		if (!(j & 0x3fff))
+			hs_log_progress(c->log, "inferring leaked blocks' types", "blocks",
+					j, in->n);
 		in->cfirst[j] = in->ncand;
 		uint32_t id = in->ids[j];
 		const struct infer_class *k;

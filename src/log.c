@@ -3,14 +3,17 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "src/escape.h"
+#include "src/fmt.h"
 
 void hs_log_init(struct hs_log *log, FILE *stream, bool progress)
 {
 	memset(log, 0, sizeof(*log));
 	log->stream = stream;
 	log->progress = progress && stream;
+	log->progress_delay = 1.0;
 }
 
 void hs_log_fini(struct hs_log *log)
@@ -45,28 +48,85 @@ void hs_log_warn(struct hs_log *log, const char *fmt, ...)
 		free(msg);
 }
 
-void hs_log_progress(struct hs_log *log, const char *phase, size_t done,
-		     size_t total)
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 1234567 -> "1.2M" */
+static void si(char *buf, size_t len, double x)
+{
+	static const char suffix[] = " kMGT";
+	int i = 0;
+	while (x >= 999.5 && i < 4) {
+		x /= 1000;
+		i++;
+	}
+	if (!i)
+		snprintf(buf, len, "%.0f", x);
+	else
+		snprintf(buf, len, "%.*f%c", x < 9.95 ? 1 : 0, x, suffix[i]);
+}
+
+void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
+		     uint64_t done, uint64_t total)
 {
 	if (!log->progress)
 		return;
-	int pct = total ? (int)(done * 100 / total) : -1;
-	if (phase == log->last_phase && pct == log->last_percent && pct >= 0)
+	double t = now();
+	if (phase != log->last_phase) {
+		hs_log_progress_end(log);
+		log->last_phase = phase;
+		log->phase_start = log->rate_t = t;
+		log->rate_done = done;
+		log->last_percent = -1;
 		return;
-	log->last_phase = phase;
+	}
+	if (t - log->phase_start < log->progress_delay)
+		return;
+	if (done < log->rate_done) {  /* a new part of the phase starts over */
+		log->rate_done = done;
+		log->rate_t = t;
+	}
+	int pct = total ? (int)(done >= total ? 99 : done * 100 / total) : -1;
+	if (log->shown && t - log->last_draw < 0.25 && (pct < 0 || pct == log->last_percent))
+		return;
 	log->last_percent = pct;
-	if (total)
-		fprintf(log->stream, "\r\033[K%s: %d%%", phase, pct);
-	else
-		fprintf(log->stream, "\r\033[K%s: %zu", phase, done);
+	log->last_draw = t;
+	log->shown = true;
+	char count[32] = "", rate[48] = "";
+	double dt = t - log->rate_t;
+	bool bytes = unit && !strcmp(unit, "bytes");
+	if (dt > 0 && done > log->rate_done) {
+		double r = (double)(done - log->rate_done) / dt;
+		if (bytes)
+			snprintf(rate, sizeof(rate), " (%s/s)", hs_fmt_size(count, (uint64_t)r));
+		else {
+			si(count, sizeof(count), r);
+			snprintf(rate, sizeof(rate), " (%s %s/s)", count, unit ? unit : "");
+		}
+	}
+	if (pct >= 0)
+		snprintf(count, sizeof(count), "%d%%", pct);
+	else if (bytes)
+		hs_fmt_size(count, done);
+	else {
+		char n[16];
+		si(n, sizeof(n), (double)done);
+		snprintf(count, sizeof(count), "%s %s", n, unit ? unit : "");
+	}
+	fprintf(log->stream, "\r\033[K%s: %s%s", phase, count, rate);
 	fflush(log->stream);
 }
 
 void hs_log_progress_end(struct hs_log *log)
 {
-	if (log->progress && log->last_phase) {
-		log->last_phase = NULL;
+	if (log->progress && log->shown) {
 		fprintf(log->stream, "\r\033[K");
 		fflush(log->stream);
 	}
+	log->last_phase = NULL;
+	log->shown = false;
 }

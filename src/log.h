@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum { HS_LOG_KEEP = 256 };
@@ -18,8 +19,14 @@ enum { HS_LOG_KEEP = 256 };
 struct hs_log {
 	FILE *stream;          /* where warnings go as they happen; may be NULL */
 	bool progress;         /* show progress lines on stream */
-	int last_percent;      /* of the progress line shown last */
+	double progress_delay; /* seconds a phase runs before its line shows */
+	/* the phase in progress: since when, the line shown last, and the
+	 * point the rate is measured from */
 	const char *last_phase;
+	double phase_start, last_draw, rate_t;
+	uint64_t rate_done;
+	int last_percent;
+	bool shown;
 	size_t nwarnings;      /* all warnings, kept or not */
 	size_t nkept;
 	char *kept[HS_LOG_KEEP];
@@ -29,9 +36,14 @@ void hs_log_init(struct hs_log *log, FILE *stream, bool progress);
 void hs_log_fini(struct hs_log *log);
 void hs_log_warn(struct hs_log *log, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Progress of a long phase: done/total, redrawn on one line. */
-void hs_log_progress(struct hs_log *log, const char *phase, size_t done,
-		     size_t total);
+/* Progress of a long phase: "phase: 45% (1.2M blocks/s)" redrawn on one
+ * line, once the phase (the same phase string) has run progress_delay
+ * seconds (1 by default), at most four times a second or at each new
+ * percent.  total 0: unknown, the count is shown instead.  unit: what done
+ * counts ("blocks"; "bytes" shows sizes).  Call it every few thousand
+ * units: each call reads the clock. */
+void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
+		     uint64_t done, uint64_t total);
 void hs_log_progress_end(struct hs_log *log);
 
 #endif

@@ -765,6 +765,15 @@ static int run(int argc, char **argv)
 	/* warnings are escaped by the log; its progress lines must pass */
 	cli.opts.warnings = cli.quiet ? NULL : raw_stderr;
 	cli.opts.progress = !cli.quiet && isatty(STDERR_FILENO);
+	/* HEAPSIFT_PROGRESS_DELAY=SECONDS: when a phase's progress shows
+	 * (docs/commands.md; 0 at once, for the tests) */
+	const char *delay = getenv("HEAPSIFT_PROGRESS_DELAY");
+	if (delay && *delay) {
+		char *end;
+		double d = strtod(delay, &end);
+		if (!*end && d >= 0 && d < 1e6)
+			cli.opts.progress_delay = d > 0 ? d : -1;
+	}
 	if (cmd->takes & TAKES_CORES) {
 		rc = cmd->run(&cli, NULL);
 		free(cli.cores);

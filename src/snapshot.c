@@ -24,6 +24,8 @@ static struct hs_error *open_core(const char *path, const void *data,
 		return &hs_error_nomem;
 	snap->opts = *opts;
 	hs_log_init(&snap->log, opts->warnings, opts->progress);
+	if (opts->progress_delay)
+		snap->log.progress_delay = opts->progress_delay > 0 ? opts->progress_delay : 0;
 	double t0 = hs_now();
 	struct hs_error *err = data ?
 		hs_core_open_memory(path, data, size, &snap->log, &snap->core) :
@@ -269,7 +271,7 @@ const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 			snap->retain_err = hs_retain_compute(snap->core, snap->heap,
 							     snap->roots, snap->graph,
 							     mark, worker_threads(snap),
-							     &snap->retain);
+							     &snap->log, &snap->retain);
 			snap->t_retain = hs_now() - t0;
 		}
 	}
@@ -294,6 +296,7 @@ static const struct hs_error *types_base(struct hs_snapshot *snap)
 			snap->types_err = hs_types_compute(snap->core, dw, snap->heap,
 							   graph, &snap->log,
 							   &snap->types);
+			hs_log_progress_end(&snap->log);
 			snap->t_types = hs_now() - t0;
 		}
 	}
@@ -314,6 +317,7 @@ const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
 			struct hs_error *ierr = hs_types_infer(snap->types, snap->core, dw,
 							       snap->heap, snap->graph,
 							       mark->reach, &snap->log);
+			hs_log_progress_end(&snap->log);
 			if (ierr == &hs_error_nomem) {
 				hs_types_destroy(snap->types);
 				snap->types = NULL;

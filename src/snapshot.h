@@ -27,6 +27,9 @@ struct hs_options {
 	bool no_system_debug;   /* only --debug-dir and the files' own DWARF */
 	FILE *warnings;         /* where warnings go as they happen, or NULL */
 	bool progress;          /* progress lines on the warnings stream */
+	/* seconds a phase runs before its progress shows: 0 the default (1),
+	 * negative at once */
+	double progress_delay;
 	bool no_unexplained;    /* no roots for unexplained writable memory */
 	bool conservative_roots;/* every register and red zone is a root */
 	const char *rules_off;  /* header rules turned off ("all", or names

@@ -22,6 +22,7 @@ import pty
 import re
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,8 +34,10 @@ R = hstest.Checker()
 def on_pty(argv, env):
     """Runs argv with stderr on a pseudo-terminal: (rc, stdout, stderr)."""
     master, slave = pty.openpty()
+    # stdout to a file: a pipe read only after stderr's end would fill up
+    outf = tempfile.TemporaryFile()
     with open(os.devnull, "rb") as devnull:
-        proc = subprocess.Popen(argv, stdin=devnull, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(argv, stdin=devnull, stdout=outf,
                                 stderr=slave, env=env)
     os.close(slave)
     err = b""
@@ -46,9 +49,11 @@ def on_pty(argv, env):
         if not chunk:
             break
         err += chunk
-    out = proc.stdout.read()
     proc.wait(timeout=hstest.HEAPSIFT_TIMEOUT)
     os.close(master)
+    outf.seek(0)
+    out = outf.read()
+    outf.close()
     return proc.returncode, out, err.decode("utf-8", "replace")
 
 
@@ -81,7 +86,7 @@ def main():
         R.check("%s: percents go up, under 100" % phase,
                 pcts == sorted(pcts) and all(0 <= p < 100 for p in pcts), pcts)
         R.check("%s: a rate in %s" % (phase, unit),
-                any(re.search(r"\([0-9.]+[ kMGT]?(i?B| \w+)?%s\)" % re.escape(unit), x)
+                any(re.search(r"\([0-9.]+ ?[kMGT]?(iB)? ?%s\)" % re.escape(unit), x)
                     for x in lines), "lines: %r" % lines[-3:])
     R.check("every progress line is drawn over the last",
             all(p.startswith("\x1b[K") or not p for p in err.split("\r")[1:]),

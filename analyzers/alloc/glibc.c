@@ -424,7 +424,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 	uint64_t nchunks = 0;
 	while (p < end) {
 		if (!(++nchunks & 0xffff))
-			hs_log_progress(g->log, "walking the heap", p - start,
+			hs_log_progress(g->log, "walking the heap", "bytes", p - start,
 					end - start);
 		*stop = p;
 		if (p == top) {
