@@ -7,7 +7,7 @@
 # With HS_FUZZ=ON (clang) the libFuzzer harnesses fuzz_NAME are built too;
 # scripts/fuzz.sh runs them.
 set(HS_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-set(HS_FUZZ_NAMES core notes dwarf glibc)
+set(HS_FUZZ_NAMES core notes dwarf glibc glibc_mock)
 # the jemalloc walker's base core needs Debian's libjemalloc2 (the library
 # the core names, read for its code and TLS relocations)
 find_library(HS_JEMALLOC jemalloc)
@@ -23,6 +23,11 @@ foreach(name ${HS_FUZZ_NAMES})
   if(name STREQUAL "notes")
     # the ELF header of its cores (tests/unit/mockcore.h)
     list(APPEND src ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c)
+  endif()
+  if(name STREQUAL "glibc_mock")
+    # the hand-built heap of the unit tests (tests/unit/glibc_heap.h)
+    list(APPEND src ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/glibc_heap.c)
   endif()
   add_executable(fuzz_replay_${name} ${src} ${HS_FUZZ_DIR}/replay.c)
   target_link_libraries(fuzz_replay_${name} PRIVATE heapsift_core)
