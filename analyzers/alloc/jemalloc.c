@@ -82,7 +82,8 @@
  *     ones too) and its base blocks (metadata regions, metadata_blocks).
  *  6. metadata regions: a shared library's writable data; for a copy in
  *     the executable, only the rtree.
- *  7. the rtree in key order; visit_extent() once per edata_t:
+ *  7. the rtree in key order; visit_extent() once per edata_t, which must
+ *     lie below 2^lg_vaddr and be under 2^44 bytes (struct hs_alloc's size):
  *       active slab   szind < nbins; nregs = size / sizes[szind]; a block
  *                     per region, free when its bitmap bit is set (the
  *                     count is compared with nfree); used ones are
@@ -1087,7 +1088,8 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 		j->bad_extents++;
 		return NULL;
 	}
-	uint64_t reg = j->sizes[szind], nregs = size / reg;
+	/* a size table read from the core may hold a class of 0 bytes */
+	uint64_t reg = j->sizes[szind], nregs = reg ? size / reg : 0;
 	if (!nregs || nregs > L->slab_maxregs) {
 		j->bad_extents++;
 		return NULL;
@@ -1173,10 +1175,13 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 	bool is_slab = ebits >> L->bits_slab_shift & 1;
 #undef FIELD
 	uint64_t pagemask = (1ull << L->lg_page) - 1;
-	uint64_t base = addr & ~pagemask;
+	uint64_t base = addr & ~pagemask, vspace = 1ull << L->lg_vaddr;
 	size &= ~pagemask;
-	/* inactive extents have no size class (szind == nsizes) */
-	if (!size || (state == ST_ACTIVE && szind >= L->nsizes)) {
+	/* an extent lies in the address space, and its size fits a block
+	 * (struct hs_alloc's 44 bits); inactive extents have no size class
+	 * (szind == nsizes) */
+	if (!size || base >= vspace || size > vspace - base || size >> 44 ||
+	    (state == ST_ACTIVE && szind >= L->nsizes)) {
 		j->bad_extents++;
 		return true;
 	}
@@ -1209,7 +1214,7 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 			err = slab(j, ar, e, base, size, szind, nfree, arena);
 		} else {
 			uint64_t usize = j->sizes[szind];
-			if (addr + usize > base + size) {
+			if (usize > base + size - addr) {
 				j->bad_extents++;
 				break;
 			}
