@@ -7,7 +7,7 @@ foreach(t test_dominators test_trend test_escape test_containers)
 endforeach()
 
 # Unit tests on synthetic cores (tests/unit/mockcore.h).
-foreach(t test_elfcore test_backend test_glibc)
+foreach(t test_elfcore test_backend test_glibc test_jemalloc)
   add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c)
   target_link_libraries(${t} PRIVATE heapsift_core)

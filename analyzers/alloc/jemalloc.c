@@ -59,7 +59,12 @@
  * arena_t's bins (bin_t) are not read: every slab is reached through the
  * extent map, and so is every large extent.
  *
- * Order of the walk (walk()):
+ * Two halves.  Discovery (hs_jemalloc_walk, discover()) reads the core's
+ * modules and fills a struct hs_jemalloc_known: steps 1 and 2, each
+ * thread's tsd (fs_base -> the TLS block, find_tsds) and the symbol
+ * arenas.  The walk proper (hs_jemalloc_walk_known, walk()) reads only the
+ * core, from steps 3 on; the unit test tests/unit/test_jemalloc.c calls it
+ * on a synthetic core with a hand-built hs_jemalloc_known.
  *  1. version, layouts, size classes.
  *  2. the extent map (find_emap): its symbol, accepted only if plausible;
  *     else capstone disassembles exported functions (malloc_usable_size,
@@ -70,14 +75,15 @@
  *  3. threads(): each tsd becomes a metadata region; a tcache whose
  *     tcache_slow points back is read (cached pointers -> j->cached,
  *     dyn_alloc -> j->internal); arenas from the tsd and the tcache.
- *  4. find_arenas(): the symbol arenas, else the place in the library's
- *     writable data where every arena known from step 3 sits at its own
- *     index (most arenas at their own index wins).
+ *  4. find_arenas(): the known array (the symbol arenas), else the place
+ *     in the library's writable data where every arena known from step 3
+ *     sits at its own index (most arenas at their own index wins).
  *  5. arena_rings(): each arena's descriptor ring (every tcache, explicit
  *     ones too) and its base blocks (metadata regions, metadata_blocks).
  *  6. metadata regions: a shared library's writable data; for a copy in
  *     the executable, only the rtree.
- *  7. the rtree in key order; visit_extent() once per edata_t:
+ *  7. the rtree in key order; visit_extent() once per edata_t, which must
+ *     lie below 2^lg_vaddr and be under 2^44 bytes (struct hs_alloc's size):
  *       active slab   szind < nbins; nregs = size / sizes[szind]; a block
  *                     per region, free when its bitmap bit is set (the
  *                     count is compared with nfree); used ones are
@@ -123,15 +129,20 @@ HS_HASH_SET(u64set)
 
 enum { ST_ACTIVE, ST_DIRTY, ST_MUZZY, ST_RETAINED };
 
+/* One struct for both halves: discovery (hs_jemalloc_walk) fills dw, lib,
+ * version and size_tab; the walk proper (hs_jemalloc_walk_known) has k,
+ * and neither dw nor lib. */
 struct je {
 	const struct hs_core *core;
 	struct hs_dwarf *dw;
 	struct hs_log *log;
 	struct hs_module *lib;
+	const struct hs_jemalloc_known *k;
 	const struct hs_je_layout *L;
 	struct hs_je_layout dwarf_layout;  /* L points here when from DWARF */
 	char *version;
-	uint64_t *sizes;            /* usable size per size index */
+	uint64_t *size_tab;         /* owned: read from the core, or computed */
+	const uint64_t *sizes;      /* usable size per size index */
 	uint64_t emap;              /* emap_t (its rtree) */
 	uint64_t arenas_at;         /* the arenas array, 0 if not found */
 	uint64_t *arenas;           /* arena_t per index (0: none) */
@@ -341,34 +352,34 @@ static struct hs_error *layout_from_dwarf(struct je *j, bool *found)
 	uint32_t bininfo = dl_size(&d, "struct bin_info_s");
 	L->nbins = bininfo ? (uint32_t)(infosize / bininfo) : 0;
 	L->arenas_max = (uint32_t)(arenasize / 8);
-	j->sizes = calloc(L->nsizes, sizeof(uint64_t));
-	if (!j->sizes)
+	j->size_tab = calloc(L->nsizes, sizeof(uint64_t));
+	if (!j->size_tab)
 		return &hs_error_nomem;
-	if (!hs_core_read_quiet(j->core, tab, j->sizes, (size_t)L->nsizes * 8) ||
-	    L->nbins == 0 || L->nbins >= L->nsizes || !j->sizes[0])
+	if (!hs_core_read_quiet(j->core, tab, j->size_tab, (size_t)L->nsizes * 8) ||
+	    L->nbins == 0 || L->nbins >= L->nsizes || !j->size_tab[0])
 		return hs_error_create(HS_ERR_CORRUPT,
 				       "jemalloc in %s: its size table at %#llx is not in the core, or not filled",
 				       j->lib->name, (unsigned long long)tab);
-	L->large_minclass = (uint32_t)j->sizes[L->nbins];
-	L->lg_tiny_min = lg2(j->sizes[0]);
+	L->large_minclass = (uint32_t)j->size_tab[L->nbins];
+	L->lg_tiny_min = lg2(j->size_tab[0]);
 	L->lg_ngroup = 2;
 	L->lg_page = lg2(L->large_minclass) - L->lg_ngroup;
-	L->lg_quantum = lg2(j->sizes[1]);
+	L->lg_quantum = lg2(j->size_tab[1]);
 	/* the table is the core's data, and these numbers become shift
 	 * counts below (slab_maxregs, the nfree field's width): they must be
 	 * jemalloc's (sc.h: the first large class is 1 << (LG_PAGE +
 	 * SC_LG_NGROUP); tiny <= quantum <= page) */
-	if (j->sizes[0] != 1ull << L->lg_tiny_min ||
-	    j->sizes[1] != 1ull << L->lg_quantum ||
+	if (j->size_tab[0] != 1ull << L->lg_tiny_min ||
+	    j->size_tab[1] != 1ull << L->lg_quantum ||
 	    L->lg_tiny_min > L->lg_quantum || L->lg_page < L->lg_quantum ||
 	    L->lg_page < 12 || L->lg_page > 21 ||
-	    j->sizes[L->nbins] != 1ull << (L->lg_page + L->lg_ngroup))
+	    j->size_tab[L->nbins] != 1ull << (L->lg_page + L->lg_ngroup))
 		return hs_error_create(HS_ERR_CORRUPT,
 				       "jemalloc in %s: its size table at %#llx does not hold jemalloc's size classes (%llu, %llu, ..., %llu)",
 				       j->lib->name, (unsigned long long)tab,
-				       (unsigned long long)j->sizes[0],
-				       (unsigned long long)j->sizes[1],
-				       (unsigned long long)j->sizes[L->nbins]);
+				       (unsigned long long)j->size_tab[0],
+				       (unsigned long long)j->size_tab[1],
+				       (unsigned long long)j->size_tab[L->nbins]);
 
 	L->rtree_size = dl_size(&d, "struct rtree_s");
 	L->rtree_root_off = dl_member(&d, "struct rtree_s", "root", &sz);
@@ -496,25 +507,25 @@ static struct hs_error *pick_layout(struct je *j)
 static struct hs_error *size_classes(struct je *j)
 {
 	const struct hs_je_layout *L = j->L;
-	j->sizes = calloc(L->nsizes, sizeof(uint64_t));
-	if (!j->sizes)
+	j->size_tab = calloc(L->nsizes, sizeof(uint64_t));
+	if (!j->size_tab)
 		return &hs_error_nomem;
 	uint32_t i = 0;
 	for (uint32_t lg = L->lg_tiny_min; lg < L->lg_quantum && i < L->nsizes; lg++)
-		j->sizes[i++] = 1ull << lg;
+		j->size_tab[i++] = 1ull << lg;
 	uint32_t ngroup = 1u << L->lg_ngroup;
 	/* the first group: quantum-spaced from one quantum */
 	for (uint32_t k = 1; k <= ngroup && i < L->nsizes; k++)
-		j->sizes[i++] = (uint64_t)k << L->lg_quantum;
+		j->size_tab[i++] = (uint64_t)k << L->lg_quantum;
 	for (uint32_t lg_base = L->lg_quantum + L->lg_ngroup; i < L->nsizes && lg_base < 63; lg_base++)
 		for (uint32_t k = 1; k <= ngroup && i < L->nsizes; k++)
-			j->sizes[i++] = (1ull << lg_base) +
+			j->size_tab[i++] = (1ull << lg_base) +
 				((uint64_t)k << (lg_base - L->lg_ngroup));
 	/* the first large class is a fixed point of the rule */
-	if (L->nbins >= L->nsizes || j->sizes[L->nbins] != L->large_minclass)
+	if (L->nbins >= L->nsizes || j->size_tab[L->nbins] != L->large_minclass)
 		return hs_error_create(HS_ERR_CORRUPT,
 				       "jemalloc size classes: class %u is %llu bytes, the layout says %u",
-				       L->nbins, (unsigned long long)j->sizes[L->nbins],
+				       L->nbins, (unsigned long long)j->size_tab[L->nbins],
 				       L->large_minclass);
 	return NULL;
 }
@@ -805,8 +816,10 @@ static struct hs_error *read_tcache(struct je *j, uint64_t slow, uint64_t bins)
 	return NULL;
 }
 
-/* Each thread's tsd (the library's TLS block): its tcache and arena. */
-static struct hs_error *threads(struct je *j)
+/* Each thread's tsd: the library's TLS block (from its fs_base), plus
+ * tsd_tls's offset when that symbol exists.  *ret: one per thread of the
+ * core, 0 where there is none. */
+static struct hs_error *find_tsds(struct je *j, uint64_t **ret)
 {
 	const struct hs_je_layout *L = j->L;
 	uint64_t tsd_off = 0, memsz, align;
@@ -816,11 +829,26 @@ static struct hs_error *threads(struct je *j)
 	else if (hs_dwarf_module_tls(j->dw, j->lib, &memsz, &align) && memsz != L->tsd_size)
 		hs_log_warn(j->log, "jemalloc's TLS block is %llu bytes, its tsd %u: the thread caches may be misread",
 			    (unsigned long long)memsz, L->tsd_size);
+	uint64_t *tsd = calloc(j->core->nthreads + 1, sizeof(*tsd));
+	if (!tsd)
+		return &hs_error_nomem;
 	for (size_t t = 0; t < j->core->nthreads; t++) {
 		uint64_t fs = j->core->threads[t].regs[HS_REG_FS_BASE], block;
-		if (!fs || !hs_dwarf_tls_block(j->dw, j->core, j->lib, fs, &block))
+		if (fs && hs_dwarf_tls_block(j->dw, j->core, j->lib, fs, &block))
+			tsd[t] = block + tsd_off;
+	}
+	*ret = tsd;
+	return NULL;
+}
+
+/* Each thread's tsd: its tcache and arena. */
+static struct hs_error *threads(struct je *j)
+{
+	const struct hs_je_layout *L = j->L;
+	for (size_t t = 0; t < j->core->nthreads && j->k->tsd; t++) {
+		uint64_t tsd = j->k->tsd[t];
+		if (!tsd)
 			continue;
-		uint64_t tsd = block + tsd_off;
 		uint64_t tcache = tsd + L->tsd_tcache_off, slow, back, arena;
 		/* jemalloc's thread state is its metadata, not a root: its
 		 * rtree cache keeps page keys (a 1 GiB-aligned key looks like
@@ -864,15 +892,15 @@ static uint32_t arenas_at_index(struct je *j, uint64_t a)
 	return n;
 }
 
-/* The arenas array: its symbol, or the place in the library's data where
- * every arena known from the threads sits at its own index. */
+/* The arenas array: the known one (its symbol), or the place in the
+ * library's data where every arena known from the threads sits at its own
+ * index. */
 static struct hs_error *find_arenas(struct je *j)
 {
 	const struct hs_je_layout *L = j->L;
 	uint64_t at = 0, ref = 0;
 	uint32_t refind = 0, best = 0;
-	if (!je_symbol(j, "arenas", &at, NULL)) {
-		at = 0;
+	if (!(at = j->k->arenas)) {
 		for (uint32_t i = 0; i < j->narenas && !ref; i++)
 			if (j->arenas[i]) {
 				ref = j->arenas[i];
@@ -880,8 +908,8 @@ static struct hs_error *find_arenas(struct je *j)
 			}
 		for (size_t s = 0; s < j->core->nsegs && ref && !at; s++) {
 			const struct hs_core_segment *seg = &j->core->segs[s];
-			if (!(seg->flags & HS_SEG_W) || seg->vaddr + seg->memsz <= j->lib->start ||
-			    seg->vaddr >= j->lib->end)
+			if (!(seg->flags & HS_SEG_W) || seg->vaddr + seg->memsz <= j->k->lib_start ||
+			    seg->vaddr >= j->k->lib_end)
 				continue;
 			uint64_t lo = seg->vaddr, hi = seg->vaddr + seg->memsz;
 			const uint64_t *w = hs_core_ptr(j->core, lo, hi - lo);
@@ -1060,7 +1088,8 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 		j->bad_extents++;
 		return NULL;
 	}
-	uint64_t reg = j->sizes[szind], nregs = size / reg;
+	/* a size table read from the core may hold a class of 0 bytes */
+	uint64_t reg = j->sizes[szind], nregs = reg ? size / reg : 0;
 	if (!nregs || nregs > L->slab_maxregs) {
 		j->bad_extents++;
 		return NULL;
@@ -1146,10 +1175,13 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 	bool is_slab = ebits >> L->bits_slab_shift & 1;
 #undef FIELD
 	uint64_t pagemask = (1ull << L->lg_page) - 1;
-	uint64_t base = addr & ~pagemask;
+	uint64_t base = addr & ~pagemask, vspace = 1ull << L->lg_vaddr;
 	size &= ~pagemask;
-	/* inactive extents have no size class (szind == nsizes) */
-	if (!size || (state == ST_ACTIVE && szind >= L->nsizes)) {
+	/* an extent lies in the address space, and its size fits a block
+	 * (struct hs_alloc's 44 bits); inactive extents have no size class
+	 * (szind == nsizes) */
+	if (!size || base >= vspace || size > vspace - base || size >> 44 ||
+	    (state == ST_ACTIVE && szind >= L->nsizes)) {
 		j->bad_extents++;
 		return true;
 	}
@@ -1182,7 +1214,7 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 			err = slab(j, ar, e, base, size, szind, nfree, arena);
 		} else {
 			uint64_t usize = j->sizes[szind];
-			if (addr + usize > base + size) {
+			if (usize > base + size - addr) {
 				j->bad_extents++;
 				break;
 			}
@@ -1219,31 +1251,24 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 
 static struct hs_error *walk(struct je *j)
 {
+	const struct hs_jemalloc_known *k = j->k;
 	struct hs_error *err;
-	j->version = find_version(j);
-	bool dwarf;
-	if ((err = layout_from_dwarf(j, &dwarf)))
-		return err;
-	if (!dwarf && ((err = pick_layout(j)) || (err = size_classes(j))))
-		return err;
-	if ((err = find_emap(j)))
-		return err;
-	j->heap->version = j->version ? strdup(j->version) : NULL;
+	j->heap->version = k->version ? strdup(k->version) : NULL;
 	if ((err = threads(j)) || (err = find_arenas(j)) || (err = arena_rings(j)))
 		return err;
 	/* a shared libjemalloc's writable data is jemalloc's state alone (the
 	 * program's pointers live elsewhere): metadata, not roots.  A copy
 	 * linked into the executable shares its data with the program: there
 	 * only the extent map is. */
-	if (j->lib->is_exe &&
+	if (k->lib_is_exe &&
 	    (err = hs_heap_add_region(j->heap, j->emap, j->emap + j->L->rtree_size,
 				      HS_REGION_META)))
 		return err;
-	for (size_t i = 0; i < j->core->nsegs && !j->lib->is_exe; i++) {
+	for (size_t i = 0; i < j->core->nsegs && !k->lib_is_exe; i++) {
 		const struct hs_core_segment *seg = &j->core->segs[i];
-		uint64_t lo = seg->vaddr > j->lib->start ? seg->vaddr : j->lib->start;
-		uint64_t hi = seg->vaddr + seg->memsz < j->lib->end ?
-			seg->vaddr + seg->memsz : j->lib->end;
+		uint64_t lo = seg->vaddr > k->lib_start ? seg->vaddr : k->lib_start;
+		uint64_t hi = seg->vaddr + seg->memsz < k->lib_end ?
+			seg->vaddr + seg->memsz : k->lib_end;
 		if ((seg->flags & HS_SEG_W) && lo < hi &&
 		    (err = hs_heap_add_region(j->heap, lo, hi, HS_REGION_META)))
 			return err;
@@ -1300,20 +1325,28 @@ static struct hs_error *walk(struct je *j)
 	return hs_heap_finish(j->heap);
 }
 
-struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
-				  struct hs_dwarf *dw, struct hs_log *log,
-				  struct hs_heap **ret)
+struct hs_error *hs_jemalloc_walk_known(const struct hs_core *core,
+					const struct hs_jemalloc_known *k,
+					struct hs_log *log, struct hs_heap **ret)
 {
-	struct je j = {.core = core, .dw = dw, .log = log};
-	if (!hs_jemalloc_detect(dw, &j.lib))
-		return hs_error_create(HS_ERR_NOT_FOUND, "no jemalloc in this core");
+	struct je j = {.core = core, .log = log, .k = k, .L = k->layout,
+		       .sizes = k->sizes, .emap = k->emap};
+	struct hs_error *err;
+	if (!j.sizes) {
+		if ((err = size_classes(&j))) {
+			free(j.size_tab);
+			return err;
+		}
+		j.sizes = j.size_tab;
+	}
 	j.heap = hs_heap_create(&hs_jemalloc_backend);
-	if (!j.heap)
+	if (!j.heap) {
+		free(j.size_tab);
 		return &hs_error_nomem;
+	}
 	j.heap->headerless = true;
-	struct hs_error *err = walk(&j);
-	free(j.version);
-	free(j.sizes);
+	err = walk(&j);
+	free(j.size_tab);
 	free(j.arenas);
 	u64set_free(&j.cached);
 	u64set_free(&j.tcaches);
@@ -1326,6 +1359,49 @@ struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 	}
 	*ret = j.heap;
 	return NULL;
+}
+
+/* What the walk needs, from the core's modules: steps 1, 2, each thread's
+ * tsd (step 3's TLS) and the arenas symbol (step 4's first choice). */
+static struct hs_error *discover(struct je *j, struct hs_jemalloc_known *k,
+				 uint64_t **tsd)
+{
+	struct hs_error *err;
+	j->version = find_version(j);
+	bool dwarf;
+	if ((err = layout_from_dwarf(j, &dwarf)))
+		return err;
+	if (!dwarf && ((err = pick_layout(j)) || (err = size_classes(j))))
+		return err;
+	if ((err = find_emap(j)) || (err = find_tsds(j, tsd)))
+		return err;
+	uint64_t arenas;
+	*k = (struct hs_jemalloc_known){
+		.layout = j->L, .sizes = j->size_tab, .version = j->version,
+		.emap = j->emap, .tsd = *tsd,
+		.arenas = je_symbol(j, "arenas", &arenas, NULL) ? arenas : 0,
+		.lib_start = j->lib->start, .lib_end = j->lib->end,
+		.lib_is_exe = j->lib->is_exe,
+	};
+	return NULL;
+}
+
+struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
+				  struct hs_dwarf *dw, struct hs_log *log,
+				  struct hs_heap **ret)
+{
+	struct je j = {.core = core, .dw = dw, .log = log};
+	if (!hs_jemalloc_detect(dw, &j.lib))
+		return hs_error_create(HS_ERR_NOT_FOUND, "no jemalloc in this core");
+	struct hs_jemalloc_known k;
+	uint64_t *tsd = NULL;
+	struct hs_error *err = discover(&j, &k, &tsd);
+	if (!err)
+		err = hs_jemalloc_walk_known(core, &k, log, ret);
+	free(j.version);
+	free(j.size_tab);
+	free(tsd);
+	return err;
 }
 
 /* ---- the backend ---- */

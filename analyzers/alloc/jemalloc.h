@@ -53,8 +53,37 @@ const struct hs_je_stats *hs_jemalloc_stats(const struct hs_heap *heap);
  * private prefix (je_, _rjem_je_, none). */
 bool hs_jemalloc_detect(struct hs_dwarf *dw, struct hs_module **lib);
 
+/* Finds what the walk needs from the core's modules (the library, its
+ * layouts, its extent map, its threads' state), then walks. */
 struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 				  struct hs_dwarf *dw, struct hs_log *log,
 				  struct hs_heap **ret);
+
+struct hs_je_layout;
+
+/* What the walk proper needs, as hs_jemalloc_walk finds it; a unit test
+ * builds one by hand for a synthetic core.  Pointers are borrowed for the
+ * call.  Nothing here is checked against the core beyond what the walk
+ * checks anyway (an implausible extent map is hs_jemalloc_walk's to
+ * refuse). */
+struct hs_jemalloc_known {
+	const struct hs_je_layout *layout;
+	const uint64_t *sizes;      /* usable size per size index, layout->nsizes
+				     * of them; NULL: jemalloc's size-class rule
+				     * applied to the layout */
+	const char *version;        /* NULL: unknown */
+	uint64_t emap;              /* the extent map (arena_emap_global) */
+	uint64_t arenas;            /* the arenas array; 0: looked for in the
+				     * library's writable data */
+	const uint64_t *tsd;        /* per thread of the core, in its order: the
+				     * thread's tsd_t, 0 if none; NULL: none */
+	uint64_t lib_start, lib_end;  /* the library's image */
+	bool lib_is_exe;            /* a copy linked into the executable (its
+				     * writable data is the program's too) */
+};
+
+struct hs_error *hs_jemalloc_walk_known(const struct hs_core *core,
+					const struct hs_jemalloc_known *k,
+					struct hs_log *log, struct hs_heap **ret);
 
 #endif
