@@ -1,5 +1,6 @@
 /* heapsift list: every allocation, streamed. */
 #include <inttypes.h>
+#include <string.h>
 
 #include "formats/jsonw.h"
 #include "src/cli.h"
@@ -96,6 +97,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_finish(&w);
 		return HS_EXIT_OK;
 	}
+	struct hs_line line;
 	printf("%-18s %12s %-5s %-9s %-5s %-10s %s\n", "ADDRESS", "SIZE", "STATE",
 	       "WHERE", "ARENA", "CLASS", "TYPE");
 	for (size_t i = 0; i < heap->nallocs; i++) {
@@ -103,8 +105,15 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		if (!selected(cli, a))
 			continue;
 		char arena[8] = "-";
-		if (a->arena != HS_ARENA_NONE)
-			snprintf(arena, sizeof(arena), "%u", (unsigned)a->arena);
+		if (a->arena != HS_ARENA_NONE) {  /* "%u" */
+			char *p = arena + sizeof(arena) - 1;
+			unsigned v = a->arena;
+			*p = 0;
+			do
+				*--p = (char)('0' + v % 10);
+			while (v /= 10);
+			memmove(arena, p, (size_t)(arena + sizeof(arena) - p));
+		}
 		const char *reach = reach_of(mark, heap, a);
 		char rbuf[24];
 		if (reach && mark && hs_mark_stale_ref(mark, (uint32_t)i)) {
@@ -114,11 +123,31 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		}
 		const char *type = hs_alloc_state(a) == HS_STATE_USED ?
 			hs_types_name(types, heap, (uint32_t)i, tname, sizeof(tname)) : NULL;
-		printf("%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %-5s %-10s %s\n", a->addr,
-		       (uint64_t)a->size,
-		       hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
-		       hs_alloc_where(heap, a), arena, reach ? reach : "-",
-		       type ? type : "-");
+		/* "%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %-5s %-10s %s\n",
+		 * without printf: millions of lines */
+		struct hs_line *l = &line;
+		l->len = 0;
+		hs_line_hex(l, a->addr);
+		hs_line_pad_left(l, 0, 18);
+		hs_line_char(l, ' ');
+		size_t f = l->len;
+		hs_line_dec(l, a->size);
+		hs_line_pad_right(l, f, 12);
+		const char *fields[4] = {
+			hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
+			hs_alloc_where(heap, a), arena, reach ? reach : "-",
+		};
+		static const unsigned widths[4] = {5, 9, 5, 10};
+		for (int k = 0; k < 4; k++) {
+			hs_line_char(l, ' ');
+			f = l->len;
+			hs_line_str(l, fields[k]);
+			hs_line_pad_left(l, f, widths[k]);
+		}
+		hs_line_char(l, ' ');
+		hs_line_str(l, type ? type : "-");
+		hs_line_char(l, '\n');
+		fwrite(l->buf, 1, l->len, stdout);
 		n++;
 		bytes += a->size;
 	}
