@@ -3,3 +3,13 @@ hs_fixture(bench_heap fixtures/bench_heap.c)
 
 # Progress lines on a terminal, on a 300,000-block core of it (tests/test_progress.py).
 hs_pytest(progress test_progress.py)
+
+# Speed regression check (tests/test_perf.py): phases of leaks on a
+# 1,000,000-block core, as ratios to a fixed reference computation, against
+# tests/perf-baseline.json.  Not under a sanitizer.
+hs_fixture(perf_ref fixtures/perf_ref.c)
+if(NOT HS_SANITIZE)
+  hs_pytest(perf test_perf.py)
+  # alone: a test running beside it would be measured too
+  set_tests_properties(perf PROPERTIES RUN_SERIAL TRUE)
+endif()
