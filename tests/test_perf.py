@@ -9,7 +9,7 @@ graph, mark, dominators, types, and the total) is divided by the best time
 of tests/fixtures/perf_ref.c (a random pointer chase, a sort, a sequential
 scan: the kinds of work the phases do), run three times around them. A phase
 whose ratio is more than twice the baseline's (tests/perf-baseline.json)
-fails. Phases whose baseline ratio is under 0.02 are shown, not judged: their
+fails (after three more runs, the best of all six). Phases whose baseline ratio is under 0.02 are shown, not judged: their
 times are within the clock's and the scheduler's noise.
 
   HS_PERF_UPDATE=1  write the baseline from this run (on a quiet machine;
@@ -57,19 +57,34 @@ def phases(core):
 
 def main():
     snap = hstest.take_core("bench_heap", name="perf_bench", args=(BLOCKS, 1))
+    update = os.environ.get("HS_PERF_UPDATE") == "1"
+    base = None if update else hstest.load_json(BASELINE, "the speed baseline")["ratios"]
     refs, runs = [reference()], []
-    for _ in range(3):
-        runs.append(phases(snap.core))
-        refs.append(reference())
-    ref = min(refs)
-    best = {p: min(r.get(p, 0.0) for r in runs) for p in PHASES}
-    ratios = {p: best[p] / ref for p in PHASES}
-    print("reference %.3f s (runs %s)" % (ref, " ".join("%.3f" % x for x in refs)))
-    for p in PHASES:
-        print("  %-10s %7.3f s  ratio %.3f" % (p, best[p], ratios[p]))
+
+    def measure():
+        for _ in range(3):
+            runs.append(phases(snap.core))
+            refs.append(reference())
+        ref = min(refs)
+        best = {p: min(r.get(p, 0.0) for r in runs) for p in PHASES}
+        ratios = {p: best[p] / ref for p in PHASES}
+        print("reference %.3f s (runs %s)" % (ref, " ".join("%.3f" % x for x in refs)))
+        for p in PHASES:
+            print("  %-10s %7.3f s  ratio %.3f" % (p, best[p], ratios[p]))
+        return ref, best, ratios
+
+    def slow(ratios):
+        return [p for p in PHASES if base.get(p, 0) >= JUDGED_FROM
+                and ratios[p] > LIMIT * base[p]]
+
+    ref, best, ratios = measure()
+    if base and slow(ratios):
+        # a busy moment slows one run: three more, the best of all six
+        print("over the limit: %s; measuring again" % ", ".join(slow(ratios)))
+        ref, best, ratios = measure()
     hstest.remove_cores("perf_bench")
 
-    if os.environ.get("HS_PERF_UPDATE") == "1":
+    if update:
         doc = {
             "what": "tests/test_perf.py: leaks --stats --threads 1 on bench_heap "
                     "%d blocks, best of 3, over tests/fixtures/perf_ref.c's best" % BLOCKS,
@@ -84,7 +99,6 @@ def main():
         R.check("baseline written", True)
         return R.finish()
 
-    base = hstest.load_json(BASELINE, "the speed baseline")["ratios"]
     for p in PHASES:
         if base.get(p, 0) < JUDGED_FROM:
             print("  %s: baseline ratio %.3f, not judged" % (p, base.get(p, 0)))
