@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh NAME SECONDS [--update] [--merge] [--keep-going]
 #   scripts/fuzz.sh all SECONDS [...]         each harness in turn
 #
-# NAME: core, notes, dwarf, glibc, glibc_mock, jemalloc (fuzz_NAME also works).
+# NAME: core, notes, dwarf, glibc, glibc_mock, jemalloc, jemalloc_mock
+# (fuzz_NAME also works).
 # New inputs go to build-fuzz/fuzz-corpus/NAME (scratch), never to the
 # committed tests/fuzz/corpus/NAME, unless:
 #   --update   new inputs are written to the committed corpus directly
@@ -28,7 +29,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build-fuzz"
 FUZZ="$ROOT/tests/fuzz"
-ALL=(core notes dwarf glibc glibc_mock jemalloc)
+ALL=(core notes dwarf glibc glibc_mock jemalloc jemalloc_mock)
 
 usage() {
 	echo "usage: scripts/fuzz.sh NAME|all SECONDS [--update] [--merge] [--keep-going]" >&2

@@ -7,7 +7,7 @@
 # With HS_FUZZ=ON (clang) the libFuzzer harnesses fuzz_NAME are built too;
 # scripts/fuzz.sh runs them.
 set(HS_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-set(HS_FUZZ_NAMES core notes dwarf glibc glibc_mock)
+set(HS_FUZZ_NAMES core notes dwarf glibc glibc_mock jemalloc_mock)
 # the jemalloc walker's base core needs Debian's libjemalloc2 (the library
 # the core names, read for its code and TLS relocations)
 find_library(HS_JEMALLOC jemalloc)
@@ -28,6 +28,12 @@ foreach(name ${HS_FUZZ_NAMES})
     # the hand-built heap of the unit tests (tests/unit/glibc_heap.h)
     list(APPEND src ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c
       ${CMAKE_CURRENT_SOURCE_DIR}/unit/glibc_heap.c)
+  endif()
+  if(name STREQUAL "jemalloc_mock")
+    # the hand-built heap of the unit tests (tests/unit/jemalloc_heap.h);
+    # no libjemalloc needed
+    list(APPEND src ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/jemalloc_heap.c)
   endif()
   add_executable(fuzz_replay_${name} ${src} ${HS_FUZZ_DIR}/replay.c)
   target_link_libraries(fuzz_replay_${name} PRIVATE heapsift_core)

@@ -1,7 +1,8 @@
 /* The jemalloc 5.x walk proper (hs_jemalloc_walk_known) on a synthetic
  * core (tests/unit/mockcore.h) laid out by hand with the offsets of
  * formats/jelayout.c's Debian 12 row (4 KiB pages, a two-level extent map
- * of 18 + 18 bits, 232 size classes of which 36 have slabs):
+ * of 18 + 18 bits, 232 size classes of which 36 have slabs) by
+ * tests/unit/jemalloc_heap.c:
  *
  *   LIBDATA (the library's writable data)
  *     EMAP    emap_t: its rtree's root, one entry -> LEAF
@@ -24,7 +25,6 @@
  * The block table, the size classes, the arenas and jemalloc's stats are
  * checked exactly; then hostile variants of the same core, each of which
  * must give an error, or a warning and a partial heap (never a crash). */
-#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +32,7 @@
 #include "analyzers/alloc/heap.h"
 #include "analyzers/alloc/jemalloc.h"
 #include "formats/jelayout.h"
+#include "tests/unit/jemalloc_heap.h"
 #include "tests/unit/mockcore.h"
 #include "tests/unit/check.h"
 
@@ -44,193 +45,6 @@
 #define W_DIRTY HS_JE_DIRTY
 #define W_MUZZY HS_JE_MUZZY
 #define W_RETAINED HS_JE_RETAINED
-
-static const struct hs_je_layout *L;
-
-#define PAGE 4096ull
-#define LIBTEXT 0x7f0000000000ull
-#define LIBDATA 0x7f0000200000ull
-#define LIBDATA_SIZE 0x20a000ull
-#define EMAP LIBDATA
-#define ARENAS (LIBDATA + 0x201000)
-#define META 0x7f1000000000ull
-#define META_SIZE 0x400000ull
-#define BASE0 (META + 0x1000)
-#define ARENA0 (META + 0x2000)
-#define ARENA1 (META + 0x20000)
-#define EDATAS (META + 0x40000)
-#define SLOW (META + 0x50000)
-#define SLOW2 (META + 0x50400)
-#define GARBAGE (META + 0x60000)
-#define LEAF (META + 0x200000)
-#define META2 0x7f1000800000ull
-#define META2_SIZE 0x10000ull
-#define BASE1 (META2 + 0x100)
-#define THR 0x7f2000000000ull
-#define TSD (THR + 0x100)
-#define FS_BASE (THR + 0x1000)
-#define HEAP 0x7f3000000000ull
-#define HEAP_SIZE 0x40000ull
-#define OUTSIDE 0x7e0000000000ull  /* in no segment */
-
-/* the extents */
-enum { SLAB48, SLAB8, LARGE, CACHED, STACKS, DIRTY, MUZZY, RETAINED, NEXT };
-enum { ST_ACTIVE, ST_DIRTY, ST_MUZZY, ST_RETAINED };
-static const struct ext {
-	uint64_t base, pages, addr_off;  /* e_addr = base + addr_off */
-	uint32_t arena, state, szind;    /* szind 232 (nsizes): none */
-	bool slab;
-} ext[NEXT] = {
-	[SLAB48] = {HEAP + 0x0000, 3, 0, 0, ST_ACTIVE, 3, true},
-	[SLAB8] = {HEAP + 0x3000, 1, 0, 1, ST_ACTIVE, 0, true},
-	[LARGE] = {HEAP + 0x4000, 5, 0x240, 0, ST_ACTIVE, 36, false},
-	[CACHED] = {HEAP + 0x9000, 6, 0x80, 0, ST_ACTIVE, 37, false},
-	[STACKS] = {HEAP + 0xf000, 5, 0, 0, ST_ACTIVE, 36, false},
-	[DIRTY] = {HEAP + 0x14000, 2, 0, 0, ST_DIRTY, 232, false},
-	[MUZZY] = {HEAP + 0x16000, 3, 0, 1, ST_MUZZY, 232, false},
-	[RETAINED] = {HEAP + 0x19000, 8, 0, 0, ST_RETAINED, 232, false},
-};
-
-static uint64_t edata_of(int e)
-{
-	return EDATAS + 128ull * (uint64_t)e;
-}
-
-/* free regions in the slabs' bitmaps; regions of SLAB48 in the tcache */
-static bool slab48_free(uint64_t r)
-{
-	return r == 0 || r == 5 || r == 6 || r == 7 || r == 100 || r == 255;
-}
-static bool slab8_free(uint64_t r)
-{
-	return (r < 64 && r % 2 == 0) || r == 511;
-}
-static const uint64_t cached48[] = {10, 11, 12};   /* bin 3 */
-enum { NFREE48 = 6, NFREE8 = 33 };
-
-/* the stacks of bins 3 and 37 inside STACKS */
-#define STACK3 (ext[STACKS].base + 0x100)
-#define STACK37 (ext[STACKS].base + 0x200)
-
-static uint64_t tcache(void)
-{
-	return TSD + L->tsd_tcache_off;
-}
-
-static uint64_t bin(uint32_t b)
-{
-	return tcache() + L->tcache_bins_off + (uint64_t)b * L->cache_bin_size;
-}
-
-/* ---- building ---- */
-
-static void put_leaf(struct mock_core *m, uint64_t page, uint64_t bits)
-{
-	mock_put64(m, LEAF + 8 * ((page >> 12) & ((1u << 18) - 1)), bits);
-}
-
-static void put_extent(struct mock_core *m, int e, uint32_t nfree)
-{
-	const struct ext *x = &ext[e];
-	uint64_t ed = edata_of(e);
-	uint64_t bits = x->arena | (uint64_t)x->slab << 12 |
-			(uint64_t)(x->state == ST_ACTIVE) << 13 |  /* committed */
-			(uint64_t)x->state << 17 | (uint64_t)x->szind << 20 |
-			(uint64_t)nfree << 28;
-	mock_put64(m, ed, bits);
-	mock_put64(m, ed + L->edata_addr_off, x->base + x->addr_off);
-	/* e_size_esn: the size, and a serial number in the low page bits */
-	mock_put64(m, ed + L->edata_size_off, x->pages * PAGE | (uint64_t)(e + 1));
-	/* the extent map: every page of a slab, the first and last of the
-	 * others, as jemalloc registers them */
-	uint64_t word = (uint64_t)x->szind << 48 | ed | (uint64_t)x->state << 2 |
-			1u << 1 | x->slab;
-	for (uint64_t p = 0; p < x->pages; p++)
-		if (x->slab || p == 0 || p == x->pages - 1)
-			put_leaf(m, x->base + p * PAGE, word);
-}
-
-static void put_bitmap(struct mock_core *m, int e, uint64_t nregs,
-		       bool (*is_free)(uint64_t))
-{
-	uint64_t bm[8] = {0};
-	for (uint64_t r = 0; r < nregs; r++)
-		if (is_free(r))
-			bm[r / 64] |= 1ull << (r % 64);
-	mock_write(m, edata_of(e) + L->edata_bitmap_off, bm, sizeof(bm));
-}
-
-/* A bin of n pointers from stack (low_bits_empty just past them). */
-static void put_bin(struct mock_core *m, uint32_t b, uint64_t stack,
-		    const uint64_t *ptrs, uint32_t n)
-{
-	mock_put64(m, bin(b) + L->cache_bin_stack_head_off, stack);
-	uint16_t empty = (uint16_t)(stack + 8ull * n);
-	mock_write(m, bin(b) + L->cache_bin_low_bits_empty_off, &empty, 2);
-	for (uint32_t i = 0; i < n; i++)
-		mock_put64(m, stack + 8ull * i, ptrs[i]);
-}
-
-static void put_arena(struct mock_core *m, uint64_t a, uint32_t ind,
-		      uint64_t base, uint64_t block, uint64_t block_size)
-{
-	mock_write(m, a + L->arena_ind_off, &ind, 4);
-	mock_put64(m, a + L->arena_base_off, base);
-	mock_put64(m, base + L->base_blocks_off, block);
-	mock_put64(m, block + L->base_block_size_off, block_size);
-	mock_put64(m, block + L->base_block_next_off, 0);
-	mock_put64(m, ARENAS + 8ull * ind, a);
-}
-
-static void build(struct mock_core *m)
-{
-	memset(m, 0, sizeof(*m));
-	mock_segment(m, LIBDATA, LIBDATA_SIZE, PF_R | PF_W);
-	mock_segment(m, META, META_SIZE, PF_R | PF_W);
-	mock_segment(m, META2, META2_SIZE, PF_R | PF_W);
-	mock_segment(m, THR, 0x2000, PF_R | PF_W);
-	mock_segment(m, HEAP, HEAP_SIZE, PF_R | PF_W);
-	mock_thread(m, 1)[HS_REG_FS_BASE] = FS_BASE;
-
-	/* the extent map: the root's one entry covers HEAP's gigabyte */
-	mock_put64(m, EMAP + L->emap_rtree_off + L->rtree_root_off +
-		   8 * ((HEAP >> 30) & ((1u << 18) - 1)), LEAF);
-	for (int e = 0; e < NEXT; e++)
-		put_extent(m, e, e == SLAB48 ? NFREE48 : e == SLAB8 ? NFREE8 : 0);
-	put_bitmap(m, SLAB48, 256, slab48_free);
-	put_bitmap(m, SLAB8, 512, slab8_free);
-
-	put_arena(m, ARENA0, 0, BASE0, META, META_SIZE);
-	put_arena(m, ARENA1, 1, BASE1, META2, META2_SIZE);
-
-	/* the thread: its tsd's arena and tcache; tcache_slow points back,
-	 * and is the one descriptor in arena 0's ring */
-	mock_put64(m, TSD + L->tsd_arena_off, ARENA0);
-	mock_put64(m, tcache() + L->tcache_slow_ptr_off, SLOW);
-	mock_put64(m, SLOW + L->tcache_slow_tcache_off, tcache());
-	mock_put64(m, SLOW + L->tcache_slow_arena_off, ARENA0);
-	mock_put64(m, SLOW + L->tcache_slow_dyn_alloc_off, ext[STACKS].base);
-	uint64_t desc = SLOW + L->tcache_slow_descriptor_off;
-	mock_put64(m, desc + L->descriptor_next_off, desc);
-	mock_put64(m, desc + L->descriptor_bins_off, tcache() + L->tcache_bins_off);
-	mock_put64(m, ARENA0 + L->arena_descriptor_ql_off, desc);
-	uint64_t p3[3], p37 = ext[CACHED].base + ext[CACHED].addr_off;
-	for (int i = 0; i < 3; i++)
-		p3[i] = ext[SLAB48].base + 48 * cached48[i];
-	put_bin(m, 3, STACK3, p3, 3);
-	put_bin(m, 37, STACK37, &p37, 1);
-}
-
-static uint64_t tsds[1] = {TSD};
-
-static struct hs_jemalloc_known known(void)
-{
-	return (struct hs_jemalloc_known){
-		.layout = L, .version = L->version, .emap = EMAP,
-		.arenas = ARENAS, .tsd = tsds,
-		.lib_start = LIBTEXT, .lib_end = LIBDATA + LIBDATA_SIZE,
-	};
-}
 
 /* ---- the expected heap ---- */
 
@@ -371,19 +185,6 @@ static bool has_warning(const struct hs_log *log, const char *text)
 	return false;
 }
 
-/* jemalloc's size classes for this layout: 8, then 16-spaced to 64, then
- * four per doubling */
-static void jemalloc_sizes(uint64_t *s)
-{
-	size_t i = 0;
-	s[i++] = 8;
-	for (uint64_t k = 1; k <= 4; k++)
-		s[i++] = 16 * k;
-	for (uint64_t base = 64; i < 232; base *= 2)
-		for (uint64_t k = 1; k <= 4 && i < 232; k++)
-			s[i++] = base + k * base / 4;
-}
-
 /* ---- the good core ---- */
 
 static void test_good(void)
@@ -391,7 +192,7 @@ static void test_good(void)
 	struct mock_core m;
 	struct hs_jemalloc_known k = known();
 	struct run r;
-	build(&m);
+	build_mock(&m);
 	walk(&r, &m, &k);
 	CHECKF(!r.err, "good core: %s", r.err ? r.err->message : "");
 	if (r.err) {
@@ -465,7 +266,7 @@ static void test_good(void)
 
 	/* the arenas array not known: found in the library's data from the
 	 * arena the thread uses; the same heap */
-	build(&m);
+	build_mock(&m);
 	k.arenas = 0;
 	walk(&r, &m, &k);
 	CHECKF(!r.err, "arenas by scan: %s", r.err ? r.err->message : "");
@@ -481,7 +282,7 @@ static void test_good(void)
 	uint64_t sizes[232];
 	jemalloc_sizes(sizes);
 	sizes[37] = 18000;
-	build(&m);
+	build_mock(&m);
 	k = known();
 	k.sizes = sizes;
 	walk(&r, &m, &k);
@@ -520,7 +321,7 @@ static void test_hostile(void)
 	struct run r;
 
 	/* a root entry pointing outside the core: the rest is walked */
-	build(&m);
+	build_mock(&m);
 	mock_put64(&m, EMAP + L->emap_rtree_off + L->rtree_root_off + 8 * 7, OUTSIDE);
 	mock_put64(&m, EMAP + L->emap_rtree_off + L->rtree_root_off + 8 * 9, LEAF + 4);
 	walk(&r, &m, &k);
@@ -532,7 +333,7 @@ static void test_hostile(void)
 	done(&r);
 
 	/* leaf words naming edata_t outside the core, and garbage */
-	build(&m);
+	build_mock(&m);
 	put_leaf(&m, HEAP + 0x30000, OUTSIDE);
 	put_leaf(&m, HEAP + 0x31000, GARBAGE);
 	for (uint64_t i = 0; i < 128; i += 8)
@@ -546,7 +347,7 @@ static void test_hostile(void)
 
 	/* szind out of range: an active large extent past the classes (232),
 	 * a slab of a large class */
-	build(&m);
+	build_mock(&m);
 	mock_put64(&m, edata_of(LARGE), (uint64_t)255 << 20 | 1u << 13);
 	mock_put64(&m, edata_of(SLAB8), 1 | 1u << 12 | (uint64_t)40 << 20);
 	walk(&r, &m, &k);
@@ -561,7 +362,7 @@ static void test_hostile(void)
 	done(&r);
 
 	/* nfree larger than the slab: the bitmap decides */
-	build(&m);
+	build_mock(&m);
 	put_extent(&m, SLAB48, 1000);
 	walk(&r, &m, &k);
 	CHECK(!r.err);
@@ -572,7 +373,7 @@ static void test_hostile(void)
 	done(&r);
 
 	/* a bitmap that says every region of SLAB8 is free, against nfree */
-	build(&m);
+	build_mock(&m);
 	uint64_t ones[8];
 	memset(ones, 0xff, sizeof(ones));
 	mock_write(&m, edata_of(SLAB8) + L->edata_bitmap_off, ones, sizeof(ones));
@@ -589,7 +390,7 @@ static void test_hostile(void)
 
 	/* extent sizes that overflow: a retained extent to past the end of
 	 * the address space, a dirty one of 2^60 bytes */
-	build(&m);
+	build_mock(&m);
 	mock_put64(&m, edata_of(RETAINED) + L->edata_size_off, 0xfffffffffffff000ull);
 	mock_put64(&m, edata_of(DIRTY) + L->edata_size_off, 1ull << 60);
 	walk(&r, &m, &k);
@@ -609,7 +410,7 @@ static void test_hostile(void)
 
 	/* a thread cache bin whose count is not a whole number of pointers:
 	 * skipped, so its regions are the program's */
-	build(&m);
+	build_mock(&m);
 	uint16_t odd = (uint16_t)(STACK3 + 12);
 	mock_write(&m, bin(3) + L->cache_bin_low_bits_empty_off, &odd, 2);
 	walk(&r, &m, &k);
@@ -623,7 +424,7 @@ static void test_hostile(void)
 	done(&r);
 
 	/* a bin whose stack is outside the core */
-	build(&m);
+	build_mock(&m);
 	mock_put64(&m, bin(37) + L->cache_bin_stack_head_off, OUTSIDE);
 	uint16_t e37 = (uint16_t)(OUTSIDE + 16);
 	mock_write(&m, bin(37) + L->cache_bin_low_bits_empty_off, &e37, 2);
@@ -638,7 +439,7 @@ static void test_hostile(void)
 
 	/* a size table (the DWARF path reads it from the core) with a class
 	 * of 0 bytes: no slab of that class is walked */
-	build(&m);
+	build_mock(&m);
 	jemalloc_sizes(sizes);
 	sizes[3] = 0;
 	k.sizes = sizes;
@@ -653,7 +454,7 @@ static void test_hostile(void)
 
 	/* arena 1's slot holds an arena that says it is arena 5: its
 	 * extents belong to no arena */
-	build(&m);
+	build_mock(&m);
 	uint32_t five = 5;
 	mock_write(&m, ARENA1 + L->arena_ind_off, &five, 4);
 	walk(&r, &m, &k);
@@ -669,7 +470,7 @@ static void test_hostile(void)
 	done(&r);
 
 	/* arena 0's descriptor ring leading into a loop that misses its head */
-	build(&m);
+	build_mock(&m);
 	uint64_t desc = SLOW + L->tcache_slow_descriptor_off;
 	uint64_t desc2 = SLOW2 + L->tcache_slow_descriptor_off;
 	mock_put64(&m, desc + L->descriptor_next_off, desc2);
@@ -685,16 +486,12 @@ static void test_hostile(void)
 
 int main(void)
 {
-	for (size_t i = 0; i < hs_je_nlayouts && !L; i++)
-		if (!strcmp(hs_je_layouts[i].build_id, "1d5163c246dc9cd2b4d339f2ac42efd95c6e0ae1"))
-			L = &hs_je_layouts[i];
+	L = layout_find();
 	CHECK(L != NULL);
 	if (!L)
 		return check_finish();
-	/* the offsets this test lays out by hand assume these */
-	CHECK(L->lg_page == 12 && L->rtree_height == 2 && L->rtree_bits0 == 18 &&
-	      L->rtree_bits1 == 18 && L->lg_vaddr == 48 && L->nsizes == 232 &&
-	      L->nbins == 36 && L->edata_size == 128 && L->bits_nfree_shift == 28);
+	/* the offsets the heap is laid out at by hand assume these */
+	CHECK(layout_fits());
 	test_good();
 	test_hostile();
 	return check_finish();
