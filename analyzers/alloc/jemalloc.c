@@ -136,6 +136,7 @@ struct je {
 	const struct hs_core *core;
 	struct hs_dwarf *dw;
 	struct hs_log *log;
+	uint64_t visited;           /* extents visited, for progress */
 	struct hs_module *lib;
 	const struct hs_jemalloc_known *k;
 	const struct hs_je_layout *L;
@@ -1151,6 +1152,8 @@ static bool visit_extent(struct je *j, void *arg, uint64_t key, uint64_t bits)
 {
 	(void)key;
 	struct hs_error **errp = arg;
+	if (!(++j->visited & 0xffff))
+		hs_log_progress(j->log, "walking the heap", "extents", j->visited, 0);
 	const struct hs_je_layout *L = j->L;
 	struct hs_je_stats *st = &j->stats;
 	uint64_t e = leaf_edata(L, bits);
@@ -1282,6 +1285,7 @@ static struct hs_error *walk(struct je *j)
 	struct hs_error *verr = NULL;
 	struct rtree_visit rv = {.fn = visit_extent, .arg = &verr};
 	rtree_walk(j, j->emap, &rv);
+	hs_log_progress_end(j->log);
 	if (verr)
 		return verr;
 	if (rv.nodes_bad) {
