@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# heapsift and chap side by side on cores of real programs (Debian's
+# packages), the shapes of issue-sized heaps that bench_heap does not have:
+#
+#   lua     lua5.4, a table of N entries, each a table {i, tostring(i)}
+#   perl    perl, a hash of N/2 keys "kI" to [I, "vI"]
+#   python  python3 with PYTHONMALLOC=malloc, a dict of N entries i -> (i, str(i))
+#
+# Each program builds its data, says "ready", and waits on stdin; gcore
+# takes its core (build/bench/real/NAME.core).  Then `heapsift leaks` (best
+# of BENCH_RUNS, default 3: wall, user, peak RSS and --stats) and, with
+# BENCH_CHAP (scripts/build-chap.sh prints its path), `chap` answering
+# "count leaked" the same way; the ratio heapsift / chap is printed.
+# Not part of the test suite.
+#
+#   scripts/bench-real.sh [N] [NAME...]      N default 1000000
+#   BENCH_CORES=reuse ...                    keep cores from an earlier run
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${HS_BUILD_DIR:-$ROOT/build}"
+HS="$BUILD/heapsift"
+OUT="$BUILD/bench/real"
+N="${1:-1000000}"
+shift || true
+NAMES=("$@")
+[ ${#NAMES[@]} -gt 0 ] || NAMES=(lua perl python)
+RUNS="${BENCH_RUNS:-3}"
+CHAP="${BENCH_CHAP:-}"
+mkdir -p "$OUT"
+say() { printf '==> %s\n' "$*"; }
+
+program() {
+	case "$1" in
+	lua) echo "lua5.4 -e 'local t = {} for i = 1, $N do t[i] = {i, tostring(i)} end print(\"ready\") io.stdout:flush() io.read()'" ;;
+	perl) echo "perl -e '\$| = 1; my %h; \$h{\"k\$_\"} = [\$_, \"v\$_\"] for 1 .. $((N / 2)); print \"ready\\n\"; <STDIN>;'" ;;
+	python) echo "PYTHONMALLOC=malloc /usr/bin/python3 -c 'import sys; d = {i: (i, str(i)) for i in range($N)}; print(\"ready\", flush=True); sys.stdin.read()'" ;;
+	*) echo "bench-real.sh: unknown program $1" >&2; exit 2 ;;
+	esac
+}
+
+take_core() {
+	local name="$1" core="$OUT/$1.core" fifo="$OUT/$1.fifo"
+	if [ "${BENCH_CORES:-}" = reuse ] && [ -s "$core" ]; then
+		return
+	fi
+	rm -f "$core" "$fifo"
+	mkfifo "$fifo"
+	say "running $name ($N)"
+	# the fifo held open for writing keeps the program's stdin waiting
+	exec 9<>"$fifo"
+	sh -c "$(program "$name")" <"$fifo" >"$OUT/$name.out" 2>&1 &
+	local pid=$!
+	for _ in $(seq 1 600); do
+		grep -q ready "$OUT/$name.out" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || { echo "$name exited early" >&2; cat "$OUT/$name.out" >&2; exit 1; }
+		sleep 0.5
+	done
+	# the program itself, not the shell around it
+	local child
+	child="$(pgrep -P "$pid" | head -1)"
+	child="${child:-$pid}"
+	gcore -o "$OUT/$name.gcore" "$child" >"$OUT/$name.gcore.log" 2>&1
+	mv "$OUT/$name.gcore.$child" "$core"
+	exec 9>&-
+	kill "$pid" "$child" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -f "$fifo"
+}
+
+# best COMMAND...: the best wall of RUNS runs, with its user time and RSS
+best() {
+	local i w u r bw="" bu="" br=""
+	for i in $(seq 1 "$RUNS"); do
+		/usr/bin/time -f '%e %U %M' -o "$OUT/time" "$@" >/dev/null 2>"$OUT/err" </dev/null ||
+			{ echo "failed: $*" >&2; tail -3 "$OUT/err" >&2; return 1; }
+		read -r w u r <"$OUT/time"
+		if [ -z "$bw" ] || awk -v a="$w" -v b="$bw" 'BEGIN { exit !(a < b) }'; then
+			bw="$w" bu="$u" br="$r"
+			cp "$OUT/err" "$OUT/best.err"
+		fi
+	done
+	echo "$bw $bu $br"
+}
+
+printf '%-8s %10s %8s %10s %9s %9s %10s %9s %7s\n' PROGRAM CORE_MB BLOCKS HS_WALL HS_USER HS_MB CHAP_WALL CHAP_MB RATIO
+for name in "${NAMES[@]}"; do
+	take_core "$name"
+	core="$OUT/$name.core"
+	read -r hw hu hr <<<"$(best "$HS" leaks "$core" --stats)"
+	stats="$(grep '^heapsift: stats:' "$OUT/best.err" | head -2 | tr '\n' ' ')"
+	blocks="$(grep -oE '[0-9]+ allocations' "$OUT/best.err" | head -1 | cut -d' ' -f1)"
+	cw="-" cr="-" ratio="-"
+	if [ -n "$CHAP" ]; then
+		read -r cw _ cr <<<"$(best sh -c 'echo "count leaked" | "$1" "$2"' sh "$CHAP" "$core")"
+		ratio="$(awk -v h="$hw" -v c="$cw" 'BEGIN { printf "%.2f", h / c }')"
+		cr="$(awk -v r="$cr" 'BEGIN { printf "%.0f", r / 1024 }')"
+	fi
+	printf '%-8s %10.0f %8s %10s %9s %9.0f %10s %9s %7s\n' "$name" \
+		"$(stat -c %s "$core" | awk '{ print $1 / 1048576 }')" "${blocks:-?}" "$hw" "$hu" \
+		"$(awk -v r="$hr" 'BEGIN { print r / 1024 }')" "$cw" "$cr" "$ratio"
+	echo "  $stats"
+done
