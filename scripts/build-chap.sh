@@ -24,7 +24,7 @@ say() { echo "build-chap: $*" >&2; }
 
 mkdir -p "$DEST"
 SRC="$DEST/chap-$CHAP_COMMIT"
-BIN="$SRC/build/dist/chap"
+BIN="$SRC/build/chap"
 if [ -x "$BIN" ]; then
 	echo "$BIN"
 	exit 0
@@ -67,7 +67,5 @@ cmake -S "$SRC" -B "$SRC/build" -DCMAKE_BUILD_TYPE=Release >"$DEST/cmake.log" 2>
 	{ say "cmake failed, see $DEST/cmake.log"; exit 1; }
 cmake --build "$SRC/build" -j"$(nproc)" >"$DEST/build.log" 2>&1 ||
 	{ say "the build failed, see $DEST/build.log"; exit 1; }
-found="$(find "$SRC/build" -type f -name chap -perm -u+x | head -1)"
-[ -n "$found" ] || { say "no chap binary in $SRC/build"; exit 1; }
-[ "$found" = "$BIN" ] || { mkdir -p "$(dirname "$BIN")"; ln -sf "$found" "$BIN"; }
+[ -x "$BIN" ] || { say "no chap binary at $BIN"; exit 1; }
 echo "$BIN"
