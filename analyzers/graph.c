@@ -78,10 +78,12 @@ static struct hs_error *addrmap_build(struct hs_addrmap *m,
 	return NULL;
 }
 
-uint32_t hs_addrmap_lookup(const struct hs_addrmap *m, uint64_t v)
+/* The span that holds v, or NULL. */
+static const struct hs_addrmap_span *span_of(const struct hs_addrmap *m,
+					     uint64_t v)
 {
 	if (v < m->lo || v >= m->hi)
-		return HS_NO_ALLOC;
+		return NULL;
 	size_t lo = 0, hi = m->nspans;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -89,18 +91,43 @@ uint32_t hs_addrmap_lookup(const struct hs_addrmap *m, uint64_t v)
 			hi = mid;
 		else if (v >= m->spans[mid].end)
 			lo = mid + 1;
-		else {
-			const struct hs_addrmap_span *s = &m->spans[mid];
-			const struct hs_alloc *a = m->heap->allocs;
-			uint32_t k = s->first[(v - s->base) >> GRAN_SHIFT];
-			while (k < s->last_id && alloc_end(&a[k]) <= v)
-				k++;
-			if (k < s->last_id && a[k].addr <= v)
-				return k;
-			return HS_NO_ALLOC;
-		}
+		else
+			return &m->spans[mid];
 	}
+	return NULL;
+}
+
+uint32_t hs_addrmap_lookup(const struct hs_addrmap *m, uint64_t v)
+{
+	const struct hs_addrmap_span *s = span_of(m, v);
+	if (!s)
+		return HS_NO_ALLOC;
+	const struct hs_alloc *a = m->heap->allocs;
+	uint32_t k = s->first[(v - s->base) >> GRAN_SHIFT];
+	while (k < s->last_id && alloc_end(&a[k]) <= v)
+		k++;
+	if (k < s->last_id && a[k].addr <= v)
+		return k;
 	return HS_NO_ALLOC;
+}
+
+void hs_graph_prefetch(const struct hs_graph *g, uint64_t v)
+{
+	const struct hs_addrmap_span *s = span_of(&g->map, v);
+	if (s)
+		__builtin_prefetch(&s->first[(v - s->base) >> GRAN_SHIFT]);
+}
+
+uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v)
+{
+	const struct hs_addrmap_span *s = span_of(&g->map, v);
+	if (!s)
+		return HS_NO_ALLOC;
+	uint32_t k = s->first[(v - s->base) >> GRAN_SHIFT];
+	if (k >= s->last_id)
+		return HS_NO_ALLOC;
+	__builtin_prefetch(&g->map.heap->allocs[k]);
+	return k;
 }
 
 uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior)

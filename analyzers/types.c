@@ -312,7 +312,45 @@ static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee,
 	return assign(c, id, pointee, interior ? FROM_ELEMENT : FROM_DWARF);
 }
 
-/* The pointer slots of a typed object at addr (in a block or a root). */
+/* Pointer values of one object waiting to be followed, in slot order. */
+enum { SLOT_BATCH = 16 };
+
+struct slot {
+	uint64_t v;
+	struct hs_dtype *pointee;
+};
+
+/* Follows the batch's pointers in order, after asking the cache for what
+ * each lookup and assign will read (see scan_object). */
+static bool follow_batch(struct ctx *c, const struct slot *b, size_t nb,
+			 uint32_t holder)
+{
+	for (size_t j = 0; j < nb; j++) {
+		uint32_t k = hs_graph_prefetch_target(c->graph, b[j].v);
+		if (k != HS_NO_ALLOC) {
+			__builtin_prefetch(&c->t->type_of[k]);
+			__builtin_prefetch(&c->from[k]);
+			__builtin_prefetch(&c->t->cookie[k / 64]);
+		}
+	}
+	for (size_t j = 0; j < nb; j++)
+		if (!follow(c, b[j].v, b[j].pointee, holder))
+			return false;
+	return true;
+}
+
+/* The pointer slots of a typed object at addr (in a block or a root).
+ *
+ * Propagation goes depth first: the next block scanned is, most often, the
+ * one the last pointer led to, so each step waits for memory that the step
+ * before found (the block's words in the core, the address map, the
+ * allocation record, the block's type), and on a heap much larger than the
+ * cache every such read is a miss.  So the slots' values are read first,
+ * up to SLOT_BATCH at a time, and the memory their lookups and the blocks
+ * they point to will need is asked for before the first is followed: the
+ * misses overlap instead of following one another.  The pointers are
+ * followed in the same order as without the batch, so the types are the
+ * same. */
 static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
 				    uint64_t addr, uint64_t limit, uint32_t holder)
 {
@@ -326,6 +364,8 @@ static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
 	/* the object in one piece of the core (the usual case), else word by
 	 * word */
 	const uint8_t *obj = hs_core_ptr(c->core, addr, limit);
+	struct slot b[SLOT_BATCH];
+	size_t nb = 0;
 	for (size_t i = 0; i < n; i++) {
 		for (uint32_t k = 0; k < p[i].count; k++) {
 			uint64_t off = p[i].offset + k * p[i].stride;
@@ -338,10 +378,21 @@ static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
 				continue;
 			if (v < c->graph->map.lo || v >= c->graph->map.hi)
 				continue;  /* not into the heap: no lookup */
-			if (!follow(c, v, p[i].pointee, holder))
-				return &hs_error_nomem;
+			hs_graph_prefetch(c->graph, v);
+			/* the words there, scanned next if v is a block's start */
+			const uint8_t *there = hs_core_ptr(c->core, v, 8);
+			if (there)
+				__builtin_prefetch(there);
+			b[nb++] = (struct slot){v, p[i].pointee};
+			if (nb == SLOT_BATCH) {
+				if (!follow_batch(c, b, nb, holder))
+					return &hs_error_nomem;
+				nb = 0;
+			}
 		}
 	}
+	if (!follow_batch(c, b, nb, holder))
+		return &hs_error_nomem;
 	return NULL;
 }
 
