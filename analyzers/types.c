@@ -557,11 +557,18 @@ static struct hs_error *propagate(struct ctx *c)
 		const struct hs_alloc *a = &c->heap->allocs[id];
 		if (!d->size)
 			continue;
+		/* a type without pointers (a char[] buffer: one element per
+		 * byte) has nothing to follow in any element */
+		const struct hs_dptr *p;
+		size_t np;
+		struct hs_error *err = hs_dtype_pointers(t->reg, d, &p, &np);
+		if (err)
+			return err;
+		if (!np)
+			continue;
 		uint64_t k = hs_types_count(t, c->heap, id), at = a->addr + hs_types_start(t, id);
 		for (uint64_t e = 0; e < k; e++) {
-			struct hs_error *err = scan_object(c, d, at + e * d->size,
-							   d->size, id);
-			if (err)
+			if ((err = scan_object(c, d, at + e * d->size, d->size, id)))
 				return err;
 		}
 	}
