@@ -28,6 +28,15 @@
 #                                        min) for 2 s with the CPUs >= 90%
 #                                        idle: for a machine shared with
 #                                        other work
+#   BENCH_REAL=N ...                     then scripts/bench-real.sh N: cores
+#                                        of lua5.4, perl and python3 with
+#                                        N-entry tables, heapsift beside
+#                                        chap (BENCH_CHAP) with the ratios
+#   BENCH_SCALE="1000000 10000000 100000000" ...
+#                                        then scripts/bench-scale.sh with
+#                                        those sizes: each phase's time per
+#                                        allocation as the heap grows (a
+#                                        10^8 core is about 6.5 GB)
 #
 # Everything goes to stdout; a tab-separated copy of the figures goes to
 # build/bench/bench.tsv.
@@ -268,3 +277,12 @@ for what, a, theirs in (("leaked", s["leaked"]["count"], "leaked"),
     print(f"  {what}: heapsift {a}, the fixture made {b}" + ("" if a == b else "  <-- differs"))
 EOF
 say "figures in $TSV"
+if [ -n "${BENCH_REAL:-}" ]; then
+	say "real programs: scripts/bench-real.sh $BENCH_REAL"
+	bash "$ROOT/scripts/bench-real.sh" "$BENCH_REAL"
+fi
+if [ -n "${BENCH_SCALE:-}" ]; then
+	say "scale: scripts/bench-scale.sh $BENCH_SCALE"
+	# shellcheck disable=SC2086 # a list of sizes
+	bash "$ROOT/scripts/bench-scale.sh" $BENCH_SCALE
+fi

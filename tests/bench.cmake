@@ -13,3 +13,7 @@ if(NOT HS_SANITIZE)
   # alone: a test running beside it would be measured too
   set_tests_properties(perf PROPERTIES RUN_SERIAL TRUE)
 endif()
+
+# scripts/bench-scale.sh at two tiny sizes, so that the script that makes
+# the 10^6..10^8 tables keeps working (tests/test_bench_scripts.py).
+hs_pytest(bench_scripts test_bench_scripts.py)

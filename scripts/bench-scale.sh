@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# How each phase's cost grows with the heap: bench_heap cores of N live
+# allocations for each N given (default 10^6, 10^7 and 10^8), and for each
+# `heapsift leaks CORE --stats` and `heapsift top CORE --stats`, once.
+# Prints, per size, the phase times, the user time and the peak memory
+# beyond the mapped core, then the phase times per allocation at each size,
+# and how much each phase's time per allocation grew from the smallest
+# size to each larger one, beside what n log n would give.  An O(n) phase
+# keeps its time per allocation; O(n log n) lets it grow by the log ratio.
+# Not part of the test suite (tests/test_bench_scripts.py runs it at two
+# tiny sizes to keep it working).
+#
+#   scripts/bench-scale.sh [N...]
+#   BENCH_THREADS=2 ...        heapsift --threads (default 1)
+#   BENCH_CORES=reuse ...      keep the cores an earlier run left
+#   BENCH_KEEP=1 ...           keep every core (by default a core of more
+#                              than 2 GB is deleted after its runs)
+#   BENCH_COMMANDS="leaks" ... only these commands (default "leaks top")
+#   BENCH_SCALE_DIR=DIR ...    where the cores and figures go
+#   HEAPSIFT=path BENCH_FIXTURE=path BENCH_NO_BUILD=1 ...
+#                              a given heapsift and bench_heap, not built
+#
+# A 10^8-allocation core is about 6.5 GB and needs that much memory twice
+# while it is made (the fixture, then the page cache), and heapsift about
+# 70 bytes per allocation on top of the mapped core.  The cores go to
+# build/bench/scale/; the figures, tab-separated, to
+# build/bench/scale/scale.tsv.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${HS_BUILD_DIR:-$ROOT/build}"
+HS="${HEAPSIFT:-$BUILD/heapsift}"
+FIXTURE="${BENCH_FIXTURE:-$BUILD/tests/fixtures/bench_heap}"
+OUT="${BENCH_SCALE_DIR:-$BUILD/bench/scale}"
+SIZES=("$@")
+[ ${#SIZES[@]} -gt 0 ] || SIZES=(1000000 10000000 100000000)
+THREADS="${BENCH_THREADS:-1}"
+COMMANDS="${BENCH_COMMANDS:-leaks top}"
+TSV="$OUT/scale.tsv"
+say() { printf '==> %s\n' "$*"; }
+
+for n in "${SIZES[@]}"; do
+	case "$n" in
+	'' | *[!0-9]*) echo "bench-scale.sh: '$n' is not a number of allocations" >&2; exit 2 ;;
+	esac
+done
+if [ ! -x /usr/bin/time ]; then
+	echo "bench-scale.sh: /usr/bin/time is missing (scripts/setup.sh installs it)" >&2
+	exit 1
+fi
+if [ -z "${BENCH_NO_BUILD:-}" ]; then
+	[ -x "$HS" ] || bash "$ROOT/scripts/setup.sh"
+	cmake --build "$BUILD" --target heapsift bench_heap >/dev/null
+fi
+mkdir -p "$OUT"
+
+# make_core N: build/bench/scale/bench_heap-N.core and its record
+make_core() {
+	local n="$1" core="$OUT/bench_heap-$1.core" rec="$OUT/bench_heap-$1.rec"
+	if [ "${BENCH_CORES:-}" = reuse ] && [ -s "$core" ] && [ -s "$rec" ]; then
+		return
+	fi
+	rm -f "$core" "$rec"
+	say "bench_heap $n"
+	local t0 t1 t2 pid state="" waited=0
+	t0=$(date +%s.%N)
+	HS_RECORD="$rec" "$FIXTURE" "$n" 2 &
+	pid=$!
+	trap 'kill -KILL "$pid" 2>/dev/null || true' EXIT
+	# about a microsecond per allocation; ten minutes at least
+	local limit=$((600 + n / 100000))
+	while :; do
+		[ -r "/proc/$pid/stat" ] || { echo "bench_heap $n exited early" >&2; exit 1; }
+		state="$(cut -d')' -f2 "/proc/$pid/stat" | cut -d' ' -f2)"
+		[ "$state" = T ] && break
+		sleep 0.2
+		waited=$((waited + 1))
+		[ "$waited" -lt $((limit * 5)) ] || { echo "bench_heap $n did not stop in $limit s" >&2; exit 1; }
+	done
+	t1=$(date +%s.%N)
+	gcore -o "$OUT/bench_heap-$n.gcore" "$pid" >"$OUT/gcore.log" 2>&1 ||
+		{ echo "gcore failed:" >&2; tail -n 5 "$OUT/gcore.log" >&2; exit 1; }
+	t2=$(date +%s.%N)
+	mv "$OUT/bench_heap-$n.gcore.$pid" "$core"
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	trap - EXIT
+	printf '  fixture %.1f s, gcore %.1f s, core %d MB\n' \
+		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
+		"$(awk -v a="$t1" -v b="$t2" 'BEGIN { print b - a }')" \
+		"$(($(stat -c %s "$core") / 1000000))"
+}
+
+printf 'n\tcommand\tcore_bytes\twall_s\tuser_s\tmax_rss_kib\tstats\n' >"$TSV"
+for n in "${SIZES[@]}"; do
+	make_core "$n"
+	core="$OUT/bench_heap-$n.core"
+	for c in $COMMANDS; do
+		say "heapsift $c bench_heap-$n.core --stats --threads $THREADS"
+		rc=0
+		/usr/bin/time -f '%e %U %M' -o "$OUT/time" "$HS" "$c" "$core" --stats \
+			--threads "$THREADS" >/dev/null 2>"$OUT/$c-$n.err" </dev/null || rc=$?
+		if [ "$rc" -ne 0 ]; then
+			echo "heapsift $c on bench_heap-$n.core: exit $rc" >&2
+			tail -n 5 "$OUT/$c-$n.err" >&2
+			exit 1
+		fi
+		read -r wall user rss <"$OUT/time"
+		grep '^heapsift: stats:' "$OUT/$c-$n.err" | sed 's/^/  /'
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$c" "$(stat -c %s "$core")" \
+			"$wall" "$user" "$rss" \
+			"$(grep '^heapsift: stats:' "$OUT/$c-$n.err" | sed 's/^heapsift: stats: //' | paste -sd'|')" >>"$TSV"
+	done
+	if [ -z "${BENCH_KEEP:-}" ] && [ "$(stat -c %s "$core")" -gt 2000000000 ]; then
+		rm -f "$core"
+	fi
+done
+
+python3 "$ROOT/scripts/lib/scale_table.py" "$TSV"

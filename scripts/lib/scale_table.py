@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Tables of how heapsift's phases grow with the heap, from the figures
+scripts/bench-scale.sh collected (scale.tsv: one row per size and command,
+with heapsift's --stats lines).  Prints, per command, the phase times at
+each size, then the time per allocation, then the growth of the time per
+allocation from the smallest size beside log(n) / log(n0), what an
+O(n log n) phase would show (an O(n) phase stays at 1.00).  Exits 1 when
+the file has no usable row."""
+import csv
+import math
+import re
+import sys
+
+PHASES = ["heap", "graph", "mark", "dominators", "types", "total"]
+
+
+def parse(stats):
+    """The figures in heapsift's --stats lines (joined by '|')."""
+    out = {}
+    for p in PHASES + ["open", "modules", "roots"]:
+        m = re.search(r"\b%s ([0-9.]+)s" % p, stats)
+        if m:
+            out[p] = float(m.group(1))
+    for key, pat in (("allocations", r"([0-9]+) allocations"),
+                     ("edges", r"([0-9]+) pointer edges"),
+                     ("peak_kib", r"peak RSS ([0-9]+) KiB"),
+                     ("anon_kib", r"anonymous ([0-9]+) KiB"),
+                     ("file_kib", r"file-backed \(the mapped core and libraries\) ([0-9]+) KiB")):
+        m = re.search(pat, stats)
+        if m:
+            out[key] = int(m.group(1))
+    return out
+
+
+def main(path):
+    rows = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            s = parse(r["stats"])
+            if not s.get("allocations"):
+                continue
+            s.update(n=int(r["n"]), wall=float(r["wall_s"]),
+                     user=float(r["user_s"]), core=int(r["core_bytes"]))
+            rows.setdefault(r["command"], []).append(s)
+    if not rows:
+        print("scale_table: no figures in %s" % path, file=sys.stderr)
+        return 1
+    for cmd, rs in rows.items():
+        rs.sort(key=lambda s: s["allocations"])
+        print("\n%s: seconds per phase (--stats), the run's user time and memory" % cmd)
+        print("| allocations | core MB | edges | %s | wall | user | peak beyond the core, B/alloc |"
+              % " | ".join(PHASES))
+        print("|---" * (len(PHASES) + 6) + "|")
+        for s in rs:
+            beyond = (s.get("peak_kib", 0) - s.get("file_kib", 0)) * 1024 / s["allocations"]
+            print("| %d | %d | %d | %s | %.2f | %.2f | %.1f |" % (
+                s["allocations"], s["core"] // 1000000, s.get("edges", 0),
+                " | ".join("%.3f" % s.get(p, 0) for p in PHASES),
+                s["wall"], s["user"], beyond))
+        print("\n%s: nanoseconds per allocation" % cmd)
+        print("| allocations | %s | user |" % " | ".join(PHASES))
+        print("|---" * (len(PHASES) + 2) + "|")
+        for s in rs:
+            k = 1e9 / s["allocations"]
+            print("| %d | %s | %.0f |" % (s["allocations"], " | ".join(
+                "%.0f" % (s.get(p, 0) * k) for p in PHASES), s["user"] * k))
+        if len(rs) < 2:
+            continue
+        base = rs[0]
+        print("\n%s: time per allocation relative to %d allocations "
+              "(O(n): 1.00; O(n log n): the log ratio)" % (cmd, base["allocations"]))
+        print("| allocations | log ratio | %s | user |" % " | ".join(PHASES))
+        print("|---" * (len(PHASES) + 3) + "|")
+        for s in rs[1:]:
+            lr = math.log(s["allocations"]) / math.log(base["allocations"])
+            cells = []
+            for p in PHASES + ["user"]:
+                b = base.get(p, 0) / base["allocations"]
+                x = s.get(p, 0) / s["allocations"]
+                cells.append("%.2f" % (x / b) if b > 0 else "-")
+            print("| %d | %.2f | %s |" % (s["allocations"], lr, " | ".join(cells)))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: scale_table.py SCALE.TSV", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""scripts/bench-scale.sh keeps working: run at two tiny sizes (20,000 and
+40,000 live allocations of tests/fixtures/bench_heap.c), it makes both
+cores, runs `leaks --stats` on each and prints the three tables (phase
+times, time per allocation, growth from the smallest size).  Checks:
+  - it exits 0 and scale.tsv has one row per size;
+  - each row's allocation count is what the fixture recorded: its live
+    blocks and the temporaries it freed, plus the few the C library itself
+    holds (at most 64);
+  - each table has a row per size (the growth table one per larger size),
+    with a number in every phase's cell;
+  - a size that is not a number is refused with one line and exit 2.
+The figures themselves are not checked here: they are timings, and the
+perf test (tests/test_perf.py) watches those.
+
+Standard library only.  Prints "N passed, M failed" last.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import hstest  # noqa: E402
+
+R = hstest.Checker()
+SIZES = (20000, 40000)
+
+
+def main():
+    script = os.path.join(hstest.SRCDIR, "scripts", "bench-scale.sh")
+    out = os.path.join(hstest.WORKDIR, "bench_scale")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    env = dict(os.environ, HEAPSIFT=hstest.HEAPSIFT,
+               BENCH_FIXTURE=hstest.fixture_path("bench_heap"),
+               BENCH_NO_BUILD="1", BENCH_SCALE_DIR=out, BENCH_COMMANDS="leaks")
+    for k in ("BENCH_CORES", "BENCH_KEEP", "BENCH_THREADS"):
+        env.pop(k, None)
+    p = subprocess.run(["bash", script] + [str(n) for n in SIZES], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=600)
+    R.check("bench-scale.sh exits 0", p.returncode == 0,
+            "exit %d: %s" % (p.returncode, (p.stderr or p.stdout)[-800:]))
+    if p.returncode != 0:
+        return R.finish()
+
+    rows = []
+    with open(os.path.join(out, "scale.tsv")) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            rows.append(dict(zip(head, line.rstrip("\n").split("\t"))))
+    R.check("scale.tsv: one row per size",
+            [int(r["n"]) for r in rows] == list(SIZES), repr(rows)[:400])
+    counts = []
+    for r in rows:
+        n = int(r["n"])
+        m = re.search(r"([0-9]+) allocations", r.get("stats", ""))
+        with open(os.path.join(out, "bench_heap-%d.rec" % n)) as f:
+            rec = dict(l.split() for l in f if l.strip())
+        made = int(rec["live"]) + int(rec["freed"])
+        got = int(m.group(1)) if m else -1
+        counts.append(got)
+        R.check("%d: heapsift's allocations are the fixture's (%d live + %d freed) and libc's own"
+                % (n, int(rec["live"]), int(rec["freed"])),
+                made <= got <= made + 64, "heapsift: %d, fixture: %d" % (got, made))
+
+    text = p.stdout
+    tables = re.findall(r"\n(leaks: [^\n]*)\n(\|[^\n]*\n)\|[-|]*\|\n((?:\|[^\n]*\n)*)", text)
+    R.check("three tables", len(tables) == 3, text[-1500:])
+    for title, header, body in tables:
+        label = ("growth table" if "relative" in title else
+                 "per-allocation table" if "nanoseconds" in title else "phase table")
+        cols = [c.strip() for c in header.strip().strip("|").split("|")]
+        lines = [l for l in body.splitlines() if l.strip()]
+        want = [str(c) for c in counts[1:]] if "relative" in title else [str(c) for c in counts]
+        firsts = [l.strip("|").split("|")[0].strip() for l in lines]
+        R.check("%s: a row per size" % label, firsts == want,
+                "rows %s, sizes %s" % (firsts, want))
+        ok = all(len(l.strip().strip("|").split("|")) == len(cols) for l in lines)
+        cells = [c.strip() for l in lines for c in l.strip().strip("|").split("|")[1:]]
+        # "-" in the growth table: a phase too short to time at the smallest size
+        num = r"[0-9]+(\.[0-9]+)?" + ("|-" if "relative" in title else "")
+        R.check("%s: every cell a number" % label, ok and cells and all(
+            re.fullmatch(num, c) for c in cells), body)
+
+    bad = subprocess.run(["bash", script, "12x"], env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=60)
+    R.check("a size that is not a number: exit 2, one line",
+            bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+            and "12x" in bad.stderr, "exit %d: %r" % (bad.returncode, bad.stderr))
+    shutil.rmtree(out, ignore_errors=True)
+    return R.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
