@@ -159,12 +159,6 @@ struct part {
 	bool learn;
 };
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static bool push_edge(struct part *p, uint32_t e)
 {
 	if (p->nedges == p->cap) {
@@ -189,7 +183,7 @@ static size_t unique_edges(uint32_t *e, size_t n)
 	for (size_t i = 0; i < n; i++)
 		e[i] = HS_EDGE_ID(e[i]) << 2 |
 		       ((e[i] & HS_EDGE_INTERIOR) ? 2 : (e[i] & HS_EDGE_RULE) ? 1 : 0);
-	hs_sort(e, n, sizeof(*e), cmp_u32);
+	hs_sort_u32(e, n);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k && (e[k - 1] >> 2) == (e[i] >> 2))

@@ -17,12 +17,6 @@ struct root_edges {
 	bool nomem;
 };
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Closes the rows of roots up to and including `upto`. */
 static void close_rows(struct root_edges *re, size_t upto)
 {
@@ -31,7 +25,7 @@ static void close_rows(struct root_edges *re, size_t upto)
 		size_t start = re->off[node];
 		size_t cnt = re->n - start;
 		if (cnt > 1) {
-			hs_sort(re->adj + start, cnt, sizeof(uint32_t), cmp_u32);
+			hs_sort_u32(re->adj + start, cnt);
 			size_t k = 1;
 			for (size_t i = 1; i < cnt; i++)
 				if (re->adj[start + i] != re->adj[start + k - 1])

@@ -4,7 +4,16 @@
 #ifndef HS_SORT_H
 #define HS_SORT_H
 
+#include <stdint.h>
 #include <stdlib.h>
+
+/* Sorts n 32-bit values in place, ascending: insertion sort for short
+ * arrays, else a least-significant-digit radix sort (11-bit digits, a
+ * pass skipped when every value has the same digit) through a scratch
+ * array, falling back to qsort when the scratch cannot be had.  A graph
+ * row of a million pointers is sorted in milliseconds instead of the
+ * comparison sort's tenths of a second. */
+void hs_sort_u32(uint32_t *v, size_t n);
 
 static inline void hs_sort(void *base, size_t n, size_t size,
 			   int (*cmp)(const void *, const void *))

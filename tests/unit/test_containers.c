@@ -6,8 +6,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "src/hashtab.h"
+#include "src/sort.h"
 #include "src/vector.h"
 #include "tests/unit/check.h"
 
@@ -112,6 +114,43 @@ static void tables(void)
 }
 
 /* src/error.h's catch helper: only the named code is caught */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* hs_sort_u32 against qsort: lengths on both sides of the insertion
+ * sort's limit, values that vary in one digit only (passes skipped), in
+ * the top bits only, all equal, and the full range. */
+static void sorts(void)
+{
+	static const size_t lens[] = {0, 1, 2, 63, 64, 65, 1000, 300000};
+	static const uint32_t masks[] = {0x7ff, 0xffe00000, 0, 0xffffffff, 0x3fffff};
+	size_t most = 300000;
+	uint32_t *a = malloc(most * sizeof(*a)), *b = malloc(most * sizeof(*b));
+	if (!a || !b) {
+		CHECK(!"memory for the sort test");
+		free(a);
+		free(b);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
+		for (size_t k = 0; k < sizeof(masks) / sizeof(*masks); k++) {
+			size_t n = lens[i];
+			for (size_t j = 0; j < n; j++)
+				a[j] = b[j] = (uint32_t)check_rand() & masks[k];
+			hs_sort_u32(a, n);
+			hs_sort(b, n, sizeof(*b), cmp_u32);
+			CHECKF(n == 0 || !memcmp(a, b, n * sizeof(*a)),
+			       "hs_sort_u32: %zu values under mask %#x differ from qsort's order",
+			       n, masks[k]);
+		}
+	}
+	free(a);
+	free(b);
+}
+
 static void catching(void)
 {
 	struct hs_error *err = NULL;
@@ -130,6 +169,7 @@ int main(void)
 {
 	vectors();
 	tables();
+	sorts();
 	catching();
 	return check_finish();
 }
