@@ -341,18 +341,48 @@ static bool is_vtable(const struct hs_rules *r, uint64_t p)
 	return false;
 }
 
+/* The first bytes of the block a rule looks at, in the mapping (p NULL
+ * when they are not all there): read in place, not looked up per word. */
+struct head {
+	const uint8_t *p;
+	uint64_t len;
+};
+enum { HEAD_BYTES = 32 };  /* std::string's three words and its first character */
+
+static struct head head_of(const struct hs_rules *r, const struct hs_alloc *a)
+{
+	uint64_t len = a->size < HEAD_BYTES ? a->size : HEAD_BYTES;
+	const uint8_t *p = hs_core_ptr(r->core, a->addr, (size_t)len);
+	return (struct head){p, p ? len : 0};
+}
+
+/* The word at addr, from the head when it lies there. */
+static inline bool head_word(const struct hs_rules *r, const struct hs_alloc *a,
+			     const struct head *hd, uint64_t addr, uint64_t *v)
+{
+	if (addr >= a->addr && addr - a->addr + 8 <= hd->len) {
+		memcpy(v, hd->p + (addr - a->addr), sizeof(*v));
+		return true;
+	}
+	return word(r, addr, v);
+}
+
 /* redis's sds (sds.h): the header just before the characters, its last
  * byte the flags, whose low 3 bits give the header type. */
 static bool sds_header(const struct hs_rules *r, const struct hs_alloc *a,
-		       uint64_t off)
+		       const struct head *hd, uint64_t off)
 {
 	static const uint8_t hdr[] = {1, 3, 5, 9, 17};   /* by type 0-4 */
 	static const uint8_t field[] = {0, 1, 2, 4, 8};  /* len and alloc */
 	if (off > 17 || off >= a->size)
 		return false;
-	uint8_t h[17];
-	if (!hs_core_read_quiet(r->core, a->addr, h, (size_t)off))
-		return false;
+	uint8_t buf[17];
+	const uint8_t *h = off <= hd->len ? hd->p : NULL;
+	if (!h) {
+		if (!hs_core_read_quiet(r->core, a->addr, buf, (size_t)off))
+			return false;
+		h = buf;
+	}
 	unsigned type = h[off - 1] & 7;
 	if (type > 4 || hdr[type] != off)
 		return false;
@@ -371,11 +401,12 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 		return HS_RULE_NONE;
 	uint64_t off = v - a->addr, w0, w1;
 	unsigned on = r->enabled;
+	struct head hd = head_of(r, a);
 	if ((on & 1u << HS_RULE_STDSTRING) && off == 24 &&
-	    word(r, a->addr + 8, &w1) && w1 < a->size &&
-	    served(r, a, 24 + w1 + 1) && word(r, a->addr, &w0) && w0 <= w1)
+	    head_word(r, a, &hd, a->addr + 8, &w1) && w1 < a->size &&
+	    served(r, a, 24 + w1 + 1) && head_word(r, a, &hd, a->addr, &w0) && w0 <= w1)
 		return HS_RULE_STDSTRING;
-	if (off == 8 && word(r, a->addr, &w0) && w0 > 0 && w0 < a->size) {
+	if (off == 8 && head_word(r, a, &hd, a->addr, &w0) && w0 > 0 && w0 < a->size) {
 		if ((on & 1u << HS_RULE_LENGTH64) && served(r, a, w0 + 8))
 			return HS_RULE_LENGTH64;
 		if (on & 1u << HS_RULE_NEWARRAY) {
@@ -392,10 +423,10 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 		}
 	}
 	if ((on & 1u << HS_RULE_MULTIPLE_INHERITANCE) && off % 8 == 0 &&
-	    word(r, v, &w1) && word(r, a->addr, &w0) && is_vtable(r, w1) &&
-	    is_vtable(r, w0))
+	    head_word(r, a, &hd, v, &w1) && is_vtable(r, w1) &&
+	    head_word(r, a, &hd, a->addr, &w0) && is_vtable(r, w0))
 		return HS_RULE_MULTIPLE_INHERITANCE;
-	if ((on & 1u << HS_RULE_SDS) && sds_header(r, a, off))
+	if ((on & 1u << HS_RULE_SDS) && sds_header(r, a, &hd, off))
 		return HS_RULE_SDS;
 	if ((on & 1u << HS_RULE_TYPED) && r->ntyped) {
 		size_t lo = 0, hi = r->ntyped;

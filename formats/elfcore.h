@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "src/error.h"
 #include "src/log.h"
@@ -143,15 +144,24 @@ struct hs_error *hs_core_read(const struct hs_core *core, uint64_t addr,
 /* Cheaper variant for hot loops: true on success, no error object. */
 bool hs_core_read_quiet(const struct hs_core *core, uint64_t addr, void *buf,
 			size_t len);
-static inline bool hs_core_read_u64(const struct hs_core *core, uint64_t addr,
-				    uint64_t *ret)
-{
-	return hs_core_read_quiet(core, addr, ret, sizeof(*ret));
-}
 
 /* A pointer to len bytes at addr that lie entirely in one segment's file data
  * (zero copy), or NULL. */
 const void *hs_core_ptr(const struct hs_core *core, uint64_t addr, size_t len);
+
+/* One word: straight from the mapping when it is there (a load, not a
+ * call to memcpy), else as hs_core_read_quiet reads it (zero fill, words
+ * across segments, the trace). */
+static inline bool hs_core_read_u64(const struct hs_core *core, uint64_t addr,
+				    uint64_t *ret)
+{
+	const void *p = core->trace ? NULL : hs_core_ptr(core, addr, sizeof(*ret));
+	if (p) {
+		memcpy(ret, p, sizeof(*ret));
+		return true;
+	}
+	return hs_core_read_quiet(core, addr, ret, sizeof(*ret));
+}
 
 /* Marks [addr, addr+len) as read, when tracing (see hs_core.trace). */
 void hs_core_touch(const struct hs_core *core, uint64_t addr, size_t len);
