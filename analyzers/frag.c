@@ -113,16 +113,15 @@ static void place_kinds(const struct hs_heap *heap, int place_kind[HS_WHERE_MAX]
 /* A headerless slab allocator (jemalloc): size classes per arena and in
  * all; the largest request that free memory serves (a small class with a
  * free region in some slab, or a free page run that holds a new slab or a
- * large extent with its pad). */
-static struct hs_error *classes_part(struct hs_frag *f, const struct hs_heap *heap)
+ * large extent with its pad).  place_kind: place_kinds() of the heap. */
+static struct hs_error *classes_part(struct hs_frag *f, const struct hs_heap *heap,
+				     const int place_kind[HS_WHERE_MAX])
 {
 	f->headerless = true;
 	f->mmap_threshold = 0;
 	f->metadata = heap->metadata_bytes;
 	uint64_t page = heap->page_size ? heap->page_size : 4096;
 	uint64_t runs = 0;  /* the largest dirty or muzzy run */
-	int place_kind[HS_WHERE_MAX];
-	place_kinds(heap, place_kind);
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
 		int k = place_kind[a->where];
@@ -251,7 +250,7 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 	 * the walk could not read it) */
 	f->mmap_threshold = heap->mmap_threshold ? heap->mmap_threshold : 128 * 1024;
 	if (heap->headerless) {
-		struct hs_error *err = classes_part(f, heap);
+		struct hs_error *err = classes_part(f, heap, place_kind);
 		if (err) {
 			hs_frag_destroy(f);
 			return err;

@@ -29,6 +29,8 @@ RUNS="${BENCH_RUNS:-3}"
 CHAP="${BENCH_CHAP:-}"
 mkdir -p "$OUT"
 say() { printf '==> %s\n' "$*"; }
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+. "$ROOT/scripts/lib/bench-common.sh"
 
 program() {
 	case "$1" in
@@ -68,31 +70,18 @@ take_core() {
 	rm -f "$fifo"
 }
 
-# best COMMAND...: the best wall of RUNS runs, with its user time and RSS
-best() {
-	local i w u r bw="" bu="" br=""
-	for i in $(seq 1 "$RUNS"); do
-		/usr/bin/time -f '%e %U %M' -o "$OUT/time" "$@" >/dev/null 2>"$OUT/err" </dev/null ||
-			{ echo "failed: $*" >&2; tail -3 "$OUT/err" >&2; return 1; }
-		read -r w u r <"$OUT/time"
-		if [ -z "$bw" ] || awk -v a="$w" -v b="$bw" 'BEGIN { exit !(a < b) }'; then
-			bw="$w" bu="$u" br="$r"
-			cp "$OUT/err" "$OUT/best.err"
-		fi
-	done
-	echo "$bw $bu $br"
-}
-
 printf '%-8s %10s %8s %10s %9s %9s %10s %9s %7s\n' PROGRAM CORE_MB BLOCKS HS_WALL HS_USER HS_MB CHAP_WALL CHAP_MB RATIO
 for name in "${NAMES[@]}"; do
 	take_core "$name"
 	core="$OUT/$name.core"
-	read -r hw hu hr <<<"$(best "$HS" leaks "$core" --stats)"
-	stats="$(grep '^heapsift: stats:' "$OUT/best.err" | head -2 | tr '\n' ' ')"
-	blocks="$(grep -oE '[0-9]+ allocations' "$OUT/best.err" | head -1 | cut -d' ' -f1)"
+	bench_best_of "$name" "$HS" leaks "$core" --stats
+	hw="$(printf '%.2f' "$BEST_WALL")" hu="$BEST_USER" hr="$BEST_RSS"
+	stats="$(grep '^heapsift: stats:' "$OUT/$name.err" | head -2 | tr '\n' ' ')"
+	blocks="$(grep -oE '[0-9]+ allocations' "$OUT/$name.err" | head -1 | cut -d' ' -f1)"
 	cw="-" cr="-" ratio="-"
 	if [ -n "$CHAP" ]; then
-		read -r cw _ cr <<<"$(best sh -c 'echo "count leaked" | "$1" "$2"' sh "$CHAP" "$core")"
+		bench_best_of "$name-chap" sh -c 'echo "count leaked" | "$1" "$2"' sh "$CHAP" "$core"
+		cw="$(printf '%.2f' "$BEST_WALL")" cr="$BEST_RSS"
 		ratio="$(awk -v h="$hw" -v c="$cw" 'BEGIN { printf "%.2f", h / c }')"
 		cr="$(awk -v r="$cr" 'BEGIN { printf "%.0f", r / 1024 }')"
 	fi

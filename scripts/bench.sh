@@ -56,6 +56,8 @@ CHAP="${BENCH_CHAP:-}"
 TSV="$OUT/bench.tsv"
 
 say() { printf '==> %s\n' "$*"; }
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+. "$ROOT/scripts/lib/bench-common.sh"
 
 if [ ! -x /usr/bin/time ]; then
 	echo "bench.sh: /usr/bin/time is missing (scripts/setup.sh installs it)" >&2
@@ -109,16 +111,9 @@ if [ -f "$OUT/$NAME.rec" ] && [ "$CORE" -ef "$OUT/$NAME.core" ]; then
 	cat "$REC"
 fi
 
-# The wall time (s) and max RSS (KiB) in a /usr/bin/time -v log.
-time_wall() {
-	awk -F': ' '/Elapsed \(wall clock\)/ {
-		n = split($2, t, ":"); s = 0
-		for (k = 1; k <= n; k++) s = s * 60 + t[k]
-		print s }' "$1"
-}
-time_rss() { awk -F': ' '/Maximum resident set size/ { print $2 }' "$1"; }
-
-wait_idle() {
+# before each timed run (bench_best_of, scripts/lib/bench-common.sh): with
+# BENCH_IDLE, wait for the machine to be idle
+bench_before_run() {
 	[ -n "${BENCH_IDLE:-}" ] || return 0
 	local idle
 	for _ in $(seq 1 300); do
@@ -128,34 +123,10 @@ wait_idle() {
 	echo "bench.sh: the machine was not idle for 10 minutes; running anyway" >&2
 }
 
-# best_of LABEL CMD...: run CMD RUNS times under /usr/bin/time -v (stdout to
-# /dev/null); keeps the time log and stderr of the fastest run as
-# $OUT/LABEL.time and $OUT/LABEL.err and sets BEST_WALL and BEST_RSS.
-best_of() {
-	local label="$1"
-	shift
-	local i log err wall rss rc
-	BEST_WALL="" BEST_RSS=""
-	for i in $(seq 1 "$RUNS"); do
-		log="$OUT/run.time" err="$OUT/run.err"
-		rc=0
-		wait_idle
-		/usr/bin/time -v -o "$log" "$@" >/dev/null 2>"$err" </dev/null || rc=$?
-		if [ "$rc" -ne 0 ]; then
-			echo "$label: exit $rc" >&2
-			tail -n 5 "$err" >&2
-			return 1
-		fi
-		wall="$(time_wall "$log")"
-		rss="$(time_rss "$log")"
-		printf '  %-16s run %d: %7.2f s  %8.1f MiB\n' "$label" "$i" "$wall" \
-			"$(awk -v r="$rss" 'BEGIN { print r / 1024 }')"
-		if [ -z "$BEST_WALL" ] || awk -v w="$wall" -v b="$BEST_WALL" 'BEGIN { exit !(w < b) }'; then
-			BEST_WALL="$wall" BEST_RSS="$rss"
-			cp "$log" "$OUT/$label.time"
-			cp "$err" "$OUT/$label.err"
-		fi
-	done
+# after each timed run: its wall time and max RSS
+bench_after_run() {
+	printf '  %-16s run %d: %7.2f s  %8.1f MiB\n' "$1" "$2" "$3" \
+		"$(awk -v r="$4" 'BEGIN { print r / 1024 }')"
 }
 
 # stat_field ERRFILE REGEX: the number that follows the pattern (an ERE) in
@@ -177,7 +148,7 @@ for t in $THREADS; do
 		*) echo "bench.sh: unknown command '$c'" >&2; exit 2 ;;
 		esac
 		say "${cmd[*]} --threads $t --stats > /dev/null"
-		best_of "$label" "${cmd[@]}" --threads "$t" --stats
+		bench_best_of "$label" "${cmd[@]}" --threads "$t" --stats
 		e="$OUT/$label.err"
 		f() { stat_field "$e" "$1"; }
 		allocs="$({ grep -oE '[0-9]+ allocations' "$e" || true; } | awk '{ print $1 }' | head -n 1)"
@@ -200,7 +171,7 @@ done
 if [ -n "$CHAP" ]; then
 	for q in used free leaked; do
 		say "echo 'count $q' | chap $CORE"
-		best_of "chap-$q" sh -c 'echo "count $1" | "$2" "$3"' sh "$q" "$CHAP" "$CORE"
+		bench_best_of "chap-$q" sh -c 'echo "count $1" | "$2" "$3"' sh "$q" "$CHAP" "$CORE"
 		printf 'chap-%s best of %d: %.2f s wall, %.1f MiB max RSS\n' "$q" "$RUNS" "$BEST_WALL" \
 			"$(awk -v r="$BEST_RSS" 'BEGIN { print r / 1024 }')"
 		printf 'chap-%s\tchap count %s\t-\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n' \

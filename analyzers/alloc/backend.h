@@ -51,10 +51,11 @@ struct hs_backend {
 	 * symbol. */
 	const char *lib_prefix, *symbol;
 	/* The usable size malloc(request) gives (small requests), and how far
-	 * below a block's usable size a request it served can be.  NULL: the
-	 * request itself, 1. */
+	 * below the usable size of a block of place a request it served can
+	 * be (a page where requests are rounded to pages, HS_PLACE_PAGES).
+	 * NULL: the request itself, 1. */
 	uint64_t (*size_class)(uint64_t request);
-	uint64_t (*slack)(uint64_t size);
+	uint64_t (*slack)(const struct hs_place *place, uint64_t size);
 	/* Where its blocks sit: HS_WHERE_MAX places, used ones first
 	 * (analyzers/alloc/heap.h); unnamed entries are unused. */
 	const struct hs_place *places;

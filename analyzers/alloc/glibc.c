@@ -1951,9 +1951,13 @@ static uint64_t size_class(uint64_t request)
 	return (c < 32 ? 32 : c) - 8;
 }
 
-/* chunks go by 16 bytes; the smallest (24 usable) serves 0 to 24 */
-static uint64_t slack(uint64_t size)
+/* chunks go by 16 bytes; the smallest (24 usable) serves 0 to 24; an
+ * mmapped chunk is the request rounded up to a page (sysmalloc), 4 KiB on
+ * x86-64 */
+static uint64_t slack(const struct hs_place *place, uint64_t size)
 {
+	if (place->flags & HS_PLACE_PAGES)
+		return 4096;
 	return size <= 24 ? size + 1 : 16;
 }
 

@@ -19,9 +19,8 @@ uint64_t hs_heap_size_class(const struct hs_heap *heap, uint64_t request)
 
 uint64_t hs_heap_slack(const struct hs_heap *heap, const struct hs_alloc *a)
 {
-	if (heap->places[a->where].flags & HS_PLACE_PAGES)
-		return 4096;
-	return heap->backend->slack ? heap->backend->slack(a->size) : 1;
+	return heap->backend->slack ?
+	       heap->backend->slack(hs_alloc_place(heap, a), a->size) : 1;
 }
 
 struct hs_heap *hs_heap_create(const struct hs_backend *backend)

@@ -35,7 +35,7 @@ enum hs_place_flags {
 	HS_PLACE_CLASSED = 2,   /* carved from a size class: the usable size is
 				 * what hs_heap_size_class gives the request */
 	HS_PLACE_PAGES = 4,     /* its own mapping: requests are rounded to a
-				 * page */
+				 * page (the backend's slack knows its size) */
 };
 struct hs_place {
 	const char *name;       /* "bin", "slab": where in list, show, info */
@@ -188,9 +188,9 @@ static inline uint64_t hs_alloc_chunk_size(const struct hs_heap *heap,
  * (hs_backend.size_class; the request itself when it has none).  Only
  * meaningful for small requests (no mmapped chunks, no large extents). */
 uint64_t hs_heap_size_class(const struct hs_heap *heap, uint64_t request);
-/* How far below a's usable size a request it served can be: a page for a
- * block with its own mapping, else the spacing of the backend's size
- * classes (hs_backend.slack; 1 when it has none). */
+/* How far below a's usable size a request it served can be, by the
+ * backend (hs_backend.slack, given a's place: a page for a block with its
+ * own mapping, else the spacing of its size classes; 1 when it has none). */
 uint64_t hs_heap_slack(const struct hs_heap *heap, const struct hs_alloc *a);
 
 struct hs_heap *hs_heap_create(const struct hs_backend *backend);

@@ -1473,9 +1473,11 @@ static uint64_t size_class(uint64_t request)
 }
 
 /* the spacing of the classes: 16 up to 128, then a quarter of the
- * power of two below */
-static uint64_t slack(uint64_t size)
+ * power of two below (large extents included: their sizes are classes
+ * too, no place of jemalloc's is HS_PLACE_PAGES) */
+static uint64_t slack(const struct hs_place *place, uint64_t size)
 {
+	(void)place;
 	if (size <= 128)
 		return 16;
 	int lg = 63 - __builtin_clzll(size - 1);

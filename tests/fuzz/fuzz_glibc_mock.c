@@ -16,9 +16,9 @@
  * overlapping, each in a place the backend names. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "analyzers/alloc/glibc.h"
+#include "tests/fuzz/fz_heap.h"
 #include "tests/unit/glibc_heap.h"
 
 static const struct zone {
@@ -27,7 +27,7 @@ static const struct zone {
 	{LIBC, 0x2000}, {HEAP, HEAP_SIZE}, {H2, H2_SIZE}, {TLS, 0x1000},
 	{MM1, 0x40}, {MM2, 0x80},
 };
-enum { NZONES = sizeof(zones) / sizeof(zones[0]), RECORD = 10, MAX_RECORDS = 256 };
+enum { NZONES = sizeof(zones) / sizeof(zones[0]) };
 
 static struct mock_core base;
 static uint64_t nwords;
@@ -43,9 +43,10 @@ static uint64_t word_addr(uint64_t w)
 	abort();
 }
 
-/* The base core's 8 bytes at addr. */
-static uint8_t *at(uint64_t addr)
+/* The base core's 8 bytes at the zone word w. */
+static uint8_t *word_at(uint64_t w)
 {
+	uint64_t addr = word_addr(w);
 	for (size_t i = 0; i < base.nsegs; i++)
 		if (addr >= base.segs[i].vaddr &&
 		    addr + 8 <= base.segs[i].vaddr + base.segs[i].size)
@@ -69,42 +70,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static void check_heap(const struct hs_heap *h)
-{
-	for (size_t i = 0; i < h->nallocs; i++) {
-		const struct hs_alloc *a = &h->allocs[i];
-		const struct hs_alloc *p = i ? &h->allocs[i - 1] : NULL;
-		if (!h->places[a->where].name ||
-		    (p && p->addr + p->size > a->addr - h->places[a->where].header)) {
-			fprintf(stderr, "fuzz_glibc_mock: block %zu at %#llx overlaps the one before, or has place %u\n",
-				i, (unsigned long long)a->addr, (unsigned)a->where);
-			abort();
-		}
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t opts = size ? data[0] : 3;
-	size_t n = size ? (size - 1) / RECORD : 0;
-	if (n > MAX_RECORDS)
-		n = MAX_RECORDS;
-	struct {
-		uint8_t *p;
-		uint8_t old[8];
-	} saved[MAX_RECORDS];
-	for (size_t r = 0; r < n; r++) {
-		const uint8_t *rec = data + 1 + r * RECORD;
-		uint64_t w = (uint64_t)(rec[0] | rec[1] << 8) % nwords;
-		saved[r].p = at(word_addr(w));
-		memcpy(saved[r].old, saved[r].p, 8);
-		memcpy(saved[r].p, rec + 2, 8);
-	}
+	struct fz_words saved;
+	fz_words_apply(&saved, data, size, nwords, word_at);
 	size_t len;
 	uint8_t *bytes = mock_build(&base, &len);
-	/* restored newest first: a word patched twice gets its first value */
-	for (size_t r = n; r-- > 0;)
-		memcpy(saved[r].p, saved[r].old, 8);
+	fz_words_restore(&saved);
 
 	struct hs_log log;
 	hs_log_init(&log, NULL, false);
@@ -120,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct hs_heap *heap = NULL;
 		err = hs_glibc_walk_known(core, &k, &log, &heap);
 		if (!err) {
-			check_heap(heap);
+			fz_heap_check(heap, "fuzz_glibc_mock", FZ_HEAP_DISJOINT);
 			hs_heap_destroy(heap);
 		}
 	}

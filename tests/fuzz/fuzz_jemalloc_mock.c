@@ -35,9 +35,10 @@
 #include <string.h>
 
 #include "analyzers/alloc/jemalloc.h"
+#include "tests/fuzz/fz_heap.h"
 #include "tests/unit/jemalloc_heap.h"
 
-enum { MAX_ZONES = 32, RECORD = 10, MAX_RECORDS = 256, NSIZES_FUZZED = 40 };
+enum { MAX_ZONES = 32, NSIZES_FUZZED = 40 };
 
 static struct zone {
 	uint8_t *p;        /* in the image, or the size table */
@@ -125,45 +126,11 @@ static uint8_t *word_at(uint64_t w)
 	abort();
 }
 
-static void check_heap(const struct hs_heap *h)
-{
-	for (size_t i = 0; i < h->nallocs; i++) {
-		const struct hs_alloc *a = &h->allocs[i];
-		const struct hs_alloc *p = i ? &h->allocs[i - 1] : NULL;
-		if (!h->places[a->where].name || a->addr + a->size < a->addr ||
-		    (p && p->addr + p->size > a->addr - h->places[a->where].header)) {
-			fprintf(stderr, "fuzz_jemalloc_mock: block %zu at %#llx (%llu bytes) wraps, overlaps the one before, or has place %u\n",
-				i, (unsigned long long)a->addr,
-				(unsigned long long)a->size, (unsigned)a->where);
-			abort();
-		}
-	}
-	for (size_t i = 0; i < h->nregions; i++)
-		if (h->regions[i].end < h->regions[i].start) {
-			fprintf(stderr, "fuzz_jemalloc_mock: region %#llx-%#llx wraps\n",
-				(unsigned long long)h->regions[i].start,
-				(unsigned long long)h->regions[i].end);
-			abort();
-		}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t opts = size ? data[0] : 1;
-	size_t n = size ? (size - 1) / RECORD : 0;
-	if (n > MAX_RECORDS)
-		n = MAX_RECORDS;
-	struct {
-		uint8_t *p;
-		uint8_t old[8];
-	} saved[MAX_RECORDS];
-	for (size_t r = 0; r < n; r++) {
-		const uint8_t *rec = data + 1 + r * RECORD;
-		uint64_t w = (uint64_t)(rec[0] | rec[1] << 8) % nwords;
-		saved[r].p = word_at(w);
-		memcpy(saved[r].old, saved[r].p, 8);
-		memcpy(saved[r].p, rec + 2, 8);
-	}
+	struct fz_words saved;
+	fz_words_apply(&saved, data, size, nwords, word_at);
 
 	struct hs_log log;
 	hs_log_init(&log, NULL, false);
@@ -182,16 +149,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct hs_heap *heap = NULL;
 		err = hs_jemalloc_walk_known(core, &k, &log, &heap);
 		if (!err) {
-			check_heap(heap);
+			fz_heap_check(heap, "fuzz_jemalloc_mock",
+				      FZ_HEAP_DISJOINT | FZ_HEAP_NO_WRAP);
 			hs_heap_destroy(heap);
 		}
 	}
 	hs_error_destroy(err);
 	hs_core_destroy(core);
 	hs_log_fini(&log);
-	/* the image back to the sound heap, newest record first: a word
-	 * patched twice gets its first value */
-	for (size_t r = n; r-- > 0;)
-		memcpy(saved[r].p, saved[r].old, 8);
+	/* the image back to the sound heap */
+	fz_words_restore(&saved);
 	return 0;
 }

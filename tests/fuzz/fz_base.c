@@ -1,5 +1,6 @@
 /* See fz_base.h. */
 #include "tests/fuzz/fz_base.h"
+#include "tests/fuzz/fz_heap.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -133,30 +134,6 @@ static void make_zones(struct fz_base *b, const uint64_t *trace)
 		if (in)
 			add_zone(b, run, hi - run, i);
 	}
-}
-
-/* Sanity of a block table the walker returned: sorted by address, known
- * places.  A violation is a bug the fuzzer must report. */
-static uint64_t check_heap(const struct hs_heap *h)
-{
-	uint64_t sum = 0;
-	for (size_t i = 0; i < h->nallocs; i++) {
-		const struct hs_alloc *a = &h->allocs[i];
-		if (!h->places[a->where].name ||
-		    (i && h->allocs[i - 1].addr > a->addr)) {
-			fprintf(stderr, "fuzz: block %zu at %#llx is out of order or has place %u\n",
-				i, (unsigned long long)a->addr, (unsigned)a->where);
-			abort();
-		}
-		sum += a->addr ^ a->size;
-	}
-	if (h->nallocs) {
-		const struct hs_alloc *a = hs_heap_find(h, h->allocs[h->nallocs / 2].addr);
-		sum += a ? a->size : 0;
-	}
-	for (size_t i = 0; i < h->narenas; i++)
-		sum += h->arenas[i].used_bytes + h->arenas[i].free_bytes;
-	return sum;
 }
 
 static volatile uint64_t sink;
@@ -327,7 +304,8 @@ void fz_base_run(struct fz_base *bases, size_t nbases, const uint8_t *data,
 			fprintf(stderr, "  warning: %s\n", log.kept[i]);
 	}
 	if (!err) {
-		sink += check_heap(heap);
+		/* sorted by address, known places */
+		sink += fz_heap_check(heap, "fuzz", FZ_HEAP_ORDER);
 		hs_heap_destroy(heap);
 	} else {
 		sink += err->code;
