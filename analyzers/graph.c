@@ -157,6 +157,8 @@ struct part {
 	struct hs_log *log;     /* progress, from the first part only */
 	struct hs_offstats stats;       /* interior pointers, for learning */
 	bool learn;
+	uint32_t open;          /* the first source whose row is still open */
+	size_t open_at;         /* where its edges start */
 };
 
 static bool push_edge(struct part *p, uint32_t e)
@@ -196,60 +198,111 @@ static size_t unique_edges(uint32_t *e, size_t n)
 	return k;
 }
 
+/* The scan resolves the words it finds in batches: each pointer's lookup
+ * waits on two cache misses (the granule entry, then the block), and a
+ * batch asks for all of a stage's lines before it reads the first.  The
+ * words are handled in the order they were found, so the edges are the
+ * same as one at a time. */
+enum { SCAN_BATCH = 64 };
+
+struct cand {
+	uint64_t v;
+	uint32_t src;
+};
+
+/* Closes the rows of the sources before `upto`: deduplicated, counted. */
+static void close_sources(struct part *p, uint32_t upto)
+{
+	while (p->open < upto) {
+		size_t n = unique_edges(p->edges + p->open_at, p->nedges - p->open_at);
+		p->nedges = p->open_at + n;
+		p->counts[p->open - p->from] = (uint32_t)n;
+		p->open++;
+		p->open_at = p->nedges;
+	}
+}
+
+/* The batch's words, resolved and filed under their sources; false when
+ * memory ran out. */
+static bool resolve(struct part *p, const struct cand *c, size_t n)
+{
+	const struct hs_graph *g = p->g;
+	const struct hs_alloc *allocs = g->map.heap->allocs;
+	for (size_t i = 0; i < n; i++)
+		hs_graph_prefetch(g, c[i].v);
+	for (size_t i = 0; i < n; i++)
+		hs_graph_prefetch_target(g, c[i].v);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = c[i].v;
+		uint32_t src = c[i].src;
+		close_sources(p, src);
+		bool interior;
+		uint32_t t = hs_graph_target(g, v, &interior);
+		if (t == HS_NO_ALLOC || t == src)
+			continue;
+		uint32_t flag = 0;
+		if (interior) {
+			enum hs_rule rule = hs_rules_check(g->rules, &allocs[t], v);
+			flag = rule ? HS_EDGE_RULE : HS_EDGE_INTERIOR;
+			if (rule)
+				__atomic_store_n(&g->rule_of[t], (uint8_t)rule,
+						 __ATOMIC_RELAXED);
+			else if (p->learn && v - allocs[t].addr < HS_LEARN_MAX_OFFSET &&
+				 hs_offstats_add(&p->stats, allocs[t].size,
+						 v - allocs[t].addr))
+				return false;
+		}
+		if (!push_edge(p, t | flag))
+			return false;
+	}
+	return true;
+}
+
 static void *scan_part(void *arg)
 {
 	struct part *p = arg;
 	const struct hs_graph *g = p->g;
 	const struct hs_alloc *allocs = g->map.heap->allocs;
 	uint64_t lo = g->map.lo, hi = g->map.hi;
+	struct cand batch[SCAN_BATCH];
+	size_t nb = 0;
+	p->open = p->from;
+	p->open_at = p->nedges;
 	for (uint32_t src = p->from; src < p->to; src++) {
 		const struct hs_alloc *a = &allocs[src];
 		if (p->log && !((src - p->from) & 0xffff))
 			hs_log_progress(p->log, "scanning for pointers", "blocks",
 					src - p->from, p->to - p->from);
-		size_t before = p->nedges;
-		if (hs_alloc_in_graph(a)) {
-			uint64_t nwords = a->size / 8;
-			const uint64_t *w = hs_core_ptr(p->core, a->addr, nwords * 8);
-			for (uint64_t k = 0; k < nwords; k++) {
-				uint64_t v;
-				if (w)
-					v = w[k];
-				else if (!hs_core_read_u64(p->core, a->addr + 8 * k, &v)) {
-					p->unreadable++;
-					break;
-				}
-				if (v < lo || v >= hi)
-					continue;
-				bool interior;
-				uint32_t t = hs_graph_target(g, v, &interior);
-				if (t == HS_NO_ALLOC || t == src)
-					continue;
-				uint32_t flag = 0;
-				if (interior) {
-					enum hs_rule rule = hs_rules_check(g->rules, &allocs[t], v);
-					flag = rule ? HS_EDGE_RULE : HS_EDGE_INTERIOR;
-					if (rule)
-						__atomic_store_n(&g->rule_of[t], (uint8_t)rule,
-								 __ATOMIC_RELAXED);
-					else if (p->learn && v - allocs[t].addr < HS_LEARN_MAX_OFFSET &&
-						 hs_offstats_add(&p->stats, allocs[t].size,
-								 v - allocs[t].addr)) {
-						p->nomem = true;  /* the one error it gives */
-						return NULL;
-					}
-				}
-				if (!push_edge(p, t | flag)) {
-					p->nomem = true;
+		if (!hs_alloc_in_graph(a))
+			continue;
+		uint64_t nwords = a->size / 8;
+		const uint64_t *w = hs_core_ptr(p->core, a->addr, nwords * 8);
+		for (uint64_t k = 0; k < nwords; k++) {
+			uint64_t v;
+			if (w)
+				v = w[k];
+			else if (!hs_core_read_u64(p->core, a->addr + 8 * k, &v)) {
+				p->unreadable++;
+				break;
+			}
+			if (v < lo || v >= hi)
+				continue;
+			batch[nb++] = (struct cand){v, src};
+			if (nb == SCAN_BATCH) {
+				if (!resolve(p, batch, nb)) {
+					p->nomem = true;  /* the one error it gives */
 					return NULL;
 				}
+				nb = 0;
 			}
-			p->words += nwords;
 		}
-		size_t n = unique_edges(p->edges + before, p->nedges - before);
-		p->nedges = before + n;
-		p->counts[src - p->from] = (uint32_t)n;
+		p->words += nwords;
 	}
+	if (!resolve(p, batch, nb)) {
+		p->nomem = true;
+		return NULL;
+	}
+	close_sources(p, p->to);
 	return NULL;
 }
 

@@ -423,8 +423,8 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 		}
 	}
 	if ((on & 1u << HS_RULE_MULTIPLE_INHERITANCE) && off % 8 == 0 &&
-	    head_word(r, a, &hd, v, &w1) && is_vtable(r, w1) &&
-	    head_word(r, a, &hd, a->addr, &w0) && is_vtable(r, w0))
+	    head_word(r, a, &hd, a->addr, &w0) && is_vtable(r, w0) &&
+	    head_word(r, a, &hd, v, &w1) && is_vtable(r, w1))
 		return HS_RULE_MULTIPLE_INHERITANCE;
 	if ((on & 1u << HS_RULE_SDS) && sds_header(r, a, &hd, off))
 		return HS_RULE_SDS;
