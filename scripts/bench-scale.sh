@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How each phase's cost grows with the heap: bench_heap cores of N live
 # allocations for each N given (default 10^6, 10^7 and 10^8), and for each
-# `heapsift leaks CORE --stats` and `heapsift top CORE --stats`, once.
+# `heapsift leaks CORE --stats` and `heapsift top CORE --stats`.
 # Prints, per size, the phase times, the user time and the peak memory
 # beyond the mapped core, then the phase times per allocation at each size,
 # and how much each phase's time per allocation grew from the smallest
@@ -23,7 +23,8 @@
 # A 10^8-allocation core is about 6.5 GB and needs that much memory twice
 # while it is made (the fixture, then the page cache), and heapsift about
 # 70 bytes per allocation on top of the mapped core.  The cores go to
-# build/bench/scale/; the figures, tab-separated, to
+# build/bench/scale/; the figures (the best of BENCH_RUNS runs, default
+# 1), tab-separated, to
 # build/bench/scale/scale.tsv.
 set -euo pipefail
 
@@ -37,6 +38,9 @@ SIZES=("$@")
 THREADS="${BENCH_THREADS:-1}"
 COMMANDS="${BENCH_COMMANDS:-leaks top}"
 TSV="$OUT/scale.tsv"
+RUNS="${BENCH_RUNS:-1}"
+# shellcheck source=scripts/lib/bench-common.sh
+. "$ROOT/scripts/lib/bench-common.sh"
 say() { printf '==> %s\n' "$*"; }
 
 for n in "${SIZES[@]}"; do
@@ -97,18 +101,10 @@ for n in "${SIZES[@]}"; do
 	core="$OUT/bench_heap-$n.core"
 	for c in $COMMANDS; do
 		say "heapsift $c bench_heap-$n.core --stats --threads $THREADS"
-		rc=0
-		/usr/bin/time -f '%e %U %M' -o "$OUT/time" "$HS" "$c" "$core" --stats \
-			--threads "$THREADS" >/dev/null 2>"$OUT/$c-$n.err" </dev/null || rc=$?
-		if [ "$rc" -ne 0 ]; then
-			echo "heapsift $c on bench_heap-$n.core: exit $rc" >&2
-			tail -n 5 "$OUT/$c-$n.err" >&2
-			exit 1
-		fi
-		read -r wall user rss <"$OUT/time"
+		bench_best_of "$c-$n" "$HS" "$c" "$core" --stats --threads "$THREADS" || exit 1
 		grep '^heapsift: stats:' "$OUT/$c-$n.err" | sed 's/^/  /'
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$c" "$(stat -c %s "$core")" \
-			"$wall" "$user" "$rss" \
+			"$BEST_WALL" "$BEST_USER" "$BEST_RSS" \
 			"$(grep '^heapsift: stats:' "$OUT/$c-$n.err" | sed 's/^heapsift: stats: //' | paste -sd'|')" >>"$TSV"
 	done
 	if [ -z "${BENCH_KEEP:-}" ] && [ "$(stat -c %s "$core")" -gt 2000000000 ]; then
