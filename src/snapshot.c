@@ -353,10 +353,13 @@ const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 		ret->rules = &snap->rules;
 		ret->mark = mark;
 	}
+	/* the types before the dominators: the leaked blocks' inference
+	 * (after the mark) then runs before the dominators' results take
+	 * their memory, and its scratch is gone when they come */
+	if ((want & HS_WANT_TYPES) && hs_snapshot_types(snap, &ret->types))
+		ret->types = NULL;
 	if ((want & HS_WANT_RETAIN) == HS_WANT_RETAIN &&
 	    (err = hs_snapshot_retain(snap, &ret->retain)))
 		return err;
-	if ((want & HS_WANT_TYPES) && hs_snapshot_types(snap, &ret->types))
-		ret->types = NULL;
 	return NULL;
 }
