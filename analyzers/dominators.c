@@ -407,21 +407,43 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		t->idom[vertex[i]] = vertex[i == 1 ? 1 : idom[i]];
 	free(idom);
 	idom = NULL;
-	t->retained = malloc((size_t)n * sizeof(uint64_t));
-	t->retained_count = malloc((size_t)n * sizeof(uint32_t));
-	if (!t->retained || !t->retained_count)
+	/* the inner nodes: those that dominate another */
+	if ((err = hs_rankset_init(&t->inner, n)))
 		goto out;
-	/* own sizes in node order: the weights are read in the order they
-	 * are stored */
+	err = &hs_error_nomem;
 	for (uint32_t v = 0; v < n; v++) {
-		bool in = t->idom[v] != HS_DOM_NONE;
-		t->retained[v] = in ? (weight ? weight(warg, v) : 1) : 0;
-		t->retained_count[v] = in;
+		uint32_t d = t->idom[v];
+		if (d != HS_DOM_NONE && d != v)
+			hs_rankset_add(&t->inner, d);
+	}
+	hs_rankset_finish(&t->inner);
+	uint32_t ninner = t->inner.count;
+	t->inner_retained = malloc(((size_t)ninner + 1) * sizeof(uint64_t));
+	t->inner_count = malloc(((size_t)ninner + 1) * sizeof(uint32_t));
+	if (!t->inner_retained || !t->inner_count)
+		goto out;
+	t->weight = weight;
+	t->warg = warg;
+	/* own sizes in node order: the weights are read in the order they
+	 * are stored; then each node's sum goes to its dominator, children
+	 * before parents (reverse preorder) */
+	for (uint32_t v = 0, k = 0; v < n; v++) {
+		if (hs_rankset_has(&t->inner, v)) {
+			t->inner_retained[k] = weight ? weight(warg, v) : 1;
+			t->inner_count[k++] = 1;
+		}
 	}
 	for (uint32_t w = nr; w >= 2; w--) {
-		uint32_t v = vertex[w], d = t->idom[v];
-		t->retained[d] += t->retained[v];
-		t->retained_count[d] += t->retained_count[v];
+		uint32_t v = vertex[w];
+		uint32_t kd = hs_rankset_index(&t->inner, t->idom[v]);
+		uint32_t kv = hs_rankset_index(&t->inner, v);
+		if (kv != HS_RANK_NONE) {
+			t->inner_retained[kd] += t->inner_retained[kv];
+			t->inner_count[kd] += t->inner_count[kv];
+		} else {
+			t->inner_retained[kd] += weight ? weight(warg, v) : 1;
+			t->inner_count[kd]++;
+		}
 	}
 	err = NULL;
 out:
@@ -449,7 +471,8 @@ void hs_domtree_destroy(struct hs_domtree *t)
 	if (!t)
 		return;
 	free(t->idom);
-	free(t->retained);
-	free(t->retained_count);
+	hs_rankset_fini(&t->inner);
+	free(t->inner_retained);
+	free(t->inner_count);
 	free(t);
 }

@@ -26,8 +26,10 @@ struct hs_retain {
 	uint32_t *head_off, *head_adj;
 	uint64_t used_bytes;        /* bytes of the program's used blocks */
 	uint64_t used_count;
-	uint32_t *largest_child;    /* per node: its dominated child of largest
-				     * retained size, HS_DOM_NONE if none */
+	/* per inner node of the tree (by its rank in tree->inner): its
+	 * dominated child of largest retained size */
+	uint32_t *largest_child;
+	const struct hs_heap *heap; /* the allocations' sizes: their weights */
 };
 
 struct hs_error *hs_retain_compute(const struct hs_core *core,

@@ -123,7 +123,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			if (hs_retain_is_alloc(r, w) && row_of[w - r->base] != UINT32_MAX) {
 				uint32_t k = row_of[w - r->base];
 				if (!active[k]++)
-					rows.v[k].retained += t->retained[w];
+					rows.v[k].retained += hs_domtree_retained(t, w);
 			}
 			stack[sp] = w;
 			pos[sp++] = coff[w];
@@ -205,13 +205,13 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 	size_t k = 0;
 	for (uint32_t i = 0; i < r->nroots; i++) {
 		uint32_t node = HS_NODE_FIRST_ROOT + i;
-		if (!t->retained[node])
+		if (!hs_domtree_retained(t, node))
 			continue;  /* holds nothing alone */
 		rows[k++] = (struct hs_root_row){
 			.name = roots->roots[i].name,
 			.kind = hs_root_kind_names[roots->roots[i].kind],
-			.retained = t->retained[node],
-			.count = t->retained_count[node] - 1,
+			.retained = hs_domtree_retained(t, node),
+			.count = hs_domtree_count(t, node) - 1,
 		};
 	}
 	hs_sort(rows, k, sizeof(*rows), cmp_root_name);
@@ -227,16 +227,16 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 	uint64_t shared = 0, shared_count = 0;
 	for (uint32_t v = r->base; v < t->n; v++)
 		if (t->idom[v] == HS_NODE_SUPER) {
-			shared += t->retained[v];
-			shared_count += t->retained_count[v];
+			shared += hs_domtree_retained(t, v);
+			shared_count += hs_domtree_count(t, v);
 		}
 	if (shared)
 		rows[m++] = (struct hs_root_row){"(held by several roots, none alone)",
 						 "shared", shared, shared_count};
-	if (t->retained[HS_NODE_LEAKED])
+	if (hs_domtree_retained(t, HS_NODE_LEAKED))
 		rows[m++] = (struct hs_root_row){"(leaked: no root holds these)", "leaked",
-						 t->retained[HS_NODE_LEAKED],
-						 t->retained_count[HS_NODE_LEAKED] - 1};
+						 hs_domtree_retained(t, HS_NODE_LEAKED),
+						 hs_domtree_count(t, HS_NODE_LEAKED) - 1};
 	hs_sort(rows, m, sizeof(*rows), cmp_root_row);
 	*ret = rows;
 	*count = m;

@@ -89,7 +89,7 @@ void hs_cli_json_node(struct hs_jsonw *w, const struct hs_results *res,
 	} else if (node >= HS_NODE_FIRST_ROOT) {
 		hs_jsonw_kstring(w, "name", hs_retain_root(r, res->roots, node)->name);
 	}
-	hs_jsonw_kuint(w, "retained", r->tree->retained[node]);
+	hs_jsonw_kuint(w, "retained", hs_domtree_retained(r->tree, node));
 	hs_jsonw_kuint(w, "count", hs_cli_blocks(r, node));
 }
 
@@ -101,7 +101,7 @@ static double share(const struct hs_retain *r, uint64_t bytes)
 /* Blocks a node retains: roots and pseudo-roots are not blocks. */
 uint32_t hs_cli_blocks(const struct hs_retain *r, uint32_t node)
 {
-	return r->tree->retained_count[node] - (hs_retain_is_alloc(r, node) ? 0 : 1);
+	return hs_domtree_count(r->tree, node) - (hs_retain_is_alloc(r, node) ? 0 : 1);
 }
 
 /* Blocks of one kind: the same type, or the same size when untyped. */
@@ -146,22 +146,22 @@ void hs_cli_suspects_text(const struct hs_results *res)
 		if (x == HS_NODE_LEAKED) {
 			printf("%3zu. leaked blocks (%zu leak roots) hold %s (%.1f%%) in %u blocks: see heapsift leaks\n",
 			       i + 1, res->mark->nleak_roots,
-			       hs_fmt_size(b1, r->tree->retained[x]),
-			       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
+			       hs_fmt_size(b1, hs_domtree_retained(r->tree, x)),
+			       share(r, hs_domtree_retained(r->tree, x)), hs_cli_blocks(r, x));
 			continue;
 		}
 		hs_cli_node_name(res, x, name, sizeof(name));
 		printf("%3zu. %s holds %s (%.1f%%) in %u blocks\n", i + 1, name,
-		       hs_fmt_size(b1, r->tree->retained[x]),
-		       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
+		       hs_fmt_size(b1, hs_domtree_retained(r->tree, x)),
+		       share(r, hs_domtree_retained(r->tree, x)), hs_cli_blocks(r, x));
 		uint32_t depth, chain;
 		uint32_t acc = accumulation(res, x, &depth, &chain);
 		if (acc != x) {
 			hs_cli_node_name(res, acc, name, sizeof(name));
 			printf("     accumulation point, %u level%s down: %s holds %s (%.1f%%) in %u blocks",
 			       depth, depth == 1 ? "" : "s", name,
-			       hs_fmt_size(b1, r->tree->retained[acc]),
-			       share(r, r->tree->retained[acc]), hs_cli_blocks(r, acc));
+			       hs_fmt_size(b1, hs_domtree_retained(r->tree, acc)),
+			       share(r, hs_domtree_retained(r->tree, acc)), hs_cli_blocks(r, acc));
 			if (chain)
 				printf(": the head of a chain of %u such blocks", chain);
 			printf("\n");
