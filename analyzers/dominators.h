@@ -53,13 +53,14 @@ struct hs_domtree {
 /* weight(arg, v) is node v's own size (weight may be NULL: all 1); it is
  * called again by hs_domtree_retained, so arg must live as long as the
  * tree.
- * Memory while searching: at most 20 bytes per node, and 4 bytes per
- * edge that is not a DFS tree edge (the reverse graph keeps only those);
- * the DFS stack grows with the number of branching nodes on the deepest
- * path, not with n.  Results: 4 bytes per node (idom) and 0.19 for the
- * set of inner nodes, plus 12 bytes per node that dominates another (on
- * a heap, the heads of lists and trees and their inner nodes, not the
- * leaves). */
+ * Memory while searching: at most 16.5 bytes per node, plus 4 bytes per
+ * node that an edge other than a DFS tree edge enters (the reverse graph
+ * has rows for those only; 8 with two threads) and 4 per such edge; the
+ * DFS stack grows with the number of branching nodes on the deepest path,
+ * not with n.  While the results are filled in, 4 bytes per node beside
+ * them.  Results: 4 bytes per node (idom) and 0.19 for the set of inner
+ * nodes, plus 12 bytes per node that dominates another (on a heap, the
+ * heads of lists and trees and their inner nodes, not the leaves). */
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       uint64_t (*weight)(void *arg, uint32_t node),
 				       void *arg, struct hs_domtree **ret);
