@@ -251,6 +251,10 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 				snap->mark_err = hs_mark_compute(snap->core, heap, roots,
 								 graph, &snap->mark);
 				snap->t_mark = hs_now() - t0;
+				/* the rule each block was held by is in the
+				 * mark's via now; nothing reads the graph's */
+				if (!snap->mark_err)
+					hs_graph_drop_rule_of(snap->graph);
 			}
 	}
 	*ret = snap->mark;
