@@ -84,7 +84,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		row_of[id] = UINT32_MAX;
 		if (!hs_alloc_in_graph(a))
 			continue;
-		uint32_t ty = types ? types->type_of[id] : HS_NO_TYPE;
+		uint32_t ty = types ? hs_types_index(types, id) : HS_NO_TYPE;
 		size_t k = ty == HS_NO_TYPE ? untyped_row(&rows, &by_size, a->size) :
 			hs_types_guessed(types, id) ? ntypes + ty : ty;
 		if (k == SIZE_MAX)

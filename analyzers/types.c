@@ -623,6 +623,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	if (err)
 		goto out;
 	err = &hs_error_nomem;
+	t->nallocs = graph->n;
 	t->type_of = malloc(((size_t)graph->n + 1) * sizeof(uint32_t));
 	c.from = calloc((size_t)graph->n + 1, 1);
 	c.inner_seen = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
@@ -666,15 +667,70 @@ void hs_types_destroy(struct hs_types *t)
 	free(t->varrays);
 	free(t->holds);
 	free(t->inferred);
+	hs_rankset_fini(&t->typed_set);
+	free(t->typed_type);
+	hs_rankset_fini(&t->inferred_set);
 	free(t->cookie);
 	free(t);
+}
+
+struct hs_error *hs_types_pack(struct hs_types *t)
+{
+	if (t->packed)
+		return NULL;
+	uint32_t n = t->nallocs;
+	struct hs_rankset typed = {0}, inf = {0};
+	uint32_t *types = NULL;
+	uint8_t *flags = NULL;
+	struct hs_error *err = hs_rankset_init(&typed, n);
+	if (err || (t->inferred && (err = hs_rankset_init(&inf, n))))
+		goto fail;
+	for (uint32_t id = 0; id < n; id++) {
+		if (t->type_of[id] != HS_NO_TYPE)
+			hs_rankset_add(&typed, id);
+		if (t->inferred && t->inferred[id])
+			hs_rankset_add(&inf, id);
+	}
+	hs_rankset_finish(&typed);
+	err = &hs_error_nomem;
+	types = malloc(((size_t)typed.count + 1) * sizeof(*types));
+	if (!types)
+		goto fail;
+	if (t->inferred) {
+		hs_rankset_finish(&inf);
+		if (!(flags = malloc((size_t)inf.count + 1)))
+			goto fail;
+	}
+	for (uint32_t id = 0, k = 0, j = 0; id < n; id++) {
+		if (t->type_of[id] != HS_NO_TYPE)
+			types[k++] = t->type_of[id];
+		if (flags && t->inferred[id])
+			flags[j++] = t->inferred[id];
+	}
+	free(t->type_of);
+	t->type_of = NULL;
+	t->typed_set = typed;
+	t->typed_type = types;
+	if (t->inferred) {
+		free(t->inferred);
+		t->inferred = flags;
+		t->inferred_set = inf;
+	}
+	t->packed = true;
+	return NULL;
+fail:
+	hs_rankset_fini(&typed);
+	hs_rankset_fini(&inf);
+	free(types);
+	free(flags);
+	return err;
 }
 
 uint64_t hs_types_count(const struct hs_types *t, const struct hs_heap *heap,
 			uint32_t id)
 {
 	struct hs_dtype *d = hs_types_of(t, id);
-	if (!d || !d->size || (t->inferred && (t->inferred[id] & HS_INFER_ONE)))
+	if (!d || !d->size || (hs_types_infer_flags(t, id) & HS_INFER_ONE))
 		return 1;
 	uint64_t n;
 	if (hs_types_start(t, id) && hs_core_read_u64(t->core, heap->allocs[id].addr, &n) &&

@@ -23,7 +23,7 @@ struct sort_ctx {
 #define GUESS_BIT 0x80000000u
 static uint32_t type_idx(const struct sort_ctx *c, uint32_t id)
 {
-	uint32_t t = c->types ? c->types->type_of[id] : HS_NO_TYPE;
+	uint32_t t = c->types ? hs_types_index(c->types, id) : HS_NO_TYPE;
 	return t != HS_NO_TYPE && hs_types_guessed(c->types, id) ? t | GUESS_BIT : t;
 }
 
