@@ -247,30 +247,26 @@ struct hs_error *hs_retain_root_of(const struct hs_retain *r, uint32_t **ret)
 {
 	const struct hs_domtree *t = r->tree;
 	uint32_t *root = malloc((size_t)t->n * sizeof(uint32_t));
-	uint32_t *path = malloc((size_t)t->n * sizeof(uint32_t));
-	if (!root || !path) {
-		free(root);
-		free(path);
+	if (!root)
 		return &hs_error_nomem;
-	}
 	memset(root, 0xff, (size_t)t->n * sizeof(uint32_t));
 	for (uint32_t v = 0; v < r->base && v < t->n; v++)
 		root[v] = v;
-	/* walk up to a node whose root is known, then fill the path in */
+	/* walk up to a node whose root is known, then walk the same path
+	 * again to fill it in */
 	for (uint32_t v = r->base; v < t->n; v++) {
 		if (root[v] != HS_DOM_NONE || t->idom[v] == HS_DOM_NONE)
 			continue;
-		size_t n = 0;
 		uint32_t x = v;
-		while (root[x] == HS_DOM_NONE && t->idom[x] != HS_DOM_NONE) {
-			path[n++] = x;
+		while (root[x] == HS_DOM_NONE && t->idom[x] != HS_DOM_NONE)
 			x = t->idom[x];
-		}
 		uint32_t found = root[x];
-		while (n)
-			root[path[--n]] = found;
+		for (x = v; root[x] == HS_DOM_NONE && t->idom[x] != HS_DOM_NONE;) {
+			uint32_t up = t->idom[x];
+			root[x] = found;
+			x = up;
+		}
 	}
-	free(path);
 	*ret = root;
 	return NULL;
 }
