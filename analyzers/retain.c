@@ -143,27 +143,6 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 			r->used_count++;
 		}
 	}
-	/* the largest child of each inner node (a leaf has none) */
-	const struct hs_domtree *t = r->tree;
-	r->largest_child = malloc(((size_t)t->inner.count + 1) * sizeof(uint32_t));
-	if (!r->largest_child) {
-		err = &hs_error_nomem;
-		goto fail;
-	}
-	memset(r->largest_child, 0xff, ((size_t)t->inner.count + 1) * sizeof(uint32_t));
-	for (uint32_t v = 1; v < t->n; v++) {
-		uint32_t p = t->idom[v];
-		if (p == HS_DOM_NONE || p == v)
-			continue;
-		uint32_t *b = &r->largest_child[hs_rankset_index(&t->inner, p)];
-		if (*b == HS_DOM_NONE) {
-			*b = v;
-			continue;
-		}
-		uint64_t rv = hs_domtree_retained(t, v), rb = hs_domtree_retained(t, *b);
-		if (rv > rb || (rv == rb && v < *b))
-			*b = v;
-	}
 	*ret = r;
 	return NULL;
 fail:
@@ -178,7 +157,6 @@ void hs_retain_destroy(struct hs_retain *r)
 	if (!r)
 		return;
 	hs_domtree_destroy(r->tree);
-	free(r->largest_child);
 	free(r->head_off);
 	free(r->head_adj);
 	free(r);
@@ -243,15 +221,40 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 	return NULL;
 }
 
-/* Its dominated child of largest retained size, HS_DOM_NONE if none. */
-static uint32_t largest_child(const struct hs_retain *r, uint32_t node)
+struct hs_error *hs_retain_largest_children(const struct hs_retain *r, uint32_t **ret)
 {
-	uint32_t k = hs_rankset_index(&r->tree->inner, node);
-	return k == HS_RANK_NONE ? HS_DOM_NONE : r->largest_child[k];
+	const struct hs_domtree *t = r->tree;
+	uint32_t *largest = malloc(((size_t)t->inner.count + 1) * sizeof(uint32_t));
+	if (!largest)
+		return &hs_error_nomem;
+	memset(largest, 0xff, ((size_t)t->inner.count + 1) * sizeof(uint32_t));
+	for (uint32_t v = 1; v < t->n; v++) {
+		uint32_t p = t->idom[v];
+		if (p == HS_DOM_NONE || p == v)
+			continue;
+		uint32_t *b = &largest[hs_rankset_index(&t->inner, p)];
+		if (*b == HS_DOM_NONE) {
+			*b = v;
+			continue;
+		}
+		uint64_t rv = hs_domtree_retained(t, v), rb = hs_domtree_retained(t, *b);
+		if (rv > rb || (rv == rb && v < *b))
+			*b = v;
+	}
+	*ret = largest;
+	return NULL;
 }
 
-uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
-				double keep,
+/* Its dominated child of largest retained size, HS_DOM_NONE if none. */
+static uint32_t largest_child(const struct hs_retain *r, const uint32_t *largest,
+			      uint32_t node)
+{
+	uint32_t k = hs_rankset_index(&r->tree->inner, node);
+	return k == HS_RANK_NONE ? HS_DOM_NONE : largest[k];
+}
+
+uint32_t hs_retain_accumulation(const struct hs_retain *r, const uint32_t *largest,
+				uint32_t node, double keep,
 				bool (*same_kind)(void *arg, uint32_t a, uint32_t b),
 				void *arg, uint32_t *depth, uint32_t *chain)
 {
@@ -259,22 +262,22 @@ uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
 	uint32_t d = 0;
 	*chain = 0;
 	for (;;) {
-		uint32_t best = largest_child(r, node);
+		uint32_t best = largest_child(r, largest, node);
 		if (best == HS_DOM_NONE ||
 		    (double)hs_domtree_retained(t, best) < keep * (double)hs_domtree_retained(t, node) ||
 		    d >= (1u << 24))
 			break;
 		/* the head of a chain of one kind: count the chain, stop */
 		if (same_kind && hs_retain_is_alloc(r, best) &&
-		    largest_child(r, best) != HS_DOM_NONE &&
-		    same_kind(arg, best, largest_child(r, best))) {
+		    largest_child(r, largest, best) != HS_DOM_NONE &&
+		    same_kind(arg, best, largest_child(r, largest, best))) {
 			uint32_t n = 1, x = best;
-			while (largest_child(r, x) != HS_DOM_NONE &&
-			       same_kind(arg, x, largest_child(r, x)) &&
-			       (double)hs_domtree_retained(t, largest_child(r, x)) >=
+			while (largest_child(r, largest, x) != HS_DOM_NONE &&
+			       same_kind(arg, x, largest_child(r, largest, x)) &&
+			       (double)hs_domtree_retained(t, largest_child(r, largest, x)) >=
 				       keep * (double)hs_domtree_retained(t, x) &&
 			       n < (1u << 30)) {
-				x = largest_child(r, x);
+				x = largest_child(r, largest, x);
 				n++;
 			}
 			if (n >= 3) {
