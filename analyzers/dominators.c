@@ -27,10 +27,13 @@ static inline void succ(const struct hs_domgraph *g, uint32_t v,
 }
 
 /* Building the predecessor lists: a part of the nodes [from, to), its
- * count (then fill cursor) per number, and the edges it saw. */
+ * count (then fill cursor) per row, and the edges it saw.  Only the
+ * numbers in `into` (those some edge other than a DFS tree edge enters)
+ * have a row: the row of their rank. */
 struct pred_part {
 	const struct hs_domgraph *g;
 	const uint32_t *num, *parent;
+	const struct hs_rankset *into;
 	uint32_t from, to;
 	uint32_t *cnt;
 	uint32_t *radj;
@@ -43,6 +46,7 @@ static void *pred_pass(void *arg)
 {
 	struct pred_part *pp = arg;
 	const uint32_t *num = pp->num, *parent = pp->parent;
+	const struct hs_rankset *into = pp->into;
 	uint32_t *cnt = pp->cnt, *radj = pp->radj;
 	uint64_t m = 0;
 	for (uint32_t v = pp->from; v < pp->to; v++) {
@@ -56,10 +60,13 @@ static void *pred_pass(void *arg)
 			uint32_t w = num[(*p & mask) + shift];
 			if (parent[w] == i)
 				continue;
+			/* the DFS saw this edge reach a node it had seen:
+			 * w is in the set */
+			uint32_t k = hs_rankset_index(into, w);
 			if (radj)
-				radj[--cnt[w]] = i;
+				radj[--cnt[k]] = i;
 			else
-				cnt[w]++;
+				cnt[k]++;
 			m++;
 		}
 	}
@@ -111,6 +118,15 @@ static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
 	return f;
 }
 
+/* The semi-dominator of a done node x: kept at the end of its row, or
+ * its DFS parent when it has no row (see step 3). */
+static inline uint32_t semi_of(const struct hs_rankset *into, const uint32_t *roff,
+			       const uint32_t *tree_parent, uint32_t x)
+{
+	uint32_t k = hs_rankset_index(into, x);
+	return k != HS_RANK_NONE ? roff[k + 1] : tree_parent[x];
+}
+
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       uint64_t (*weight)(void *arg, uint32_t node),
 				       void *warg, struct hs_domtree **ret)
@@ -130,6 +146,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	struct frame *stack = malloc(stcap * sizeof(*stack));
 	uint32_t *label = NULL, *idom = NULL, *roff = NULL,
 		 *radj = NULL, *evs = NULL;
+	struct hs_rankset into = {0};
 	if (!t || !num || !vertex || !parent || !stack || !n)
 		goto out;
 	if (n >= FRAME_HEAD) {
@@ -156,11 +173,15 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	uint64_t *leaf = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *one = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint32_t *only = malloc(((size_t)nt + 1) * sizeof(uint32_t));
-	if (!seen || !leaf || !one || !only) {
+	/* the nodes an edge reaches after the DFS has seen them: the only
+	 * ones with predecessors besides their DFS parent */
+	uint64_t *entered = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	if (!seen || !leaf || !one || !only || !entered) {
 		free(seen);
 		free(leaf);
 		free(one);
 		free(only);
+		free(entered);
 		goto out;
 	}
 #define BIT(b, x) ((b)[(x) / 64] >> ((x) % 64) & 1)
@@ -197,8 +218,10 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		bool pushed = false;
 		while (f->cur < f->end) {
 			uint32_t w = (adj[f->cur++] & mask) + shift;
-			if (BIT(seen, w))
+			if (BIT(seen, w)) {
+				SET_BIT(entered, w);
 				continue;
+			}
 			SET_BIT(seen, w);
 			uint32_t up = from;
 			/* w, then down its chain of single successors */
@@ -219,6 +242,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 							free(leaf);
 							free(one);
 							free(only);
+							free(entered);
 							goto out;
 						}
 						stack = ns;
@@ -229,8 +253,10 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 					break;
 				}
 				w = only[w - g->na];
-				if (BIT(seen, w))
+				if (BIT(seen, w)) {
+					SET_BIT(entered, w);
 					break;
+				}
 				SET_BIT(seen, w);
 			}
 			if (pushed)
@@ -245,23 +271,39 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	free(one);
 	free(only);
 	stack = NULL;
-#undef BIT
-#undef SET_BIT
 	uint32_t nr = next - 1;  /* reached nodes: numbers 1..nr */
 	t->reached = nr;
+	/* the same set by number */
+	err = hs_rankset_init(&into, (size_t)nr + 1);
+	if (err) {
+		free(entered);
+		goto out;
+	}
+	err = &hs_error_nomem;
+	for (size_t x = 0; x < (size_t)n / 64 + 1; x++)
+		for (uint64_t b = entered[x]; b; b &= b - 1)
+			hs_rankset_add(&into, num[x * 64 + (uint32_t)__builtin_ctzll(b)]);
+	free(entered);
+	hs_rankset_finish(&into);
+	uint32_t np = into.count;
+#undef BIT
+#undef SET_BIT
 
 	/* 2. predecessors in number space (reached nodes only), without the
 	 * edges from a node's DFS parent: the semi-dominator search starts
 	 * from the parent anyway, and on a heap most edges are tree edges.
-	 * Rows are read in node order (the order they are stored in), not in
-	 * DFS order: sequential reads; num[], parent[] and the counts are
-	 * random.  With two threads, each takes half of the edges and counts
-	 * into its own array; each then fills its own part of every row. */
-	roff = calloc((size_t)nr + 2, sizeof(uint32_t));
+	 * So only the nodes that the DFS found entered by another edge have
+	 * a row (row k: the k-th of them by number).  Rows are read in node
+	 * order (the order they are stored in), not in DFS order: sequential
+	 * reads; num[], parent[] and the counts are random.  With two
+	 * threads, each takes half of the edges and counts into its own
+	 * array; each then fills its own part of every row. */
+	roff = calloc((size_t)np + 2, sizeof(uint32_t));
 	if (!roff)
 		goto out;
 	struct pred_part parts[2] = {
-		{.g = g, .num = num, .parent = parent, .from = 0, .to = n, .cnt = roff},
+		{.g = g, .num = num, .parent = parent, .into = &into, .from = 0, .to = n,
+		 .cnt = roff},
 	};
 	unsigned nparts = 1;
 	if (g->nthreads >= 2 && g->tail_off && n - g->na >= 2) {
@@ -279,7 +321,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		parts[1] = parts[0];
 		parts[0].to = split;
 		parts[1].from = split;
-		parts[1].cnt = calloc((size_t)nr + 2, sizeof(uint32_t));
+		parts[1].cnt = calloc((size_t)np + 2, sizeof(uint32_t));
 		if (!parts[1].cnt)
 			goto out;
 		nparts = 2;
@@ -291,12 +333,12 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		free(parts[1].cnt);
 		goto out;
 	}
-	/* row w is [start, end): part 0 fills [start, start + its count)
-	 * downwards from the top, part 1 the rest; once filled, roff[w] (part
+	/* row k is [start, end): part 0 fills [start, start + its count)
+	 * downwards from the top, part 1 the rest; once filled, roff[k] (part
 	 * 0's cursor) is the row's start */
 	uint32_t *cnt1 = nparts == 2 ? parts[1].cnt : NULL;
 	uint32_t run = 0;
-	for (uint32_t i = 0; i <= nr + 1; i++) {
+	for (uint32_t i = 0; i <= np + 1; i++) {
 		uint32_t start = run;
 		run += roff[i] + (cnt1 ? cnt1[i] : 0);
 		roff[i] = start + roff[i];
@@ -316,10 +358,13 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	num = NULL;
 
 	/* 3. semi-dominators, reverse preorder, eval with path compression
-	 * over the parent links (LLVM's SemiNCAInfo::runSemiNCA).  Once w is
-	 * done, roff[w + 1] (the end of w's row) is read no more: w's
+	 * over the parent links (LLVM's SemiNCAInfo::runSemiNCA).  A node
+	 * without a row has its DFS parent alone for a predecessor: that is
+	 * its semi-dominator, and its immediate dominator too; idom[] holds
+	 * the DFS parents until step 4.  Once the node of row k is done,
+	 * roff[k + 1] (the end of its row) is read no more: its
 	 * semi-dominator is kept there, which saves an array. */
-#define SEMI(x) roff[(x) + 1]
+#define SEMI(x) semi_of(&into, roff, idom, (x))
 	label = malloc(((size_t)nr + 1) * sizeof(uint32_t));
 	idom = malloc(((size_t)nr + 1) * sizeof(uint32_t));
 	size_t evcap = 1024;
@@ -330,12 +375,15 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		label[i] = i;
 		idom[i] = parent[i];
 	}
-	for (uint32_t w = nr; w >= 2; w--) {
+	for (uint32_t w = nr, k = np; w >= 2; w--) {
 		if (g->log && !(w & 0xffff))
 			hs_log_progress(g->log, PHASE, "nodes", (uint64_t)n + nr - w, total);
-		uint32_t sw = parent[w], kend = roff[w + 1];
-		for (uint32_t k = roff[w]; k < kend; k++) {
-			uint32_t v = radj[k];
+		if (!hs_rankset_has(&into, w))
+			continue;
+		k--;
+		uint32_t sw = parent[w], kend = roff[k + 1];
+		for (uint32_t e = roff[k]; e < kend; e++) {
+			uint32_t v = radj[e];
 			/* eval(v, w + 1): the least semi-dominator on v's path */
 			uint32_t sv;
 			if (parent[v] < w + 1) {
@@ -358,7 +406,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 					x = parent[x];
 				} while (parent[x] >= w + 1);
 				/* every node on the path is done: its
-				 * semi-dominator sits in roff */
+				 * semi-dominator is known */
 				uint32_t px = x;
 				uint32_t plabel = label[px];
 				do {
@@ -375,14 +423,18 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			if (sv < sw)
 				sw = sv;
 		}
-		SEMI(w) = sw;
+		roff[k + 1] = sw;
 	}
-	/* 4. idom = NCA(parent, semi): walk up the parent's idom chain */
+	/* 4. idom = NCA(parent, semi): walk up the parent's idom chain (a
+	 * node without a row keeps its parent) */
 	for (uint32_t w = 2; w <= nr; w++) {
 		if (g->log && !(w & 0xffff))
 			hs_log_progress(g->log, PHASE, "nodes", 2 * (uint64_t)n + w, total);
-		uint32_t c = idom[w];
-		while (c > SEMI(w))
+		uint32_t k = hs_rankset_index(&into, w);
+		if (k == HS_RANK_NONE)
+			continue;
+		uint32_t c = idom[w], sw = roff[k + 1];
+		while (c > sw)
 			c = idom[c];
 		idom[w] = c;
 	}
@@ -394,6 +446,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	free(roff);
 	free(radj);
 	free(evs);
+	hs_rankset_fini(&into);
 	parent = label = roff = radj = evs = NULL;
 
 	/* 5. in node space: idom (then the numbered idom goes), then retained
@@ -407,21 +460,43 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		t->idom[vertex[i]] = vertex[i == 1 ? 1 : idom[i]];
 	free(idom);
 	idom = NULL;
-	t->retained = malloc((size_t)n * sizeof(uint64_t));
-	t->retained_count = malloc((size_t)n * sizeof(uint32_t));
-	if (!t->retained || !t->retained_count)
+	/* the inner nodes: those that dominate another */
+	if ((err = hs_rankset_init(&t->inner, n)))
 		goto out;
-	/* own sizes in node order: the weights are read in the order they
-	 * are stored */
+	err = &hs_error_nomem;
 	for (uint32_t v = 0; v < n; v++) {
-		bool in = t->idom[v] != HS_DOM_NONE;
-		t->retained[v] = in ? (weight ? weight(warg, v) : 1) : 0;
-		t->retained_count[v] = in;
+		uint32_t d = t->idom[v];
+		if (d != HS_DOM_NONE && d != v)
+			hs_rankset_add(&t->inner, d);
+	}
+	hs_rankset_finish(&t->inner);
+	uint32_t ninner = t->inner.count;
+	t->inner_retained = malloc(((size_t)ninner + 1) * sizeof(uint64_t));
+	t->inner_count = malloc(((size_t)ninner + 1) * sizeof(uint32_t));
+	if (!t->inner_retained || !t->inner_count)
+		goto out;
+	t->weight = weight;
+	t->warg = warg;
+	/* own sizes in node order: the weights are read in the order they
+	 * are stored; then each node's sum goes to its dominator, children
+	 * before parents (reverse preorder) */
+	for (uint32_t v = 0, k = 0; v < n; v++) {
+		if (hs_rankset_has(&t->inner, v)) {
+			t->inner_retained[k] = weight ? weight(warg, v) : 1;
+			t->inner_count[k++] = 1;
+		}
 	}
 	for (uint32_t w = nr; w >= 2; w--) {
-		uint32_t v = vertex[w], d = t->idom[v];
-		t->retained[d] += t->retained[v];
-		t->retained_count[d] += t->retained_count[v];
+		uint32_t v = vertex[w];
+		uint32_t kd = hs_rankset_index(&t->inner, t->idom[v]);
+		uint32_t kv = hs_rankset_index(&t->inner, v);
+		if (kv != HS_RANK_NONE) {
+			t->inner_retained[kd] += t->inner_retained[kv];
+			t->inner_count[kd] += t->inner_count[kv];
+		} else {
+			t->inner_retained[kd] += weight ? weight(warg, v) : 1;
+			t->inner_count[kd]++;
+		}
 	}
 	err = NULL;
 out:
@@ -436,6 +511,7 @@ out:
 	free(roff);
 	free(radj);
 	free(evs);
+	hs_rankset_fini(&into);
 	if (err) {
 		hs_domtree_destroy(t);
 		return err;
@@ -449,7 +525,8 @@ void hs_domtree_destroy(struct hs_domtree *t)
 	if (!t)
 		return;
 	free(t->idom);
-	free(t->retained);
-	free(t->retained_count);
+	hs_rankset_fini(&t->inner);
+	free(t->inner_retained);
+	free(t->inner_count);
 	free(t);
 }

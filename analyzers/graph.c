@@ -499,6 +499,12 @@ void hs_graph_destroy(struct hs_graph *g)
 	free(g);
 }
 
+void hs_graph_drop_rule_of(struct hs_graph *g)
+{
+	free(g->rule_of);
+	g->rule_of = NULL;
+}
+
 bool hs_graph_take_as_start(struct hs_graph *g, uint32_t src, uint32_t dst,
 			    enum hs_rule rule)
 {

@@ -60,7 +60,8 @@ struct hs_graph {
 	uint64_t nedges;
 	uint64_t words_scanned;
 	/* Per allocation, the header rule that some pointer into it matched
-	 * (enum hs_rule), or NULL when no rule is on. */
+	 * (enum hs_rule), or NULL when no rule is on.  The mark reads it
+	 * (its via), nothing after: hs_graph_drop_rule_of frees it then. */
 	uint8_t *rule_of;
 	const struct hs_rules *rules;
 };
@@ -80,6 +81,10 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 				struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret);
 void hs_graph_destroy(struct hs_graph *g);
+
+/* Frees rule_of, for the snapshot once the mark has read it (1 byte per
+ * allocation that no later stage needs). */
+void hs_graph_drop_rule_of(struct hs_graph *g);
 
 /* Turns src's interior edge to dst into one the header rule `rule` takes
  * for a start (the typed rule, decided after the scan); false when src has

@@ -444,6 +444,26 @@ static struct hs_error *stale_refs(const struct hs_core *core,
 	return NULL;
 }
 
+/* Keeps the rule of the allocations that have one (a few of them): the
+ * rank set and the rules by rank. */
+static struct hs_error *pack_via(struct hs_mark *m, const uint8_t *via, uint32_t n)
+{
+	struct hs_error *err = hs_rankset_init(&m->via_set, n);
+	if (err)
+		return err;
+	for (uint32_t v = 0; v < n; v++)
+		if (via[v])
+			hs_rankset_add(&m->via_set, v);
+	hs_rankset_finish(&m->via_set);
+	m->via = malloc((size_t)m->via_set.count + 1);
+	if (!m->via)
+		return &hs_error_nomem;
+	for (uint32_t v = 0, k = 0; v < n; v++)
+		if (via[v])
+			m->via[k++] = via[v];
+	return NULL;
+}
+
 struct hs_error *hs_mark_compute(const struct hs_core *core,
 				 const struct hs_heap *heap,
 				 const struct hs_roots *roots,
@@ -454,11 +474,11 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 		return &hs_error_nomem;
 	uint32_t n = g->n;
 	m->reach = calloc(n ? n : 1, 1);
-	if (g->rule_of)
-		m->via = calloc(n ? n : 1, 1);
-	struct mark_ctx c = {.g = g, .reach = m->reach, .via = m->via};
+	/* the rule per allocation while marking; kept for the few it holds */
+	uint8_t *via = g->rule_of ? calloc(n ? n : 1, 1) : NULL;
+	struct mark_ctx c = {.g = g, .reach = m->reach, .via = via};
 	struct hs_error *err = &hs_error_nomem;
-	if (!m->reach || (g->rule_of && !m->via))
+	if (!m->reach || (g->rule_of && !via))
 		goto fail;
 	hs_roots_scan(core, roots, root_word, &c);
 	if (c.nomem)
@@ -483,7 +503,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 	}
 	/* 1b. pointers a header rule accepts count as starts: what only
 	 * they reach is reachable, and says through which rule */
-	if (m->via && (err = rule_reach(g, reach, m->via, &c.rule)))
+	if (via && (err = rule_reach(g, reach, via, &c.rule)))
 		goto fail;
 	err = &hs_error_nomem;
 	/* 2. interior pointers too: possible */
@@ -532,22 +552,26 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 			m->stale.count++;
 			m->stale.bytes += heap->allocs[v].size;
 		}
-		if (m->via && m->via[v] && reach[v] == HS_REACH_REACHABLE) {
-			m->via_total[m->via[v]].count++;
-			m->via_total[m->via[v]].bytes += heap->allocs[v].size;
-		} else if (m->via) {
-			m->via[v] = HS_RULE_NONE;
+		if (via && via[v] && reach[v] == HS_REACH_REACHABLE) {
+			m->via_total[via[v]].count++;
+			m->via_total[via[v]].bytes += heap->allocs[v].size;
+		} else if (via) {
+			via[v] = HS_RULE_NONE;
 		}
 	}
+	if (via && (err = pack_via(m, via, n)))
+		goto fail;
 	stack_free(&c.start);
 	stack_free(&c.interior);
 	stack_free(&c.rule);
+	free(via);
 	*ret = m;
 	return NULL;
 fail:
 	stack_free(&c.start);
 	stack_free(&c.interior);
 	stack_free(&c.rule);
+	free(via);
 	hs_mark_destroy(m);
 	return err;
 }
@@ -557,6 +581,7 @@ void hs_mark_destroy(struct hs_mark *m)
 	if (!m)
 		return;
 	free(m->stale_ref);
+	hs_rankset_fini(&m->via_set);
 	free(m->via);
 	free(m->reach);
 	free(m->leak_roots);

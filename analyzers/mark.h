@@ -20,6 +20,7 @@
 #include "analyzers/graph.h"
 #include "analyzers/rules.h"
 #include "analyzers/roots.h"
+#include "src/rankset.h"
 
 enum hs_reach {
 	HS_REACH_NONE,          /* free, or allocator-internal */
@@ -49,10 +50,12 @@ struct hs_mark {
 	 * no stale root; their count and bytes. */
 	uint64_t *stale_ref;
 	struct hs_class_total stale;
-	/* Per allocation, the header rule (enum hs_rule) without which it
-	 * would not be reachable: it is reachable only through a pointer that
-	 * rule accepted, directly or through blocks so held.  NULL when no
-	 * rule is on.  Totals per rule. */
+	/* The allocations that would not be reachable without a header rule
+	 * (enum hs_rule): reachable only through a pointer that rule
+	 * accepted, directly or through blocks so held; that rule for each,
+	 * by rank in via_set (hs_mark_via).  NULL when no rule is on.
+	 * Totals per rule. */
+	struct hs_rankset via_set;
 	uint8_t *via;
 	struct hs_class_total via_total[HS_RULE_COUNT];
 	struct hs_leak_root *leak_roots;   /* by address */
@@ -69,6 +72,16 @@ void hs_mark_destroy(struct hs_mark *m);
 static inline bool hs_mark_stale_ref(const struct hs_mark *m, uint32_t id)
 {
 	return m->stale_ref && (m->stale_ref[id / 64] >> (id % 64) & 1);
+}
+
+/* The header rule without which allocation id would not be reachable,
+ * HS_RULE_NONE when there is none. */
+static inline enum hs_rule hs_mark_via(const struct hs_mark *m, uint32_t id)
+{
+	uint32_t k;
+	if (!m->via || (k = hs_rankset_index(&m->via_set, id)) == HS_RANK_NONE)
+		return HS_RULE_NONE;
+	return (enum hs_rule)m->via[k];
 }
 
 /* Calls fn(value, root, address of the word) for every value root and every

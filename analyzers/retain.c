@@ -65,15 +65,12 @@ static bool root_word(uint64_t v, const struct hs_root *root, uint64_t where,
 	return true;
 }
 
-struct weight_arg {
-	const struct hs_heap *heap;
-	uint32_t base;
-};
-
+/* A node's own size: an allocation's, nothing for the roots.  The tree
+ * asks for it again (hs_domtree_retained): arg is the retain. */
 static uint64_t weight(void *arg, uint32_t node)
 {
-	const struct weight_arg *w = arg;
-	return node >= w->base ? w->heap->allocs[node - w->base].size : 0;
+	const struct hs_retain *r = arg;
+	return node >= r->base ? r->heap->allocs[node - r->base].size : 0;
 }
 
 struct hs_error *hs_retain_compute(const struct hs_core *core,
@@ -90,6 +87,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 	if (!r)
 		return &hs_error_nomem;
 	r->nroots = (uint32_t)roots->n;
+	r->heap = heap;
 	r->base = HS_NODE_FIRST_ROOT + r->nroots;
 	struct root_edges re = {.g = graph, .roots = roots, .base = r->base};
 	re.off = calloc((size_t)r->base + 1, sizeof(uint32_t));
@@ -130,8 +128,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 		.nthreads = nthreads,
 		.log = log,
 	};
-	struct weight_arg wa = {heap, r->base};
-	if ((err = hs_dominators_compute(&dg, weight, &wa, &r->tree)))
+	if ((err = hs_dominators_compute(&dg, weight, r, &r->tree)))
 		goto fail;
 	for (uint32_t i = 0; i < graph->n; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
@@ -139,22 +136,6 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 			r->used_bytes += a->size;
 			r->used_count++;
 		}
-	}
-	const struct hs_domtree *t = r->tree;
-	r->largest_child = malloc((size_t)t->n * sizeof(uint32_t));
-	if (!r->largest_child) {
-		err = &hs_error_nomem;
-		goto fail;
-	}
-	memset(r->largest_child, 0xff, (size_t)t->n * sizeof(uint32_t));
-	for (uint32_t v = 1; v < t->n; v++) {
-		uint32_t p = t->idom[v];
-		if (p == HS_DOM_NONE || p == v)
-			continue;
-		uint32_t b = r->largest_child[p];
-		if (b == HS_DOM_NONE || t->retained[v] > t->retained[b] ||
-		    (t->retained[v] == t->retained[b] && v < b))
-			r->largest_child[p] = v;
 	}
 	*ret = r;
 	return NULL;
@@ -170,7 +151,6 @@ void hs_retain_destroy(struct hs_retain *r)
 	if (!r)
 		return;
 	hs_domtree_destroy(r->tree);
-	free(r->largest_child);
 	free(r->head_off);
 	free(r->head_adj);
 	free(r);
@@ -196,8 +176,8 @@ static int cmp_suspect(const void *a, const void *b, void *arg)
 {
 	const struct hs_domtree *t = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (t->retained[x] != t->retained[y])
-		return t->retained[x] > t->retained[y] ? -1 : 1;
+	if (hs_domtree_retained(t, x) != hs_domtree_retained(t, y))
+		return hs_domtree_retained(t, x) > hs_domtree_retained(t, y) ? -1 : 1;
 	return x < y ? -1 : x > y;
 }
 
@@ -216,7 +196,7 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 	for (uint32_t x = HS_NODE_LEAKED; x < t->n; x++) {
 		uint32_t d = t->idom[x];
 		if ((x != HS_NODE_LEAKED && d != HS_NODE_SUPER && d != HS_NODE_LEAKED) ||
-		    x == HS_NODE_SUPER || t->retained[x] < threshold)
+		    x == HS_NODE_SUPER || hs_domtree_retained(t, x) < threshold)
 			continue;
 		if (n == cap) {
 			cap *= 2;
@@ -235,8 +215,40 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 	return NULL;
 }
 
-uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
-				double keep,
+struct hs_error *hs_retain_largest_children(const struct hs_retain *r, uint32_t **ret)
+{
+	const struct hs_domtree *t = r->tree;
+	uint32_t *largest = malloc(((size_t)t->inner.count + 1) * sizeof(uint32_t));
+	if (!largest)
+		return &hs_error_nomem;
+	memset(largest, 0xff, ((size_t)t->inner.count + 1) * sizeof(uint32_t));
+	for (uint32_t v = 1; v < t->n; v++) {
+		uint32_t p = t->idom[v];
+		if (p == HS_DOM_NONE || p == v)
+			continue;
+		uint32_t *b = &largest[hs_rankset_index(&t->inner, p)];
+		if (*b == HS_DOM_NONE) {
+			*b = v;
+			continue;
+		}
+		uint64_t rv = hs_domtree_retained(t, v), rb = hs_domtree_retained(t, *b);
+		if (rv > rb || (rv == rb && v < *b))
+			*b = v;
+	}
+	*ret = largest;
+	return NULL;
+}
+
+/* Its dominated child of largest retained size, HS_DOM_NONE if none. */
+static uint32_t largest_child(const struct hs_retain *r, const uint32_t *largest,
+			      uint32_t node)
+{
+	uint32_t k = hs_rankset_index(&r->tree->inner, node);
+	return k == HS_RANK_NONE ? HS_DOM_NONE : largest[k];
+}
+
+uint32_t hs_retain_accumulation(const struct hs_retain *r, const uint32_t *largest,
+				uint32_t node, double keep,
 				bool (*same_kind)(void *arg, uint32_t a, uint32_t b),
 				void *arg, uint32_t *depth, uint32_t *chain)
 {
@@ -244,22 +256,22 @@ uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
 	uint32_t d = 0;
 	*chain = 0;
 	for (;;) {
-		uint32_t best = r->largest_child[node];
+		uint32_t best = largest_child(r, largest, node);
 		if (best == HS_DOM_NONE ||
-		    (double)t->retained[best] < keep * (double)t->retained[node] ||
+		    (double)hs_domtree_retained(t, best) < keep * (double)hs_domtree_retained(t, node) ||
 		    d >= (1u << 24))
 			break;
 		/* the head of a chain of one kind: count the chain, stop */
 		if (same_kind && hs_retain_is_alloc(r, best) &&
-		    r->largest_child[best] != HS_DOM_NONE &&
-		    same_kind(arg, best, r->largest_child[best])) {
+		    largest_child(r, largest, best) != HS_DOM_NONE &&
+		    same_kind(arg, best, largest_child(r, largest, best))) {
 			uint32_t n = 1, x = best;
-			while (r->largest_child[x] != HS_DOM_NONE &&
-			       same_kind(arg, x, r->largest_child[x]) &&
-			       (double)t->retained[r->largest_child[x]] >=
-				       keep * (double)t->retained[x] &&
+			while (largest_child(r, largest, x) != HS_DOM_NONE &&
+			       same_kind(arg, x, largest_child(r, largest, x)) &&
+			       (double)hs_domtree_retained(t, largest_child(r, largest, x)) >=
+				       keep * (double)hs_domtree_retained(t, x) &&
 			       n < (1u << 30)) {
-				x = r->largest_child[x];
+				x = largest_child(r, largest, x);
 				n++;
 			}
 			if (n >= 3) {

@@ -26,8 +26,7 @@ struct hs_retain {
 	uint32_t *head_off, *head_adj;
 	uint64_t used_bytes;        /* bytes of the program's used blocks */
 	uint64_t used_count;
-	uint32_t *largest_child;    /* per node: its dominated child of largest
-				     * retained size, HS_DOM_NONE if none */
+	const struct hs_heap *heap; /* the allocations' sizes: their weights */
 };
 
 struct hs_error *hs_retain_compute(const struct hs_core *core,
@@ -69,15 +68,22 @@ void hs_retain_succ(const struct hs_retain *r, const struct hs_graph *g,
 struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 				    uint32_t **ret, size_t *count);
 
-/* Walks down from node to its largest dominated child while the child keeps
- * at least `keep` (0.7) of its parent's retained size; returns the node
- * where the drop comes (MAT's accumulation point) and the depth.  A chain
- * (a linked list: each block dominating the next, of one kind as same_kind
- * says, each step keeping the ratio) would be walked to its very end; the
- * walk stops at the head of a chain of 3 or more instead, and *chain counts
- * its blocks (0 when none). */
-uint32_t hs_retain_accumulation(const struct hs_retain *r, uint32_t node,
-				double keep,
+/* For each inner node of the tree (by its rank in tree->inner), its
+ * dominated child of largest retained size (the lower node on a tie): one
+ * pass over the tree, for hs_retain_accumulation; *ret is malloc'ed (4
+ * bytes per inner node), to free once the accumulation points are had. */
+struct hs_error *hs_retain_largest_children(const struct hs_retain *r, uint32_t **ret);
+
+/* Walks down from node to its largest dominated child (largest: from
+ * hs_retain_largest_children) while the child keeps at least `keep` (0.7)
+ * of its parent's retained size; returns the node where the drop comes
+ * (MAT's accumulation point) and the depth.  A chain (a linked list: each
+ * block dominating the next, of one kind as same_kind says, each step
+ * keeping the ratio) would be walked to its very end; the walk stops at
+ * the head of a chain of 3 or more instead, and *chain counts its blocks
+ * (0 when none). */
+uint32_t hs_retain_accumulation(const struct hs_retain *r, const uint32_t *largest,
+				uint32_t node, double keep,
 				bool (*same_kind)(void *arg, uint32_t a, uint32_t b),
 				void *arg, uint32_t *depth, uint32_t *chain);
 

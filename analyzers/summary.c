@@ -84,7 +84,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		row_of[id] = UINT32_MAX;
 		if (!hs_alloc_in_graph(a))
 			continue;
-		uint32_t ty = types ? types->type_of[id] : HS_NO_TYPE;
+		uint32_t ty = types ? hs_types_index(types, id) : HS_NO_TYPE;
 		size_t k = ty == HS_NO_TYPE ? untyped_row(&rows, &by_size, a->size) :
 			hs_types_guessed(types, id) ? ntypes + ty : ty;
 		if (k == SIZE_MAX)
@@ -123,7 +123,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			if (hs_retain_is_alloc(r, w) && row_of[w - r->base] != UINT32_MAX) {
 				uint32_t k = row_of[w - r->base];
 				if (!active[k]++)
-					rows.v[k].retained += t->retained[w];
+					rows.v[k].retained += hs_domtree_retained(t, w);
 			}
 			stack[sp] = w;
 			pos[sp++] = coff[w];
@@ -205,13 +205,13 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 	size_t k = 0;
 	for (uint32_t i = 0; i < r->nroots; i++) {
 		uint32_t node = HS_NODE_FIRST_ROOT + i;
-		if (!t->retained[node])
+		if (!hs_domtree_retained(t, node))
 			continue;  /* holds nothing alone */
 		rows[k++] = (struct hs_root_row){
 			.name = roots->roots[i].name,
 			.kind = hs_root_kind_names[roots->roots[i].kind],
-			.retained = t->retained[node],
-			.count = t->retained_count[node] - 1,
+			.retained = hs_domtree_retained(t, node),
+			.count = hs_domtree_count(t, node) - 1,
 		};
 	}
 	hs_sort(rows, k, sizeof(*rows), cmp_root_name);
@@ -227,16 +227,16 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 	uint64_t shared = 0, shared_count = 0;
 	for (uint32_t v = r->base; v < t->n; v++)
 		if (t->idom[v] == HS_NODE_SUPER) {
-			shared += t->retained[v];
-			shared_count += t->retained_count[v];
+			shared += hs_domtree_retained(t, v);
+			shared_count += hs_domtree_count(t, v);
 		}
 	if (shared)
 		rows[m++] = (struct hs_root_row){"(held by several roots, none alone)",
 						 "shared", shared, shared_count};
-	if (t->retained[HS_NODE_LEAKED])
+	if (hs_domtree_retained(t, HS_NODE_LEAKED))
 		rows[m++] = (struct hs_root_row){"(leaked: no root holds these)", "leaked",
-						 t->retained[HS_NODE_LEAKED],
-						 t->retained_count[HS_NODE_LEAKED] - 1};
+						 hs_domtree_retained(t, HS_NODE_LEAKED),
+						 hs_domtree_count(t, HS_NODE_LEAKED) - 1};
 	hs_sort(rows, m, sizeof(*rows), cmp_root_row);
 	*ret = rows;
 	*count = m;
@@ -247,30 +247,26 @@ struct hs_error *hs_retain_root_of(const struct hs_retain *r, uint32_t **ret)
 {
 	const struct hs_domtree *t = r->tree;
 	uint32_t *root = malloc((size_t)t->n * sizeof(uint32_t));
-	uint32_t *path = malloc((size_t)t->n * sizeof(uint32_t));
-	if (!root || !path) {
-		free(root);
-		free(path);
+	if (!root)
 		return &hs_error_nomem;
-	}
 	memset(root, 0xff, (size_t)t->n * sizeof(uint32_t));
 	for (uint32_t v = 0; v < r->base && v < t->n; v++)
 		root[v] = v;
-	/* walk up to a node whose root is known, then fill the path in */
+	/* walk up to a node whose root is known, then walk the same path
+	 * again to fill it in */
 	for (uint32_t v = r->base; v < t->n; v++) {
 		if (root[v] != HS_DOM_NONE || t->idom[v] == HS_DOM_NONE)
 			continue;
-		size_t n = 0;
 		uint32_t x = v;
-		while (root[x] == HS_DOM_NONE && t->idom[x] != HS_DOM_NONE) {
-			path[n++] = x;
+		while (root[x] == HS_DOM_NONE && t->idom[x] != HS_DOM_NONE)
 			x = t->idom[x];
-		}
 		uint32_t found = root[x];
-		while (n)
-			root[path[--n]] = found;
+		for (x = v; root[x] == HS_DOM_NONE && t->idom[x] != HS_DOM_NONE;) {
+			uint32_t up = t->idom[x];
+			root[x] = found;
+			x = up;
+		}
 	}
-	free(path);
 	*ret = root;
 	return NULL;
 }

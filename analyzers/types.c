@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/rankset.h"
 #include "src/vector.h"
 
 /* libstdc++'s demangler (the C++ ABI's own): heapsift links libstdc++
@@ -29,7 +30,9 @@ struct ctx {
 	const struct hs_graph *graph;
 	struct hs_log *log;
 	struct hs_types *t;
-	uint8_t *from;          /* per allocation: 0 none, 1 dwarf, 2 vtable */
+	/* per allocation: 0 none, 1 dwarf, 2 vtable; NULL while inferring
+	 * (rule 6 types untyped blocks only: nothing to weigh against) */
+	uint8_t *from;
 	struct work_vector work;        /* blocks whose type is new */
 	/* typed objects inside blocks, past their start (the typed rule):
 	 * scanned once per block */
@@ -195,7 +198,6 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 		t->typed++;
 		t->type_of[id] = d->index;
 		t->inferred[id] = c->cur_conf;
-		c->from[id] = (uint8_t)from;
 		return !work_vector_push(&c->work, id);
 	}
 	uint32_t cur = t->type_of[id];
@@ -329,7 +331,8 @@ static bool follow_batch(struct ctx *c, const struct slot *b, size_t nb,
 		uint32_t k = hs_graph_prefetch_target(c->graph, b[j].v);
 		if (k != HS_NO_ALLOC) {
 			__builtin_prefetch(&c->t->type_of[k]);
-			__builtin_prefetch(&c->from[k]);
+			if (c->from)
+				__builtin_prefetch(&c->from[k]);
 			__builtin_prefetch(&c->t->cookie[k / 64]);
 		}
 	}
@@ -620,6 +623,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	if (err)
 		goto out;
 	err = &hs_error_nomem;
+	t->nallocs = graph->n;
 	t->type_of = malloc(((size_t)graph->n + 1) * sizeof(uint32_t));
 	c.from = calloc((size_t)graph->n + 1, 1);
 	c.inner_seen = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
@@ -663,15 +667,70 @@ void hs_types_destroy(struct hs_types *t)
 	free(t->varrays);
 	free(t->holds);
 	free(t->inferred);
+	hs_rankset_fini(&t->typed_set);
+	free(t->typed_type);
+	hs_rankset_fini(&t->inferred_set);
 	free(t->cookie);
 	free(t);
+}
+
+struct hs_error *hs_types_pack(struct hs_types *t)
+{
+	if (t->packed)
+		return NULL;
+	uint32_t n = t->nallocs;
+	struct hs_rankset typed = {0}, inf = {0};
+	uint32_t *types = NULL;
+	uint8_t *flags = NULL;
+	struct hs_error *err = hs_rankset_init(&typed, n);
+	if (err || (t->inferred && (err = hs_rankset_init(&inf, n))))
+		goto fail;
+	for (uint32_t id = 0; id < n; id++) {
+		if (t->type_of[id] != HS_NO_TYPE)
+			hs_rankset_add(&typed, id);
+		if (t->inferred && t->inferred[id])
+			hs_rankset_add(&inf, id);
+	}
+	hs_rankset_finish(&typed);
+	err = &hs_error_nomem;
+	types = malloc(((size_t)typed.count + 1) * sizeof(*types));
+	if (!types)
+		goto fail;
+	if (t->inferred) {
+		hs_rankset_finish(&inf);
+		if (!(flags = malloc((size_t)inf.count + 1)))
+			goto fail;
+	}
+	for (uint32_t id = 0, k = 0, j = 0; id < n; id++) {
+		if (t->type_of[id] != HS_NO_TYPE)
+			types[k++] = t->type_of[id];
+		if (flags && t->inferred[id])
+			flags[j++] = t->inferred[id];
+	}
+	free(t->type_of);
+	t->type_of = NULL;
+	t->typed_set = typed;
+	t->typed_type = types;
+	if (t->inferred) {
+		free(t->inferred);
+		t->inferred = flags;
+		t->inferred_set = inf;
+	}
+	t->packed = true;
+	return NULL;
+fail:
+	hs_rankset_fini(&typed);
+	hs_rankset_fini(&inf);
+	free(types);
+	free(flags);
+	return err;
 }
 
 uint64_t hs_types_count(const struct hs_types *t, const struct hs_heap *heap,
 			uint32_t id)
 {
 	struct hs_dtype *d = hs_types_of(t, id);
-	if (!d || !d->size || (t->inferred && (t->inferred[id] & HS_INFER_ONE)))
+	if (!d || !d->size || (hs_types_infer_flags(t, id) & HS_INFER_ONE))
 		return 1;
 	uint64_t n;
 	if (hs_types_start(t, id) && hs_core_read_u64(t->core, heap->allocs[id].addr, &n) &&
@@ -725,9 +784,9 @@ struct infer_class {
 
 struct infer {
 	struct ctx *c;
-	uint32_t *ids;          /* the leaked untyped blocks */
+	uint32_t *ids;          /* the leaked untyped blocks, by id */
 	size_t n;
-	uint32_t *idx;          /* per allocation: index in ids, or UINT32_MAX */
+	struct hs_rankset set;  /* the same: an id's rank is its index in ids */
 	size_t *cfirst;         /* per block: its candidates, n + 1 */
 	struct hs_dtype **cand;
 	uint8_t *alive;
@@ -860,8 +919,8 @@ static bool compatible(struct infer *in, uint32_t tgt, struct hs_dtype *pointee)
 		    (k < 2 || hs_heap_size_class(c->heap, (k - 1) * pointee->size) != x->size))
 			return false;
 	}
-	uint32_t j = in->idx[tgt];
-	if (j != UINT32_MAX) {
+	uint32_t j = hs_rankset_index(&in->set, tgt);
+	if (j != HS_RANK_NONE) {
 		const struct hs_dptr *p;
 		size_t n;
 		if (hs_dtype_pointers(c->t->reg, pointee, &p, &n) || !n ||
@@ -920,8 +979,8 @@ static struct hs_error *arc_ok(struct infer *in, uint32_t id, struct hs_dtype *d
 				*ret = false;
 				return NULL;
 			}
-			uint32_t j = in->idx[tgt];
-			if ((j != UINT32_MAX && has_cand(in, j, p[i].pointee)) ||
+			uint32_t j = hs_rankset_index(&in->set, tgt);
+			if ((j != HS_RANK_NONE && has_cand(in, j, p[i].pointee)) ||
 			    c->t->type_of[tgt] == p[i].pointee->index)
 				sc->strong++;
 			else
@@ -1234,15 +1293,14 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	size_t n = (size_t)graph->n + 1;
 	if (!t->inferred && !(t->inferred = calloc(n, 1)))
 		return &hs_error_nomem;
-	c.from = calloc(n, 1);
-	in.idx = malloc(n * sizeof(uint32_t));
-	if (!c.from || !in.idx)
+	if ((err = hs_rankset_init(&in.set, n)))
 		goto out;
-	memset(in.idx, 0xff, n * sizeof(uint32_t));
 	uint64_t maxsize = hs_heap_size_class(heap, HS_DSTRUCT_MAX_SIZE);
-	size_t cnt = 0;
 	for (uint32_t id = 0; id < graph->n; id++)
-		cnt += inferable(t, heap, reach, maxsize, id);
+		if (inferable(t, heap, reach, maxsize, id))
+			hs_rankset_add(&in.set, id);
+	hs_rankset_finish(&in.set);
+	size_t cnt = in.set.count;
 	err = NULL;
 	if (!cnt)
 		goto out;
@@ -1260,19 +1318,16 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	in.poff = calloc(cnt + 2, sizeof(uint32_t));
 	if (!in.ids || !in.cfirst || !in.poff)
 		goto out;
-	for (uint32_t id = 0; id < graph->n; id++) {
-		if (inferable(t, heap, reach, maxsize, id)) {
-			in.idx[id] = (uint32_t)in.n;
+	for (uint32_t id = 0; id < graph->n; id++)
+		if (hs_rankset_has(&in.set, id))
 			in.ids[in.n++] = id;
-		}
-	}
 	t->infer_candidates = in.n;
 	/* who holds whom among them (the reverse of the graph's rows) */
 	for (size_t j = 0; j < in.n; j++) {
 		uint32_t id = in.ids[j];
 		for (uint32_t e = graph->offsets[id]; e < graph->offsets[id + 1]; e++) {
-			uint32_t x = in.idx[HS_EDGE_ID(graph->edges[e])];
-			if (x != UINT32_MAX)
+			uint32_t x = hs_rankset_index(&in.set, HS_EDGE_ID(graph->edges[e]));
+			if (x != HS_RANK_NONE)
 				in.poff[x + 2]++;
 		}
 	}
@@ -1284,8 +1339,8 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	for (size_t j = 0; j < in.n; j++) {
 		uint32_t id = in.ids[j];
 		for (uint32_t e = graph->offsets[id]; e < graph->offsets[id + 1]; e++) {
-			uint32_t x = in.idx[HS_EDGE_ID(graph->edges[e])];
-			if (x != UINT32_MAX)
+			uint32_t x = hs_rankset_index(&in.set, HS_EDGE_ID(graph->edges[e]));
+			if (x != HS_RANK_NONE)
 				in.preds[in.poff[x + 1]++] = (uint32_t)j;
 		}
 	}
@@ -1303,9 +1358,8 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	}
 	t->from_dwarf = t->typed - t->from_vtable - t->from_rtti;
 out:
-	free(c.from);
 	work_vector_free(&c.work);
-	free(in.idx);
+	hs_rankset_fini(&in.set);
 	free(in.ids);
 	free(in.cfirst);
 	free(in.cand);

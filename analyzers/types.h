@@ -53,6 +53,7 @@
 #include "analyzers/alloc/heap.h"
 #include "analyzers/mark.h"
 #include "formats/dwtypes.h"
+#include "src/rankset.h"
 
 #define HS_NO_TYPE UINT32_MAX
 
@@ -67,7 +68,15 @@ enum {
 
 struct hs_types {
 	struct hs_dtypes *reg;
-	uint32_t *type_of;      /* per allocation: registry index */
+	uint32_t nallocs;
+	/* Per allocation: registry index, HS_NO_TYPE when untyped, while
+	 * the types are computed.  hs_types_pack then keeps the typed
+	 * allocations alone (typed_set) and their indices by rank
+	 * (typed_type), and frees this.  Read them with hs_types_index. */
+	uint32_t *type_of;
+	struct hs_rankset typed_set;
+	uint32_t *typed_type;
+	bool packed;
 	uint64_t typed;         /* allocations with a type */
 	uint64_t from_vtable, from_rtti, from_dwarf;
 	uint64_t conflicts;
@@ -95,8 +104,11 @@ struct hs_types {
 	 * first word, read from core */
 	uint64_t *cookie;
 	const struct hs_core *core;
-	/* per allocation: HS_INFER_*, NULL before hs_types_infer */
+	/* per allocation: HS_INFER_*, NULL before hs_types_infer; once
+	 * packed, by rank in inferred_set (the blocks inferred).  Read it with
+	 * hs_types_infer_flags. */
 	uint8_t *inferred;
+	struct hs_rankset inferred_set;
 	uint64_t inferred_sure, inferred_guess;   /* blocks */
 	uint64_t infer_candidates;  /* leaked untyped blocks looked at */
 };
@@ -108,29 +120,57 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 				  struct hs_log *log, struct hs_types **ret);
 void hs_types_destroy(struct hs_types *t);
 
-/* Rule 4: types for the leaked blocks (reach: per allocation, enum
- * hs_reach) that are still untyped. */
+/* Rule 6: types for the leaked blocks (reach: per allocation, enum
+ * hs_reach) that are still untyped.  Before hs_types_pack. */
 struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 				struct hs_dwarf *dw, const struct hs_heap *heap,
 				const struct hs_graph *graph, const uint8_t *reach,
 				struct hs_log *log);
 
+/* Once the types are final (after hs_types_infer, or when there is no
+ * inference): keeps the types of the typed allocations alone, and the
+ * inference's flags of the inferred ones (on the bench core, 4 bytes and
+ * 1 byte per allocation become 2.4 and 0.2).  On failure (out of memory)
+ * the types stay as they were. */
+struct hs_error *hs_types_pack(struct hs_types *t);
+
+/* Allocation id's registry index, HS_NO_TYPE when untyped. */
+static inline uint32_t hs_types_index(const struct hs_types *t, uint32_t id)
+{
+	if (!t->packed)
+		return t->type_of[id];
+	uint32_t k = hs_rankset_index(&t->typed_set, id);
+	return k == HS_RANK_NONE ? HS_NO_TYPE : t->typed_type[k];
+}
+
+/* Allocation id's HS_INFER_* flags (HS_INFER_NONE when not inferred). */
+static inline uint8_t hs_types_infer_flags(const struct hs_types *t, uint32_t id)
+{
+	if (!t->inferred)
+		return HS_INFER_NONE;
+	if (!t->packed)
+		return t->inferred[id];
+	uint32_t k = hs_rankset_index(&t->inferred_set, id);
+	return k == HS_RANK_NONE ? HS_INFER_NONE : t->inferred[k];
+}
+
 /* Whether allocation id's type is an inferred guess (shown as "T?"). */
 static inline bool hs_types_guessed(const struct hs_types *t, uint32_t id)
 {
-	return t && t->inferred && (t->inferred[id] & HS_INFER_LEVEL) == HS_INFER_GUESS;
+	return t && (hs_types_infer_flags(t, id) & HS_INFER_LEVEL) == HS_INFER_GUESS;
 }
 
-/* Whether allocation id's type was inferred from its contents (rule 4). */
+/* Whether allocation id's type was inferred from its contents (rule 6). */
 static inline bool hs_types_inferred(const struct hs_types *t, uint32_t id)
 {
-	return t && t->inferred && t->inferred[id] != HS_INFER_NONE;
+	return t && hs_types_infer_flags(t, id) != HS_INFER_NONE;
 }
 
 /* The type of allocation id, NULL when unknown. */
 static inline struct hs_dtype *hs_types_of(const struct hs_types *t, uint32_t id)
 {
-	return t && t->type_of[id] != HS_NO_TYPE ? t->reg->v[t->type_of[id]] : NULL;
+	uint32_t k = t ? hs_types_index(t, id) : HS_NO_TYPE;
+	return k != HS_NO_TYPE ? t->reg->v[k] : NULL;
 }
 
 /* Where allocation id's first element starts: 8 for a new T[n] with its

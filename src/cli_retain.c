@@ -6,6 +6,7 @@
 #include "analyzers/summary.h"
 #include "src/cli_retain.h"
 #include "src/outfile.h"
+#include "src/rankset.h"
 #include "src/sort.h"
 
 const char *hs_cli_reach(const struct hs_results *res, uint32_t id)
@@ -89,7 +90,7 @@ void hs_cli_json_node(struct hs_jsonw *w, const struct hs_results *res,
 	} else if (node >= HS_NODE_FIRST_ROOT) {
 		hs_jsonw_kstring(w, "name", hs_retain_root(r, res->roots, node)->name);
 	}
-	hs_jsonw_kuint(w, "retained", r->tree->retained[node]);
+	hs_jsonw_kuint(w, "retained", hs_domtree_retained(r->tree, node));
 	hs_jsonw_kuint(w, "count", hs_cli_blocks(r, node));
 }
 
@@ -101,7 +102,7 @@ static double share(const struct hs_retain *r, uint64_t bytes)
 /* Blocks a node retains: roots and pseudo-roots are not blocks. */
 uint32_t hs_cli_blocks(const struct hs_retain *r, uint32_t node)
 {
-	return r->tree->retained_count[node] - (hs_retain_is_alloc(r, node) ? 0 : 1);
+	return hs_domtree_count(r->tree, node) - (hs_retain_is_alloc(r, node) ? 0 : 1);
 }
 
 /* Blocks of one kind: the same type, or the same size when untyped. */
@@ -118,19 +119,35 @@ static bool same_kind(void *arg, uint32_t a, uint32_t b)
 	return res->heap->allocs[x].size == res->heap->allocs[y].size;
 }
 
-static uint32_t accumulation(const struct hs_results *res, uint32_t node,
-			     uint32_t *depth, uint32_t *chain)
+static uint32_t accumulation(const struct hs_results *res, const uint32_t *largest,
+			     uint32_t node, uint32_t *depth, uint32_t *chain)
 {
-	return hs_retain_accumulation(res->retain, node, HS_ACCUMULATION_KEEP,
+	return hs_retain_accumulation(res->retain, largest, node, HS_ACCUMULATION_KEEP,
 				      same_kind, (void *)res, depth, chain);
+}
+
+/* The suspects, and when there are some the largest children that lead
+ * to their accumulation points (computed here, not kept with the tree:
+ * only the few suspects need them).  Both malloc'ed. */
+static struct hs_error *suspects(const struct hs_retain *r, uint32_t **ret,
+				 size_t *count, uint32_t **largest)
+{
+	*largest = NULL;
+	struct hs_error *err = hs_retain_suspects(r, HS_SUSPECT_SHARE, ret, count);
+	if (!err && *count && (err = hs_retain_largest_children(r, largest))) {
+		free(*ret);
+		*ret = NULL;
+		*count = 0;
+	}
+	return err;
 }
 
 void hs_cli_suspects_text(const struct hs_results *res)
 {
 	const struct hs_retain *r = res->retain;
-	uint32_t *s;
+	uint32_t *s, *largest;
 	size_t n;
-	if (hs_retain_suspects(r, HS_SUSPECT_SHARE, &s, &n))
+	if (suspects(r, &s, &n, &largest))
 		return;
 	char name[512], b1[32];
 	if (!n) {
@@ -146,43 +163,44 @@ void hs_cli_suspects_text(const struct hs_results *res)
 		if (x == HS_NODE_LEAKED) {
 			printf("%3zu. leaked blocks (%zu leak roots) hold %s (%.1f%%) in %u blocks: see heapsift leaks\n",
 			       i + 1, res->mark->nleak_roots,
-			       hs_fmt_size(b1, r->tree->retained[x]),
-			       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
+			       hs_fmt_size(b1, hs_domtree_retained(r->tree, x)),
+			       share(r, hs_domtree_retained(r->tree, x)), hs_cli_blocks(r, x));
 			continue;
 		}
 		hs_cli_node_name(res, x, name, sizeof(name));
 		printf("%3zu. %s holds %s (%.1f%%) in %u blocks\n", i + 1, name,
-		       hs_fmt_size(b1, r->tree->retained[x]),
-		       share(r, r->tree->retained[x]), hs_cli_blocks(r, x));
+		       hs_fmt_size(b1, hs_domtree_retained(r->tree, x)),
+		       share(r, hs_domtree_retained(r->tree, x)), hs_cli_blocks(r, x));
 		uint32_t depth, chain;
-		uint32_t acc = accumulation(res, x, &depth, &chain);
+		uint32_t acc = accumulation(res, largest, x, &depth, &chain);
 		if (acc != x) {
 			hs_cli_node_name(res, acc, name, sizeof(name));
 			printf("     accumulation point, %u level%s down: %s holds %s (%.1f%%) in %u blocks",
 			       depth, depth == 1 ? "" : "s", name,
-			       hs_fmt_size(b1, r->tree->retained[acc]),
-			       share(r, r->tree->retained[acc]), hs_cli_blocks(r, acc));
+			       hs_fmt_size(b1, hs_domtree_retained(r->tree, acc)),
+			       share(r, hs_domtree_retained(r->tree, acc)), hs_cli_blocks(r, acc));
 			if (chain)
 				printf(": the head of a chain of %u such blocks", chain);
 			printf("\n");
 		}
 	}
 	free(s);
+	free(largest);
 }
 
 void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res)
 {
 	const struct hs_retain *r = res->retain;
-	uint32_t *s = NULL;
+	uint32_t *s = NULL, *largest = NULL;
 	size_t n = 0;
 	hs_jsonw_key(w, "suspects");
 	hs_jsonw_array_begin(w);
-	if (!hs_retain_suspects(r, HS_SUSPECT_SHARE, &s, &n)) {
+	if (!suspects(r, &s, &n, &largest)) {
 		for (size_t i = 0; i < n; i++) {
 			hs_jsonw_object_begin(w);
 			hs_cli_json_node(w, res, s[i]);
 			uint32_t depth, chain;
-			uint32_t acc = accumulation(res, s[i], &depth, &chain);
+			uint32_t acc = accumulation(res, largest, s[i], &depth, &chain);
 			hs_jsonw_key(w, "accumulation_point");
 			hs_jsonw_object_begin(w);
 			hs_cli_json_node(w, res, acc);
@@ -194,6 +212,7 @@ void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res)
 	}
 	hs_jsonw_array_end(w);
 	free(s);
+	free(largest);
 }
 
 int hs_cli_output_ok(const struct hs_cli *cli, const char *path)
@@ -259,80 +278,108 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	if (!n || !r || !g)
 		return NULL;
 	uint32_t nn = r->tree->n;
-	/* predecessors of every node of the dominators' graph (compressed
-	 * rows), and for each block the root that holds it alone */
-	uint32_t *off = calloc((size_t)nn + 1, sizeof(*off));
-	uint32_t *pred = NULL, *root_of = NULL, *queue = NULL, *mark = NULL;
-	struct hs_error *err = &hs_error_nomem;
+	/* for each block the root that holds it alone; the walk goes
+	 * backwards from the given nodes through the blocks no single root
+	 * holds (HS_NODE_SUPER): only those have their predecessors listed
+	 * (compressed rows, by rank in `walked`), and a bit for "seen" */
+	uint32_t *root_of = NULL, *off = NULL, *pred = NULL, *queue = NULL,
+		 *root_mark = NULL;
+	uint64_t *seen = NULL;
+	struct hs_rankset walked = {0};
+	struct hs_error *err = hs_retain_root_of(r, &root_of);
+	if (err || (err = hs_rankset_init(&walked, nn)))
+		goto out;
+	err = &hs_error_nomem;
+	for (size_t k = 0; k < n; k++)
+		hs_rankset_add(&walked, nodes[k]);
+	for (uint32_t v = r->base; v < nn; v++)
+		if (root_of[v] == HS_NODE_SUPER)
+			hs_rankset_add(&walked, v);
+	hs_rankset_finish(&walked);
+	uint32_t nw = walked.count;
+	/* off[k]: the end of row k, then (filled backwards) its start */
+	off = calloc((size_t)nw + 1, sizeof(*off));
 	if (!off)
 		goto out;
 	for (uint32_t v = 0; v < nn; v++) {
 		const uint32_t *p, *e;
 		uint32_t shift;
 		hs_retain_succ(r, g, v, &p, &e, &shift);
-		for (; p < e; p++)
-			off[HS_EDGE_ID(*p) + shift + 1]++;
-	}
-	for (uint32_t v = 0; v < nn; v++)
-		off[v + 1] += off[v];
-	pred = malloc((size_t)off[nn] * sizeof(*pred) + 1);
-	queue = malloc(SHARER_VISITS * sizeof(*queue));
-	mark = calloc((size_t)nn, sizeof(*mark));
-	if (!pred || !queue || !mark)
-		goto out;
-	{
-		uint32_t *fill = malloc((size_t)nn * sizeof(*fill) + 1);
-		if (!fill)
-			goto out;
-		memcpy(fill, off, (size_t)nn * sizeof(*fill));
-		for (uint32_t v = 0; v < nn; v++) {
-			const uint32_t *p, *e;
-			uint32_t shift;
-			hs_retain_succ(r, g, v, &p, &e, &shift);
-			for (; p < e; p++)
-				pred[fill[HS_EDGE_ID(*p) + shift]++] = v;
+		for (; p < e; p++) {
+			uint32_t k = hs_rankset_index(&walked, HS_EDGE_ID(*p) + shift);
+			if (k != HS_RANK_NONE)
+				off[k]++;
 		}
-		free(fill);
 	}
-	if ((err = hs_retain_root_of(r, &root_of)))
+	for (uint32_t k = 1; k < nw; k++)
+		off[k] += off[k - 1];
+	off[nw] = nw ? off[nw - 1] : 0;
+	pred = malloc((size_t)off[nw] * sizeof(*pred) + 1);
+	queue = malloc(SHARER_VISITS * sizeof(*queue));
+	seen = calloc((size_t)nw / 64 + 1, sizeof(*seen));
+	root_mark = calloc(r->base, sizeof(*root_mark));
+	if (!pred || !queue || !seen || !root_mark)
 		goto out;
+	/* each row in the order of its predecessors: filled from its end,
+	 * the last predecessor first */
+	for (uint32_t v = nn; v-- > 0;) {
+		const uint32_t *p, *e;
+		uint32_t shift;
+		hs_retain_succ(r, g, v, &p, &e, &shift);
+		for (; p < e; p++) {
+			uint32_t k = hs_rankset_index(&walked, HS_EDGE_ID(*p) + shift);
+			if (k != HS_RANK_NONE)
+				pred[--off[k]] = v;
+		}
+	}
 	err = NULL;
 	/* backwards from each block: a root, or a block a root holds alone,
 	 * names a sharer; a block held by several roots is walked through */
 	for (size_t k = 0; k < n; k++) {
 		uint32_t stamp = (uint32_t)k + 1, qh = 0, qt = 0;
 		queue[qt++] = nodes[k];
-		mark[nodes[k]] = stamp;
+		uint32_t kq = hs_rankset_index(&walked, nodes[k]);
+		seen[kq / 64] |= 1ull << (kq % 64);
 		struct hs_sharers *o = &out[k];
 		while (qh < qt) {
-			uint32_t v = queue[qh++];
-			for (uint32_t i = off[v]; i < off[v + 1]; i++) {
+			uint32_t v = queue[qh++], kv = hs_rankset_index(&walked, v);
+			for (uint32_t i = off[kv]; i < off[kv + 1]; i++) {
 				uint32_t p = pred[i], holder = p;
 				if (p >= r->base)
 					holder = root_of[p];
 				if (holder >= HS_NODE_FIRST_ROOT && holder < r->base) {
-					if (mark[holder] == stamp)
+					if (root_mark[holder] == stamp)
 						continue;
-					mark[holder] = stamp;
+					root_mark[holder] = stamp;
 					if (res->roots->roots[holder - HS_NODE_FIRST_ROOT].stale)
 						continue;
 					if (o->shown < HS_SHARERS_SHOWN)
 						o->root[o->shown++] = holder - HS_NODE_FIRST_ROOT;
 					o->total++;
 				} else if (holder == HS_NODE_SUPER && p >= r->base &&
-					   mark[p] != stamp && qt < SHARER_VISITS) {
-					mark[p] = stamp;
+					   qt < SHARER_VISITS) {
+					uint32_t kp = hs_rankset_index(&walked, p);
+					if (seen[kp / 64] >> (kp % 64) & 1)
+						continue;
+					seen[kp / 64] |= 1ull << (kp % 64);
 					queue[qt++] = p;
 				}
 			}
 		}
+		/* the next walk starts with nothing seen */
+		for (uint32_t i = 0; i < qt; i++) {
+			uint32_t kv = hs_rankset_index(&walked, queue[i]);
+			seen[kv / 64] &= ~(1ull << (kv % 64));
+		}
 	}
 out:
+	hs_rankset_fini(&walked);
 	free(off);
 	free(pred);
 	free(root_of);
 	free(queue);
-	free(mark);
+	free(seen);
+	free(root_mark);
 	return err;
 }
 

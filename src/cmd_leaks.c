@@ -23,7 +23,7 @@ struct sort_ctx {
 #define GUESS_BIT 0x80000000u
 static uint32_t type_idx(const struct sort_ctx *c, uint32_t id)
 {
-	uint32_t t = c->types ? c->types->type_of[id] : HS_NO_TYPE;
+	uint32_t t = c->types ? hs_types_index(c->types, id) : HS_NO_TYPE;
 	return t != HS_NO_TYPE && hs_types_guessed(c->types, id) ? t | GUESS_BIT : t;
 }
 
@@ -82,13 +82,14 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_mark *mark = res.mark;
 	const struct hs_heap *heap = res.heap;
 	const struct hs_roots *roots = res.roots;
-	/* without the dominators, leaks has no suspects; without types, it
-	 * groups by size only */
+	/* without types, leaks groups by size only; without the dominators,
+	 * it has no suspects.  The types first: the leaked blocks' inference
+	 * then runs before the dominators' results take their memory */
+	if (hs_snapshot_types(snap, &res.types))
+		res.types = NULL;
 	const struct hs_error *rerr = hs_snapshot_retain(snap, &res.retain);
 	if (rerr)
 		res.retain = NULL;
-	if (hs_snapshot_types(snap, &res.types))
-		res.types = NULL;
 	const struct hs_types *types = res.types;
 
 	size_t n = mark->nleak_roots;

@@ -74,11 +74,12 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 				hs_jsonw_kstring(&w, "reach", reach);
 			if (mark && hs_mark_stale_ref(mark, (uint32_t)i))
 				hs_jsonw_kbool(&w, "stale_ref", true);
-			if (mark && mark->via && mark->via[i])
-				hs_jsonw_kstring(&w, "via", hs_rule_names[mark->via[i]]);
+			if (mark && hs_mark_via(mark, (uint32_t)i))
+				hs_jsonw_kstring(&w, "via", hs_rule_names[hs_mark_via(mark, (uint32_t)i)]);
 			if (retain && hs_alloc_state(a) == HS_STATE_USED)
-				hs_jsonw_kuint(&w, "retained", retain->tree->retained[
-						       hs_retain_node(retain, (uint32_t)i)]);
+				hs_jsonw_kuint(&w, "retained",
+					       hs_domtree_retained(retain->tree,
+								   hs_retain_node(retain, (uint32_t)i)));
 			if (!cli->raw && hs_alloc_state(a) == HS_STATE_USED) {
 				hs_jsonw_kstring(&w, "type", hs_types_name(types, heap, (uint32_t)i,
 									   tname, sizeof(tname)));

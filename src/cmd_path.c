@@ -238,8 +238,8 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 	} else {
 		hs_cli_node_name(res, target, name, sizeof(name));
 		printf("%s retains %s in %u blocks\n", name,
-		       hs_fmt_size(b1, r->tree->retained[target]),
-		       r->tree->retained_count[target]);
+		       hs_fmt_size(b1, hs_domtree_retained(r->tree, target)),
+		       hs_domtree_count(r->tree, target));
 	}
 	for (size_t k = 0; k < n; k++) {
 		size_t len = chain(parent, last[k], nodes);
@@ -271,8 +271,8 @@ static int cmp_retained_desc(const void *x, const void *y, void *arg)
 {
 	const struct hs_domtree *t = arg;
 	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	if (t->retained[a] != t->retained[b])
-		return t->retained[a] > t->retained[b] ? -1 : 1;
+	if (hs_domtree_retained(t, a) != hs_domtree_retained(t, b))
+		return hs_domtree_retained(t, a) > hs_domtree_retained(t, b) ? -1 : 1;
 	return a < b ? -1 : a > b;
 }
 
@@ -357,7 +357,7 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 	} else {
 		hs_cli_node_name(res, target, name, sizeof(name));
 		printf("%s retains %s in %u blocks\n", name,
-		       hs_fmt_size(b1, t->retained[target]), t->retained_count[target]);
+		       hs_fmt_size(b1, hs_domtree_retained(t, target)), hs_domtree_count(t, target));
 		hs_cli_node_name(res, t->idom[target], name, sizeof(name));
 		printf("immediate dominator: %s\n", name);
 		if (nchain > 1) {
@@ -372,8 +372,8 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 			printf(", the largest:\n%11s %9s  %s\n", "RETAINED", "BLOCKS", "BLOCK");
 			for (size_t i = 0; i < show; i++) {
 				hs_cli_node_name(res, kids[i], name, sizeof(name));
-				printf("%11s %9u  %s\n", hs_fmt_size(b1, t->retained[kids[i]]),
-				       t->retained_count[kids[i]], name);
+				printf("%11s %9u  %s\n", hs_fmt_size(b1, hs_domtree_retained(t, kids[i])),
+				       hs_domtree_count(t, kids[i]), name);
 			}
 		} else {
 			printf("\n");

@@ -191,11 +191,11 @@ static void data(struct hs_jsonw *w, void *arg)
 			size_t j;
 			if (nb < 50)
 				j = nb++;
-			else if (t->retained[v] <= t->retained[best[49]])
+			else if (hs_domtree_retained(t, v) <= hs_domtree_retained(t, best[49]))
 				continue;
 			else
 				j = 49;
-			while (j > 0 && t->retained[best[j - 1]] < t->retained[v]) {
+			while (j > 0 && hs_domtree_retained(t, best[j - 1]) < hs_domtree_retained(t, v)) {
 				best[j] = best[j - 1];
 				j--;
 			}
@@ -211,7 +211,7 @@ static void data(struct hs_jsonw *w, void *arg)
 			hs_jsonw_kstring(w, "type", hs_types_name(res->types, heap, id,
 								  tname, sizeof(tname)));
 			hs_jsonw_kstring(w, "reach", hs_cli_reach(res, id));
-			hs_jsonw_kuint(w, "retained", t->retained[best[i]]);
+			hs_jsonw_kuint(w, "retained", hs_domtree_retained(t, best[i]));
 			hs_cli_node_name(res, t->idom[best[i]], name, sizeof(name));
 			hs_jsonw_kstring(w, "held_by", name);
 			hs_jsonw_object_end(w);

@@ -154,8 +154,8 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kstring(&w, "reach", reach_of(mark, id));
 			if (mark && hs_mark_stale_ref(mark, id))
 				hs_jsonw_kbool(&w, "stale_ref", true);
-			if (mark && mark->via && mark->via[id])
-				hs_jsonw_kstring(&w, "via", hs_rule_names[mark->via[id]]);
+			if (mark && hs_mark_via(mark, id))
+				hs_jsonw_kstring(&w, "via", hs_rule_names[hs_mark_via(mark, id)]);
 			hs_jsonw_kstring(&w, "type", type_of(&res, id, tname, sizeof(tname)));
 			if (hs_types_inferred(res.types, id))
 				hs_jsonw_kbool(&w, "type_inferred", true);
@@ -230,9 +230,9 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			const char *type = type_of(&res, id, tname, sizeof(tname));
 			printf("class: %s\ntype: %s\n", reach_of(mark, id),
 			       type ? type : "unknown");
-			if (mark && mark->via && mark->via[id])
+			if (mark && hs_mark_via(mark, id))
 				printf("via: reachable only through a pointer past a header that the %s rule accepts\n",
-				       hs_rule_names[mark->via[id]]);
+				       hs_rule_names[hs_mark_via(mark, id)]);
 			if (mark && hs_mark_stale_ref(mark, id))
 				printf("stale: a word the live rule rejects points to it (a dead register or a red zone, marked below); --conservative-roots counts such words\n");
 		}

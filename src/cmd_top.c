@@ -15,24 +15,24 @@ static size_t top_allocs(const struct hs_retain *r, size_t n, uint32_t *out)
 	for (uint32_t v = r->base; v < t->n; v++) {
 		if (t->idom[v] == HS_DOM_NONE)
 			continue;
-		uint64_t x = t->retained[v];
+		uint64_t x = hs_domtree_retained(t, v);
 		if (k < n) {
 			size_t i = k++;
 			out[i] = v;
-			while (i && t->retained[out[(i - 1) / 2]] > x) {
+			while (i && hs_domtree_retained(t, out[(i - 1) / 2]) > x) {
 				uint32_t tmp = out[(i - 1) / 2];
 				out[(i - 1) / 2] = out[i];
 				out[i] = tmp;
 				i = (i - 1) / 2;
 			}
-		} else if (n && x > t->retained[out[0]]) {
+		} else if (n && x > hs_domtree_retained(t, out[0])) {
 			out[0] = v;
 			size_t i = 0;
 			for (;;) {
 				size_t l = 2 * i + 1, m = i;
-				if (l < k && t->retained[out[l]] < t->retained[out[m]])
+				if (l < k && hs_domtree_retained(t, out[l]) < hs_domtree_retained(t, out[m]))
 					m = l;
-				if (l + 1 < k && t->retained[out[l + 1]] < t->retained[out[m]])
+				if (l + 1 < k && hs_domtree_retained(t, out[l + 1]) < hs_domtree_retained(t, out[m]))
 					m = l + 1;
 				if (m == i)
 					break;
@@ -47,7 +47,7 @@ static size_t top_allocs(const struct hs_retain *r, size_t n, uint32_t *out)
 	for (size_t i = 1; i < k; i++) {
 		uint32_t x = out[i];
 		size_t j = i;
-		while (j > 0 && t->retained[out[j - 1]] < t->retained[x]) {
+		while (j > 0 && hs_domtree_retained(t, out[j - 1]) < hs_domtree_retained(t, x)) {
 			out[j] = out[j - 1];
 			j--;
 		}
@@ -97,7 +97,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 	uint32_t biggest = HS_DOM_NONE;
 	for (uint32_t v = r->base; v < t->n; v++)
 		if (t->idom[v] == HS_NODE_SUPER &&
-		    (biggest == HS_DOM_NONE || t->retained[v] > t->retained[biggest]))
+		    (biggest == HS_DOM_NONE || hs_domtree_retained(t, v) > hs_domtree_retained(t, biggest)))
 			biggest = v;
 	if (sh && shared) {
 		for (size_t i = 0; i < ntops; i++)
@@ -188,7 +188,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (!strcmp(rows[i].kind, "shared") && biggest_sh.total) {
 				hs_cli_sharers_text(res, &biggest_sh, name, sizeof(name));
 				printf("%31s  the biggest (%s) by: %s\n", "",
-				       hs_fmt_size(b2, t->retained[biggest]), name);
+				       hs_fmt_size(b2, hs_domtree_retained(t, biggest)), name);
 			}
 		}
 		printf("\nBLOCKS BY RETAINED SIZE (%zu)\n", ntops);
@@ -207,10 +207,10 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 			const char *type = hs_types_name(res->types, res->heap, id, tname,
 							 sizeof(tname));
 			printf("%11s %5.1f%% %9u  %#-18" PRIx64 " %10s  %-10s %-24s %s\n",
-			       hs_fmt_size(b1, t->retained[v]),
-			       r->used_bytes ? 100.0 * (double)t->retained[v] /
+			       hs_fmt_size(b1, hs_domtree_retained(t, v)),
+			       r->used_bytes ? 100.0 * (double)hs_domtree_retained(t, v) /
 				       (double)r->used_bytes : 0.0,
-			       t->retained_count[v], a->addr, hs_fmt_size(b2, a->size),
+			       hs_domtree_count(t, v), a->addr, hs_fmt_size(b2, a->size),
 			       hs_cli_reach(res, id), type ? type : "-", name);
 		}
 	}

@@ -251,6 +251,10 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 				snap->mark_err = hs_mark_compute(snap->core, heap, roots,
 								 graph, &snap->mark);
 				snap->t_mark = hs_now() - t0;
+				/* the rule each block was held by is in the
+				 * mark's via now; nothing reads the graph's */
+				if (!snap->mark_err)
+					hs_graph_drop_rule_of(snap->graph);
 			}
 	}
 	*ret = snap->mark;
@@ -329,6 +333,13 @@ const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
 			}
 			snap->t_types += hs_now() - t0;
 		}
+		/* final now: the types of the typed blocks alone (if memory
+		 * runs out, the full table stays, which reads the same) */
+		if (snap->types) {
+			double t0 = hs_now();
+			hs_error_destroy(hs_types_pack(snap->types));
+			snap->t_types += hs_now() - t0;
+		}
 	}
 	*ret = snap->types;
 	return snap->types_err;
@@ -353,10 +364,13 @@ const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 		ret->rules = &snap->rules;
 		ret->mark = mark;
 	}
+	/* the types before the dominators: the leaked blocks' inference
+	 * (after the mark) then runs before the dominators' results take
+	 * their memory, and its scratch is gone when they come */
+	if ((want & HS_WANT_TYPES) && hs_snapshot_types(snap, &ret->types))
+		ret->types = NULL;
 	if ((want & HS_WANT_RETAIN) == HS_WANT_RETAIN &&
 	    (err = hs_snapshot_retain(snap, &ret->retain)))
 		return err;
-	if ((want & HS_WANT_TYPES) && hs_snapshot_types(snap, &ret->types))
-		ret->types = NULL;
 	return NULL;
 }

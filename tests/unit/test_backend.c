@@ -266,7 +266,7 @@ int main(void)
 		uint32_t na = hs_retain_node(ret, id_of(heap, A));
 		uint32_t nb = hs_retain_node(ret, id_of(heap, B));
 		CHECK(ret->tree->idom[nb] == na);
-		CHECK(ret->tree->retained[na] == sizes[A] + sizes[B]);
+		CHECK(hs_domtree_retained(ret->tree, na) == sizes[A] + sizes[B]);
 		CHECK(ret->used_count == NBLOCKS - 1);
 	}
 

@@ -1,7 +1,8 @@
-/* The base layer's containers (src/vector.h, src/hashtab.h) against plain
- * reference answers: a vector's contents after pushes and appends, a set
- * and a map after 200,000 random insertions checked against a sorted
- * array, key 0, and a reservation too large for memory; and src/error.h's
+/* The base layer's containers (src/vector.h, src/hashtab.h,
+ * src/rankset.h) against plain reference answers: a vector's contents
+ * after pushes and appends, a set and a map after 200,000 random
+ * insertions checked against a sorted array, key 0, and a reservation too
+ * large for memory; a rank set's ranks against a count; and src/error.h's
  * catch helper for expected misses. */
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "src/hashtab.h"
+#include "src/rankset.h"
 #include "src/sort.h"
 #include "src/vector.h"
 #include "tests/unit/check.h"
@@ -113,7 +115,42 @@ static void tables(void)
 	free(ref);
 }
 
-/* src/error.h's catch helper: only the named code is caught */
+/* A rank set's members and ranks against a plain array, at the ends of
+ * words (ids 0, 63, 64, n - 1) and in between. */
+static void ranksets(void)
+{
+	enum { N = 100003 };
+	uint8_t *in = calloc(N, 1);
+	struct hs_rankset s;
+	CHECK(in && !hs_rankset_init(&s, N));
+	if (!in)
+		return;
+	uint64_t x = 88172645463325252ull;
+	for (uint32_t id = 0; id < N; id++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		in[id] = id == 0 || id == 63 || id == 64 || id == N - 1 || x % 3 == 0;
+	}
+	for (uint32_t id = N; id-- > 0;)  /* any order */
+		if (in[id])
+			hs_rankset_add(&s, id);
+	hs_rankset_finish(&s);
+	uint32_t rank = 0, bad = 0;
+	for (uint32_t id = 0; id < N; id++) {
+		uint32_t want = in[id] ? rank++ : HS_RANK_NONE;
+		bad += hs_rankset_has(&s, id) != in[id] || hs_rankset_index(&s, id) != want;
+	}
+	CHECKF(!bad && s.count == rank, "rank set: %u wrong of %u, %u members of %u",
+	       bad, (unsigned)N, s.count, rank);
+	CHECK(hs_rankset_index(&s, 0) == 0 &&
+	      hs_rankset_index(&s, 64) == hs_rankset_index(&s, 63) + 1 &&
+	      hs_rankset_index(&s, N - 1) == s.count - 1);
+	hs_rankset_fini(&s);
+	hs_rankset_fini(&s);  /* twice is harmless */
+	free(in);
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -151,6 +188,7 @@ static void sorts(void)
 	free(b);
 }
 
+/* src/error.h's catch helper: only the named code is caught */
 static void catching(void)
 {
 	struct hs_error *err = NULL;
@@ -170,6 +208,7 @@ int main(void)
 	vectors();
 	tables();
 	sorts();
+	ranksets();
 	catching();
 	return check_finish();
 }

@@ -133,8 +133,13 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 		      t->idom[w], expect);
 	}
 	for (uint32_t v = 0; v < n; v++) {
-		if (!seen0[v])
+		if (!seen0[v]) {
+			CHECKF(!hs_domtree_retained(t, v) && !hs_domtree_count(t, v),
+			       "unreachable %u retains %llu/%u", v,
+			       (unsigned long long)hs_domtree_retained(t, v),
+			       hs_domtree_count(t, v));
 			continue;
+		}
 		uint64_t sum = 0;
 		uint32_t cnt = 0;
 		for (uint32_t w = 0; w < n; w++)
@@ -142,9 +147,9 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 				sum += weight[w];
 				cnt++;
 			}
-		CHECKF(t->retained[v] == sum && t->retained_count[v] == cnt,
+		CHECKF(hs_domtree_retained(t, v) == sum && hs_domtree_count(t, v) == cnt,
 		      "retained(%u) = %llu/%u, expected %llu/%u", v,
-		      (unsigned long long)t->retained[v], t->retained_count[v],
+		      (unsigned long long)hs_domtree_retained(t, v), hs_domtree_count(t, v),
 		      (unsigned long long)sum, cnt);
 	}
 	free(dom);
@@ -198,10 +203,10 @@ static void long_chain(uint32_t n, bool tail)
 	if (t) {
 		bool ok = true;
 		for (uint32_t v = 1; v < n; v++)
-			ok &= t->idom[v] == v - 1 && t->retained[v] == n - v;
+			ok &= t->idom[v] == v - 1 && hs_domtree_retained(t, v) == n - v;
 		CHECKF(ok, "chain of %u: wrong idom or retained", n);
-		CHECKF(t->retained[0] == n, "chain: root retains %llu",
-		      (unsigned long long)t->retained[0]);
+		CHECKF(hs_domtree_retained(t, 0) == n, "chain: root retains %llu",
+		      (unsigned long long)hs_domtree_retained(t, 0));
 	}
 	hs_domtree_destroy(t);
 	free(off);
