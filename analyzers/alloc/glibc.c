@@ -1784,14 +1784,14 @@ static struct hs_error *walk(struct gl *g, uint64_t mp_size)
 	/* Room for every chunk there can be (untouched pages cost nothing),
 	 * but never more than the core can hold: system_mem is read from the
 	 * core, and a chunk's header must be in the file to be walked.  The
-	 * reservation is a hint; the table still grows if it fails. */
-	uint64_t sys = 0, most = g->core->present_bytes / MINSIZE + 1024;
+	 * reservation is a hint; the table still grows if it fails.  Bytes
+	 * are summed (and bounded) first, then divided into chunks. */
+	uint64_t sys = 0, most = g->core->present_bytes;
 	for (size_t i = 0; i < g->heap->narenas; i++) {
 		uint64_t s = g->heap->arenas[i].system_mem;
 		sys = s > most - sys ? most : sys + s;
 	}
-	err = hs_heap_reserve(g->heap, (size_t)(sys / MINSIZE + 1024 < most ?
-					       sys / MINSIZE + 1024 : most));
+	err = hs_heap_reserve(g->heap, (size_t)(sys / MINSIZE + 1024));
 	hs_error_destroy(err);
 	err = NULL;
 	for (size_t i = 0; i < g->heap->narenas; i++) {
