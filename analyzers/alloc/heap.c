@@ -71,6 +71,7 @@ struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
 	struct hs_alloc *v = realloc(heap->allocs, n * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
+	hs_vector_hugepages(v, n * sizeof(*v));
 	heap->allocs = v;
 	heap->cap = n;
 	return NULL;
@@ -83,6 +84,7 @@ struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a)
 		struct hs_alloc *n = realloc(heap->allocs, cap * sizeof(*n));
 		if (!n)
 			return &hs_error_nomem;
+		hs_vector_hugepages(n, cap * sizeof(*n));
 		heap->allocs = n;
 		heap->cap = cap;
 	}
@@ -167,6 +169,7 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 		goto check;
 	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));
 	struct hs_alloc *out = malloc((n ? n : 1) * sizeof(*out));
+	hs_vector_hugepages(out, (n ? n : 1) * sizeof(*out));
 	if (!runs || !out) {
 		free(runs);
 		free(out);
