@@ -75,25 +75,111 @@ static struct hs_error *set_add(struct chunkset *s, uint64_t chunk,
 	return err;
 }
 
-/* ---- the walker ---- */
+/* ---- the special chunks: fastbins, thread caches and their structs ---- */
 
 struct special {
 	uint64_t chunk;
 	uint8_t where;
 };
+HS_VECTOR(special_vec, struct special)
+
+/* The chunks the lists name, each once, with where the first list that
+ * named it says it is.  A heap can have hundreds of thousands of free
+ * fastbin chunks, met in list order all over the heap: whether one was
+ * met already is a bit per 16 bytes of the segment's data (a bitmap of
+ * 1/128 of the segment, made when a chunk in it is first added) rather
+ * than a hash table of 16 bytes per chunk probed at random; a chunk no
+ * bitmap covers (misaligned, or outside the file's data) goes to a hash
+ * table as before. */
+struct specials {
+	const struct hs_core *core;
+	uint64_t **bits;        /* per core segment, NULL until needed */
+	size_t last_seg;        /* the segment of the last chunk added */
+	struct chunkset other;  /* chunks no bitmap covers */
+	struct special_vec v;   /* every chunk, in the order added */
+};
+
+static void specials_free(struct specials *s)
+{
+	for (size_t i = 0; s->bits && i < s->core->nsegs; i++)
+		free(s->bits[i]);
+	free(s->bits);
+	s->bits = NULL;
+	chunkset_free(&s->other);
+	special_vec_free(&s->v);
+}
+
+/* The bit of chunk in its segment's bitmap (made if need be), or NULL when
+ * no bitmap covers chunk (*err set when memory ran out). */
+static uint64_t *specials_word(struct specials *s, uint64_t chunk,
+			       uint64_t *mask, struct hs_error **err)
+{
+	const struct hs_core *core = s->core;
+	*err = NULL;
+	if (chunk & (ALIGN - 1))
+		return NULL;
+	size_t i = s->last_seg;
+	if (i >= core->nsegs || chunk - core->segs[i].vaddr >= core->segs[i].avail) {
+		const struct hs_core_segment *seg = hs_core_find_segment(core, chunk);
+		if (!seg || chunk - seg->vaddr >= seg->avail)
+			return NULL;
+		i = s->last_seg = (size_t)(seg - core->segs);
+	}
+	if (!s->bits && !(s->bits = calloc(core->nsegs, sizeof(*s->bits)))) {
+		*err = &hs_error_nomem;
+		return NULL;
+	}
+	if (!s->bits[i] &&
+	    !(s->bits[i] = calloc(core->segs[i].avail / (ALIGN * 64) + 1,
+				  sizeof(uint64_t)))) {
+		*err = &hs_error_nomem;
+		return NULL;
+	}
+	uint64_t bit = (chunk - core->segs[i].vaddr) / ALIGN;
+	*mask = 1ull << (bit % 64);
+	return &s->bits[i][bit / 64];
+}
+
+/* set_add for the special chunks. */
+static struct hs_error *specials_add(struct specials *s, uint64_t chunk,
+				     uint8_t where, bool *fresh)
+{
+	*fresh = true;
+	if (!chunk)
+		return NULL;
+	uint64_t mask = 0;
+	struct hs_error *err;
+	uint64_t *w = specials_word(s, chunk, &mask, &err);
+	if (err)
+		return err;
+	if (w) {
+		*fresh = !(*w & mask);
+	} else {
+		uint8_t *v;
+		if ((err = chunkset_insert(&s->other, chunk, &v, fresh)))
+			return err;
+	}
+	if (!*fresh)
+		return NULL;
+	if ((err = special_vec_push(&s->v, (struct special){chunk, where})))
+		return err;
+	if (w)
+		*w |= mask;
+	return NULL;
+}
+
+/* ---- the walker ---- */
 
 /* The walk goes in address order: look specials up by merging, not by
- * hashing every chunk. */
-static struct hs_error *sort_specials(struct chunkset *set,
+ * hashing every chunk.  *ret: the specials sorted by address (s->v is
+ * emptied). */
+static struct hs_error *sort_specials(struct specials *s,
 				      struct special **ret, size_t *n)
 {
-	struct special *v = malloc((set->n ? set->n : 1) * sizeof(*v));
-	if (!v)
-		return &hs_error_nomem;
-	size_t k = 0;
-	for (size_t i = 0; i < set->cap; i++)
-		if (set->keys[i])
-			v[k++] = (struct special){set->keys[i], set->vals[i]};
+	struct special *v = s->v.v;
+	size_t k = s->v.n;
+	s->v.v = NULL;
+	s->v.n = s->v.cap = 0;
 	/* LSD radix sort on the 48 address bits, 16 at a time: a heap with
 	 * many free fastbin chunks has hundreds of thousands of them */
 	struct special *tmp = malloc((k ? k : 1) * sizeof(*tmp));
@@ -104,12 +190,12 @@ static struct hs_error *sort_specials(struct chunkset *set,
 		free(count);
 		return &hs_error_nomem;
 	}
-	for (int shift = 0; shift < 64; shift += 16) {
+	for (int shift = 0; k && shift < 64; shift += 16) {
 		memset(count, 0, 65536 * sizeof(*count));
 		for (size_t i = 0; i < k; i++)
 			count[(v[i].chunk >> shift) & 0xffff]++;
-		if (count[0] == k)
-			continue;  /* these bits are all zero */
+		if (count[(v[0].chunk >> shift) & 0xffff] == k)
+			continue;  /* these bits are the same in all */
 		size_t sum = 0;
 		for (size_t d = 0; d < 65536; d++) {
 			size_t c = count[d];
@@ -165,7 +251,7 @@ struct gl {
 	uint64_t heap_max;
 	uint64_t page;
 
-	struct chunkset special;      /* fastbin/tcache/internal chunks */
+	struct specials special;      /* fastbin/tcache/internal chunks */
 	struct special *sorted;       /* the same, sorted by address */
 	size_t nsorted;
 	struct ranges covered;        /* arena heaps, stacks: not scanned */
@@ -307,8 +393,8 @@ static struct hs_error *read_fastbins(struct gl *g, uint64_t arena,
 				break;
 			}
 			bool fresh;
-			struct hs_error *err = set_add(&g->special, p,
-						       HS_GL_FASTBIN, &fresh);
+			struct hs_error *err = specials_add(&g->special, p,
+							    HS_GL_FASTBIN, &fresh);
 			if (err)
 				return err;
 			if (!fresh || ++n > bound) {
@@ -864,8 +950,8 @@ static struct hs_error *read_tcaches(struct gl *g)
 		if (!tc)
 			continue;  /* this thread never allocated */
 		bool fresh;
-		struct hs_error *err = set_add(&g->special, tc - 16,
-					       HS_GL_INTERNAL, &fresh);
+		struct hs_error *err = specials_add(&g->special, tc - 16,
+						    HS_GL_INTERNAL, &fresh);
 		if (err)
 			return err;
 		if (!fresh)
@@ -891,8 +977,8 @@ static struct hs_error *read_tcaches(struct gl *g)
 					g->heap->partial = true;
 					break;
 				}
-				if ((err = set_add(&g->special, e - 16,
-						   HS_GL_TCACHE, &fresh)))
+				if ((err = specials_add(&g->special, e - 16,
+							HS_GL_TCACHE, &fresh)))
 					return err;
 				if (!fresh || ++n > bound) {
 					hs_log_warn(g->log, "thread %d: tcache bin %llu has a loop at %#llx; list cut there",
@@ -1832,7 +1918,7 @@ out:
 static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
 				 struct hs_heap **ret)
 {
-	chunkset_free(&g->special);
+	specials_free(&g->special);
 	free(g->sorted);
 	ranges_free(&g->covered);
 	if (err) {
@@ -1846,7 +1932,8 @@ static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 			       struct hs_log *log, struct hs_heap **ret)
 {
-	struct gl g = {.core = core, .dw = dw, .log = log, .page = core->page_size};
+	struct gl g = {.core = core, .dw = dw, .log = log, .page = core->page_size,
+		       .special.core = core};
 	if (!hs_glibc_detect(dw, &g.libc))
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "no glibc malloc in this core (no libc module, no main_arena symbol)");
@@ -1864,7 +1951,8 @@ struct hs_error *hs_glibc_walk_known(const struct hs_core *core,
 				     const struct hs_glibc_known *k,
 				     struct hs_log *log, struct hs_heap **ret)
 {
-	struct gl g = {.core = core, .log = log, .page = core->page_size};
+	struct gl g = {.core = core, .log = log, .page = core->page_size,
+		       .special.core = core};
 	g.heap = hs_heap_create(&hs_glibc_backend);
 	if (!g.heap)
 		return &hs_error_nomem;
