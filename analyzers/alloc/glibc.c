@@ -364,52 +364,153 @@ struct arena_stats {
 	uint64_t nfast, fastavail, nblocks, avail;
 };
 
+/* One fastbin as read from the core, before its chunks are recorded. */
+struct fb_node {
+	uint64_t p, size;
+};
+HS_VECTOR(fb_nodes, struct fb_node)
+
+enum fb_end {
+	FB_END_NULL,            /* the list ends */
+	FB_END_MISALIGNED,      /* at a misaligned chunk (end_at) */
+	FB_END_ABSENT,          /* at a chunk not in the core (end_at) */
+	FB_END_LOOP,            /* the last node was met before in this list,
+				 * or there are more than the bound */
+};
+
+struct fb_list {
+	struct fb_nodes nodes;
+	enum fb_end end;
+	uint64_t end_at;
+	uint64_t next;          /* the next chunk to read (while reading) */
+	uint64_t saved, power, steps;  /* Brent's cycle check */
+	bool active;
+};
+
+/* Reads the chunk at l->next into l: its size and the next chunk, or the
+ * end of the list.  Asks for the next chunk's header to be fetched: the
+ * lists are read side by side, each a chain of dependent loads all over
+ * the heap, so one list's miss is waited for while the others go on. */
+static struct hs_error *fb_step(struct gl *g, struct fb_list *l, uint64_t bound)
+{
+	uint64_t p = l->next, size, fd;
+	if (!p) {
+		l->end = FB_END_NULL;
+		l->active = false;
+		return NULL;
+	}
+	if (p & (ALIGN - 1)) {
+		l->end = FB_END_MISALIGNED;
+		l->end_at = p;
+		l->active = false;
+		return NULL;
+	}
+	const uint8_t *h = g->mc_fd == g->mc_size + 8 ?
+		hs_core_ptr(g->core, p + g->mc_size, 16) : NULL;
+	if (h) {
+		memcpy(&size, h, 8);
+		memcpy(&fd, h + 8, 8);
+		hs_core_touch(g->core, p + g->mc_size, 16);
+	} else if (!hs_core_read_u64(g->core, p + g->mc_size, &size) ||
+		   !hs_core_read_u64(g->core, p + g->mc_fd, &fd)) {
+		l->end = FB_END_ABSENT;
+		l->end_at = p;
+		l->active = false;
+		return NULL;
+	}
+	struct hs_error *err = fb_nodes_push(&l->nodes, (struct fb_node){p, size});
+	if (err)
+		return err;
+	/* a loop: this chunk again (Brent), or more chunks than the core
+	 * holds; recording the list meets the repeated chunk again by then
+	 * and cuts it there */
+	bool loop = p == l->saved || l->nodes.n > bound;
+	if (++l->steps == l->power) {
+		l->saved = p;
+		l->power *= 2;
+		l->steps = 0;
+	}
+	if (loop) {
+		l->end = FB_END_LOOP;
+		l->active = false;
+		return NULL;
+	}
+	l->next = reveal(g, p + g->mc_fd, fd);
+	const uint8_t *n = l->next && !(l->next & (ALIGN - 1)) ?
+		hs_core_ptr(g->core, l->next + g->mc_size, 8) : NULL;
+	if (n)
+		__builtin_prefetch(n);
+	return NULL;
+}
+
 /* Fastbins: collect their chunks (free despite PREV_INUSE) and count them
- * as int_mallinfo does. */
+ * as int_mallinfo does.  The lists are read first, side by side
+ * (fb_step), then recorded one after the other, which is what decides
+ * which chunk a loop or a chunk in two lists is reported at. */
 static struct hs_error *read_fastbins(struct gl *g, uint64_t arena,
 				      const uint8_t *buf, size_t idx,
 				      struct arena_stats *st)
 {
 	uint64_t bound = list_bound(g->core);
+	struct hs_error *err = NULL;
+	struct fb_list *lists = calloc(g->nfastbins ? g->nfastbins : 1,
+				       sizeof(*lists));
+	if (!lists)
+		return &hs_error_nomem;
+	size_t active = 0;
 	for (uint64_t i = 0; i < g->nfastbins; i++) {
-		uint64_t p;
-		memcpy(&p, buf + g->ms_fastbins + 8 * i, 8);
-		uint64_t n = 0;
-		while (p) {
-			uint64_t size, fd;
-			if (p & (ALIGN - 1)) {
-				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu holds a misaligned chunk %#llx; rest of that list ignored",
-					    idx, (unsigned long long)arena,
-					    (unsigned long long)i, (unsigned long long)p);
-				g->heap->partial = true;
-				break;
-			}
-			if (!hs_core_read_u64(g->core, p + g->mc_size, &size) ||
-			    !hs_core_read_u64(g->core, p + g->mc_fd, &fd)) {
-				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu points to %#llx, which is not in the core; rest of that list ignored",
-					    idx, (unsigned long long)arena,
-					    (unsigned long long)i, (unsigned long long)p);
-				g->heap->partial = true;
-				break;
-			}
+		struct fb_list *l = &lists[i];
+		memcpy(&l->next, buf + g->ms_fastbins + 8 * i, 8);
+		l->power = 1;
+		l->active = true;
+		active++;
+	}
+	while (active) {
+		active = 0;
+		for (uint64_t i = 0; i < g->nfastbins; i++) {
+			if (!lists[i].active)
+				continue;
+			if ((err = fb_step(g, &lists[i], bound)))
+				goto out;
+			active += lists[i].active;
+		}
+	}
+	for (uint64_t i = 0; i < g->nfastbins; i++) {
+		const struct fb_list *l = &lists[i];
+		bool cut = false;
+		for (size_t k = 0; k < l->nodes.n && !cut; k++) {
+			uint64_t p = l->nodes.v[k].p;
 			bool fresh;
-			struct hs_error *err = specials_add(&g->special, p,
-							    HS_GL_FASTBIN, &fresh);
-			if (err)
-				return err;
-			if (!fresh || ++n > bound) {
+			if ((err = specials_add(&g->special, p, HS_GL_FASTBIN, &fresh)))
+				goto out;
+			if (!fresh || k + 1 > bound) {
 				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu has a loop at chunk %#llx; list cut there",
 					    idx, (unsigned long long)arena,
 					    (unsigned long long)i, (unsigned long long)p);
 				g->heap->partial = true;
+				cut = true;
 				break;
 			}
 			st->nfast++;
-			st->fastavail += size & ~(uint64_t)SIZE_BITS;
-			p = reveal(g, p + g->mc_fd, fd);
+			st->fastavail += l->nodes.v[k].size & ~(uint64_t)SIZE_BITS;
 		}
+		if (cut || l->end == FB_END_NULL || l->end == FB_END_LOOP)
+			continue;
+		if (l->end == FB_END_MISALIGNED)
+			hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu holds a misaligned chunk %#llx; rest of that list ignored",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)i, (unsigned long long)l->end_at);
+		else
+			hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu points to %#llx, which is not in the core; rest of that list ignored",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)i, (unsigned long long)l->end_at);
+		g->heap->partial = true;
 	}
-	return NULL;
+out:
+	for (uint64_t i = 0; i < g->nfastbins; i++)
+		fb_nodes_free(&lists[i].nodes);
+	free(lists);
+	return err;
 }
 
 /* Regular bins (unsorted, small, large), as int_mallinfo counts them. */
