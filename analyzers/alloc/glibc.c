@@ -600,6 +600,8 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		else
 			shi = mid;
 	}
+	/* the walk looks the specials up only at or past this chunk */
+	uint64_t next_special = sp < g->nsorted ? g->sorted[sp].chunk : UINT64_MAX;
 	const struct hs_core_segment *seg = hs_core_find_segment(g->core, start);
 	const uint8_t *base = NULL;
 	uint64_t base_lo = 0, base_hi = 0;
@@ -608,22 +610,30 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		base_lo = seg->vaddr;
 		base_hi = seg->vaddr + seg->avail;
 	}
-	uint64_t nchunks = 0;
+	const bool trace = g->core->trace != NULL;
+	const uint64_t mc_size = g->mc_size;
+	/* the arena's counts, kept here while the loop runs */
+	uint64_t used_count = 0, used_bytes = 0, free_count = 0, free_bytes = 0;
+	/* size: the header of p, read already as the previous chunk's next
+	 * (straight from the segment, traced as it was read) */
+	bool have_size = false;
+	uint64_t size = 0, nchunks = 0;
 	while (p < end) {
 		if (!(++nchunks & 0xffff))
 			hs_log_progress(g->log, "walking the heap", "bytes", p - start,
 					end - start);
-		*stop = p;
 		if (p == top) {
 			*reached_top = true;
 			break;
 		}
-		uint64_t size, nsize;
-		if (p + 16 <= base_hi && p >= base_lo) {
-			memcpy(&size, base + (p + g->mc_size - base_lo), 8);
-			hs_core_touch(g->core, p + g->mc_size, 8);
-		}
-		else if (!hs_core_read_u64(g->core, p + g->mc_size, &size)) {
+		uint64_t nsize;
+		if (have_size) {
+			have_size = false;
+		} else if (p + 16 <= base_hi && p >= base_lo) {
+			memcpy(&size, base + (p + mc_size - base_lo), 8);
+			if (trace)
+				hs_core_touch(g->core, p + mc_size, 8);
+		} else if (!hs_core_read_u64(g->core, p + mc_size, &size)) {
 			hs_log_warn(g->log, "arena %zu: chunk at %#llx is not in the core (truncated?); rest of this heap skipped",
 				    idx, (unsigned long long)p);
 			ar->partial = g->heap->partial = true;
@@ -640,13 +650,12 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			bool fence = false;
 			if (!top && csz == 0)
 				fence = size & PREV_INUSE;
-			else if (!top && hs_core_read_u64(g->core, p + 16 + g->mc_size, &nsize))
+			else if (!top && hs_core_read_u64(g->core, p + 16 + mc_size, &nsize))
 				fence = (nsize & ~(uint64_t)SIZE_BITS) == 0 ||
 					(nsize & ~(uint64_t)SIZE_BITS) == 16;
 			if (fence) {
-				*reached_top = false;
 				*fence_end = true;
-				return NULL;
+				break;
 			}
 			hs_log_warn(g->log, "arena %zu: chunk at %#llx has size %#llx, where the heap should go on: it is damaged there; rest of this heap skipped",
 				    idx, (unsigned long long)p,
@@ -666,24 +675,30 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		bool inuse = true;
 		if (next < end) {
 			if (next + 16 <= base_hi && next >= base_lo) {
-				memcpy(&nsize, base + (next + g->mc_size - base_lo), 8);
-				hs_core_touch(g->core, next + g->mc_size, 8);
-			}
-			else if (!hs_core_read_u64(g->core, next + g->mc_size, &nsize))
+				memcpy(&nsize, base + (next + mc_size - base_lo), 8);
+				if (trace)
+					hs_core_touch(g->core, next + mc_size, 8);
+				size = nsize;
+				have_size = true;
+			} else if (!hs_core_read_u64(g->core, next + mc_size, &nsize)) {
 				nsize = PREV_INUSE;
+			}
 			inuse = nsize & PREV_INUSE;
 		}
-		while (sp < g->nsorted && g->sorted[sp].chunk < p)
-			sp++;
-		int special = sp < g->nsorted && g->sorted[sp].chunk == p ?
-			g->sorted[sp].where : -1;
-		enum hs_gl_where where = special >= 0 ? (enum hs_gl_where)special :
-			inuse ? HS_GL_HEAP : HS_GL_BIN;
-		if (special == HS_GL_FASTBIN || special == HS_GL_TCACHE) {
-			if (!inuse)
-				hs_log_warn(g->log, "arena %zu: chunk %#llx is in a %s list but marked free in the heap",
-					    idx, (unsigned long long)p,
-					    places[special].name);
+		enum hs_gl_where where = inuse ? HS_GL_HEAP : HS_GL_BIN;
+		if (p >= next_special) {
+			while (sp < g->nsorted && g->sorted[sp].chunk < p)
+				sp++;
+			if (sp < g->nsorted && g->sorted[sp].chunk == p) {
+				int special = g->sorted[sp].where;
+				where = (enum hs_gl_where)special;
+				if ((special == HS_GL_FASTBIN || special == HS_GL_TCACHE) &&
+				    !inuse)
+					hs_log_warn(g->log, "arena %zu: chunk %#llx is in a %s list but marked free in the heap",
+						    idx, (unsigned long long)p,
+						    places[special].name);
+			}
+			next_special = sp < g->nsorted ? g->sorted[sp].chunk : UINT64_MAX;
 		}
 		struct hs_alloc a = {
 			.addr = p + 16,
@@ -692,19 +707,22 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			.arena = idx,
 		};
 		if ((err = hs_heap_add(g->heap, &a)))
-			return err;
+			break;
 		if (hs_alloc_state(&a) == HS_STATE_USED) {
-			ar->used_count++;
-			ar->used_bytes += csz;
+			used_count++;
+			used_bytes += csz;
 		} else {
-			ar->free_count++;
-			ar->free_bytes += csz;
+			free_count++;
+			free_bytes += csz;
 		}
 		p = next;
 	}
-	if (p >= end)
-		*stop = end;
-	return NULL;
+	ar->used_count += used_count;
+	ar->used_bytes += used_bytes;
+	ar->free_count += free_count;
+	ar->free_bytes += free_bytes;
+	*stop = p < end ? p : end;
+	return err;
 }
 
 static struct hs_error *add_top(struct gl *g, size_t idx, uint64_t top,

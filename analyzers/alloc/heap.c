@@ -77,7 +77,7 @@ struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
 	return NULL;
 }
 
-struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a)
+struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc *a)
 {
 	if (heap->nallocs == heap->cap) {
 		size_t cap = heap->cap ? heap->cap + heap->cap / 2 : 1024;

@@ -201,7 +201,18 @@ void hs_heap_found(struct hs_heap *h, const char *item, const char *how,
 void hs_heap_destroy(struct hs_heap *heap);
 /* Starts a new sorted run (each heap segment walks in address order). */
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap);
-struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a);
+/* hs_heap_add when the table is full or no run was begun. */
+struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc *a);
+/* Appends a to the current run (inline: walkers call it once a block). */
+static inline struct hs_error *hs_heap_add(struct hs_heap *heap,
+					   const struct hs_alloc *a)
+{
+	if (heap->nallocs < heap->cap && heap->nruns) {
+		heap->allocs[heap->nallocs++] = *a;
+		return NULL;
+	}
+	return hs_heap_add_slow(heap, a);
+}
 /* Makes room for n allocations in all. */
 struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n);
 struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
