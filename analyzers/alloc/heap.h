@@ -130,6 +130,9 @@ struct hs_heap {
 	char *version;              /* allocator version, if known */
 	struct hs_alloc *allocs;
 	size_t nallocs, cap;
+	/* Blocks and their usable bytes by place (hs_alloc.where), counted by
+	 * hs_heap_finish. */
+	uint64_t count_where[HS_WHERE_MAX], bytes_where[HS_WHERE_MAX];
 	size_t *runs;               /* start index of each sorted run */
 	size_t nruns, runcap;
 	struct hs_arena *arenas;
@@ -219,7 +222,8 @@ struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 				   const struct hs_arena *a, size_t *ret);
 struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
 				    uint64_t end, enum hs_region_kind kind);
-/* Sorts by address; overlapping blocks are an error (corrupt walk). */
+/* Sorts by address and counts the blocks by place (count_where,
+ * bytes_where); overlapping blocks are an error (corrupt walk). */
 struct hs_error *hs_heap_finish(struct hs_heap *heap);
 /* The allocation containing addr (user range [addr, addr+size)), or NULL. */
 const struct hs_alloc *hs_heap_find(const struct hs_heap *heap, uint64_t addr);
