@@ -252,6 +252,9 @@ struct gl {
 	uint64_t page;
 
 	struct specials special;      /* fastbin/tcache/internal chunks */
+	/* per arena: the chunks the walk found in bins and in fastbins
+	 * (cross_check); NULL when there was no memory for them */
+	uint64_t *walked_bin, *walked_fast;
 	struct special *sorted;       /* the same, sorted by address */
 	size_t nsorted;
 	struct ranges covered;        /* arena heaps, stacks: not scanned */
@@ -614,6 +617,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 	const uint64_t mc_size = g->mc_size;
 	/* the arena's counts, kept here while the loop runs */
 	uint64_t used_count = 0, used_bytes = 0, free_count = 0, free_bytes = 0;
+	uint64_t bin_count = 0, fast_count = 0;
 	/* size: the header of p, read already as the previous chunk's next
 	 * (straight from the segment, traced as it was read) */
 	bool have_size = false;
@@ -715,7 +719,15 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			free_count++;
 			free_bytes += csz;
 		}
+		bin_count += where == HS_GL_BIN;
+		fast_count += where == HS_GL_FASTBIN;
 		p = next;
+	}
+	/* the arena as a block records it (16 bits) */
+	struct hs_alloc a_idx = {.arena = idx};
+	if (g->walked_bin && a_idx.arena < g->heap->narenas) {
+		g->walked_bin[a_idx.arena] += bin_count;
+		g->walked_fast[a_idx.arena] += fast_count;
 	}
 	ar->used_count += used_count;
 	ar->used_bytes += used_bytes;
@@ -1741,19 +1753,10 @@ const struct hs_gl_layout *hs_glibc_row(struct hs_dwarf *dw,
 static void cross_check(struct gl *g)
 {
 	struct hs_heap *h = g->heap;
-	uint64_t *bins = calloc(h->narenas, sizeof(*bins));
-	uint64_t *fast = calloc(h->narenas, sizeof(*fast));
+	/* the walk counted its bin and fastbin chunks as it met them */
+	const uint64_t *bins = g->walked_bin, *fast = g->walked_fast;
 	if (!bins || !fast)
-		goto out;
-	for (size_t i = 0; i < h->nallocs; i++) {
-		const struct hs_alloc *a = &h->allocs[i];
-		if (a->arena >= h->narenas)
-			continue;
-		if (a->where == HS_GL_BIN)
-			bins[a->arena]++;
-		else if (a->where == HS_GL_FASTBIN)
-			fast[a->arena]++;
-	}
+		return;
 	for (size_t i = 0; i < h->narenas; i++) {
 		struct hs_arena *ar = &h->arenas[i];
 		/* glibc's own count of the arena's memory against the walk's
@@ -1779,9 +1782,6 @@ static void cross_check(struct gl *g)
 				    i, (unsigned long long)ar->fastbin_chunks,
 				    (unsigned long long)fast[i]);
 	}
-out:
-	free(bins);
-	free(fast);
 }
 
 /* Discovery: libc's layouts (DWARF, else the release's row), main_arena
@@ -1999,6 +1999,13 @@ static struct hs_error *walk(struct gl *g, uint64_t mp_size)
 	err = hs_heap_reserve(g->heap, (size_t)(sys / MINSIZE + 1024));
 	hs_error_destroy(err);
 	err = NULL;
+	g->walked_bin = calloc(g->heap->narenas, sizeof(*g->walked_bin));
+	g->walked_fast = calloc(g->heap->narenas, sizeof(*g->walked_fast));
+	if (!g->walked_bin || !g->walked_fast) {
+		free(g->walked_bin);
+		free(g->walked_fast);
+		g->walked_bin = g->walked_fast = NULL;
+	}
 	for (size_t i = 0; i < g->heap->narenas; i++) {
 		struct hs_arena *ar = &g->heap->arenas[i];
 		if ((err = hs_core_read(g->core, ar->addr, buf, g->ms_size))) {
@@ -2039,6 +2046,8 @@ static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
 {
 	specials_free(&g->special);
 	free(g->sorted);
+	free(g->walked_bin);
+	free(g->walked_fast);
 	ranges_free(&g->covered);
 	if (err) {
 		hs_heap_destroy(g->heap);
