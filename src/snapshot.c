@@ -104,11 +104,17 @@ const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
 	return snap->dwarf_err;
 }
 
+static unsigned worker_threads(const struct hs_snapshot *snap);
+
 const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 					const struct hs_heap **ret)
 {
 	if (!snap->heap_done) {
 		snap->heap_done = true;
+		/* the heaps' pages are mapped on another CPU while the
+		 * allocator's debug info is read (formats/elfcore.h) */
+		struct hs_core_prefault *pf = worker_threads(snap) > 1 ?
+			hs_core_prefault_start(snap->core) : NULL;
 		struct hs_dwarf *dw;
 		const struct hs_error *derr = hs_snapshot_dwarf(snap, &dw);
 		if (derr)
@@ -121,6 +127,7 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 							 &snap->heap);
 			snap->t_heap = hs_now() - t0;
 		}
+		hs_core_prefault_stop(pf);
 	}
 	*ret = snap->heap;
 	return snap->heap_err;
