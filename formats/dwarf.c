@@ -14,6 +14,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,9 @@ struct hs_dwarf {
 	size_t nlayouts;
 	struct type_index *type_index;  /* one per module (mods[i]), made on
 					 * the module's first layout search */
+	/* hs_dwarf_preload_arm/idle/wait */
+	bool preload_armed, preload_running;
+	pthread_t preload_thread;
 };
 
 static struct hs_error *dwfl_err(const char *what)
@@ -369,6 +373,7 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 {
 	if (!dw)
 		return;
+	hs_dwarf_preload_wait(dw);
 	for (size_t i = 0; i < dw->nlayouts; i++) {
 		struct hs_layout *l = &dw->layouts[i]->layout;
 		for (size_t j = 0; j < l->nfields; j++)
@@ -549,6 +554,36 @@ void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m)
 		m->debug_source = HS_DEBUG_OTHER;
 	if (debugfile)
 		m->debug_path = strdup(debugfile);
+}
+
+static void *preload_main(void *arg)
+{
+	struct hs_dwarf *dw = arg;
+	for (size_t i = 0; i < dw->nmods; i++)
+		hs_dwarf_check_debug(dw, &dw->mods[i]);
+	return NULL;
+}
+
+void hs_dwarf_preload_arm(struct hs_dwarf *dw)
+{
+	dw->preload_armed = true;
+}
+
+void hs_dwarf_idle(struct hs_dwarf *dw)
+{
+	if (!dw || !dw->preload_armed || dw->preload_running)
+		return;
+	dw->preload_armed = false;
+	dw->preload_running = pthread_create(&dw->preload_thread, NULL,
+					     preload_main, dw) == 0;
+}
+
+void hs_dwarf_preload_wait(struct hs_dwarf *dw)
+{
+	dw->preload_armed = false;
+	if (dw->preload_running)
+		pthread_join(dw->preload_thread, NULL);
+	dw->preload_running = false;
 }
 
 struct hs_error *hs_dwarf_symbol(struct hs_dwarf *dw, struct hs_module *m,

@@ -122,9 +122,12 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 		else {
 			const struct hs_backend *b = snap->opts.backend;
 			double t0 = hs_now();
+			if (snap->opts.all_debug && worker_threads(snap) > 1)
+				hs_dwarf_preload_arm(dw);
 			if (b || !(snap->heap_err = hs_backend_find(dw, &b)))
 				snap->heap_err = b->walk(snap->core, dw, &snap->log,
 							 &snap->heap);
+			hs_dwarf_preload_wait(dw);
 			snap->t_heap = hs_now() - t0;
 		}
 		hs_core_prefault_stop(pf);

@@ -2070,8 +2070,10 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 		return &hs_error_nomem;
 	uint64_t mp_size;
 	struct hs_error *err = discover(&g, &mp_size);
-	if (!err)
+	if (!err) {
+		hs_dwarf_idle(dw);  /* walk() reads only the core */
 		err = walk(&g, mp_size);
+	}
 	return walk_end(&g, err, ret);
 }
 
