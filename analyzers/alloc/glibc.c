@@ -77,143 +77,111 @@ static struct hs_error *set_add(struct chunkset *s, uint64_t chunk,
 
 /* ---- the special chunks: fastbins, thread caches and their structs ---- */
 
-struct special {
-	uint64_t chunk;
-	uint8_t where;
-};
-HS_VECTOR(special_vec, struct special)
-
 /* The chunks the lists name, each once, with where the first list that
  * named it says it is.  A heap can have hundreds of thousands of free
- * fastbin chunks, met in list order all over the heap: whether one was
- * met already is a bit per 16 bytes of the segment's data (a bitmap of
- * 1/128 of the segment, made when a chunk in it is first added) rather
- * than a hash table of 16 bytes per chunk probed at random; a chunk no
- * bitmap covers (misaligned, or outside the file's data) goes to a hash
- * table as before. */
+ * fastbin chunks, met in list order all over the heap; the walk then asks
+ * about every chunk in address order.  So a 16-aligned chunk of a
+ * segment's file data is 2 bits per 16 bytes of the segment (a map of
+ * 1/64 of the segment, made when a chunk in it is first added): not in a
+ * list, fastbin, tcache or internal.  A chunk no map covers (misaligned,
+ * or outside the file's data) goes to a hash table with its where. */
 struct specials {
 	const struct hs_core *core;
-	uint64_t **bits;        /* per core segment, NULL until needed */
-	size_t last_seg;        /* the segment of the last chunk added */
-	struct chunkset other;  /* chunks no bitmap covers */
-	struct special_vec v;   /* every chunk, in the order added */
+	uint64_t **map;         /* per core segment, NULL until needed */
+	size_t last_seg;        /* the segment of the last chunk looked at */
+	struct chunkset other;  /* chunks no map covers */
+};
+
+/* where as 2 bits of a map (0: not special), and back */
+static unsigned special_code(uint8_t where)
+{
+	return where == HS_GL_FASTBIN ? 1 : where == HS_GL_TCACHE ? 2 :
+	       where == HS_GL_INTERNAL ? 3 : 0;
+}
+static const uint8_t special_where[4] = {
+	0, HS_GL_FASTBIN, HS_GL_TCACHE, HS_GL_INTERNAL,
 };
 
 static void specials_free(struct specials *s)
 {
-	for (size_t i = 0; s->bits && i < s->core->nsegs; i++)
-		free(s->bits[i]);
-	free(s->bits);
-	s->bits = NULL;
+	for (size_t i = 0; s->map && i < s->core->nsegs; i++)
+		free(s->map[i]);
+	free(s->map);
+	s->map = NULL;
 	chunkset_free(&s->other);
-	special_vec_free(&s->v);
 }
 
-/* The bit of chunk in its segment's bitmap (made if need be), or NULL when
- * no bitmap covers chunk (*err set when memory ran out). */
-static uint64_t *specials_word(struct specials *s, uint64_t chunk,
-			       uint64_t *mask, struct hs_error **err)
+/* The segment whose map covers chunk (*seg, its index): chunk is 16-aligned
+ * and in the segment's file data.  False: none does. */
+static bool specials_seg(struct specials *s, uint64_t chunk, size_t *seg)
 {
 	const struct hs_core *core = s->core;
-	*err = NULL;
 	if (chunk & (ALIGN - 1))
-		return NULL;
+		return false;
 	size_t i = s->last_seg;
 	if (i >= core->nsegs || chunk - core->segs[i].vaddr >= core->segs[i].avail) {
-		const struct hs_core_segment *seg = hs_core_find_segment(core, chunk);
-		if (!seg || chunk - seg->vaddr >= seg->avail)
-			return NULL;
-		i = s->last_seg = (size_t)(seg - core->segs);
+		const struct hs_core_segment *sg = hs_core_find_segment(core, chunk);
+		if (!sg || chunk - sg->vaddr >= sg->avail)
+			return false;
+		i = s->last_seg = (size_t)(sg - core->segs);
 	}
-	if (!s->bits && !(s->bits = calloc(core->nsegs, sizeof(*s->bits)))) {
-		*err = &hs_error_nomem;
-		return NULL;
-	}
-	if (!s->bits[i] &&
-	    !(s->bits[i] = calloc(core->segs[i].avail / (ALIGN * 64) + 1,
-				  sizeof(uint64_t)))) {
-		*err = &hs_error_nomem;
-		return NULL;
-	}
-	uint64_t bit = (chunk - core->segs[i].vaddr) / ALIGN;
-	*mask = 1ull << (bit % 64);
-	return &s->bits[i][bit / 64];
+	*seg = i;
+	return true;
 }
 
-/* set_add for the special chunks. */
+/* The 2 bits of the chunk off bytes into a segment, in its map. */
+static unsigned map_get(const uint64_t *map, uint64_t off)
+{
+	uint64_t k = off / ALIGN;
+	return (unsigned)(map[k / 32] >> (k % 32 * 2)) & 3;
+}
+
+/* set_add for the special chunks (where: fastbin, tcache or internal). */
 static struct hs_error *specials_add(struct specials *s, uint64_t chunk,
 				     uint8_t where, bool *fresh)
 {
 	*fresh = true;
 	if (!chunk)
 		return NULL;
-	uint64_t mask = 0;
-	struct hs_error *err;
-	uint64_t *w = specials_word(s, chunk, &mask, &err);
-	if (err)
-		return err;
-	if (w) {
-		*fresh = !(*w & mask);
-	} else {
-		uint8_t *v;
-		if ((err = chunkset_insert(&s->other, chunk, &v, fresh)))
-			return err;
-	}
-	if (!*fresh)
+	size_t i;
+	unsigned code = special_code(where);
+	if (code && specials_seg(s, chunk, &i)) {
+		const struct hs_core_segment *sg = &s->core->segs[i];
+		if (!s->map && !(s->map = calloc(s->core->nsegs, sizeof(*s->map))))
+			return &hs_error_nomem;
+		if (!s->map[i] &&
+		    !(s->map[i] = calloc(sg->avail / (ALIGN * 32) + 1,
+					 sizeof(uint64_t))))
+			return &hs_error_nomem;
+		uint64_t k = (chunk - sg->vaddr) / ALIGN;
+		uint64_t *w = &s->map[i][k / 32];
+		unsigned shift = k % 32 * 2;
+		*fresh = !((*w >> shift) & 3);
+		if (*fresh)
+			*w |= (uint64_t)code << shift;
 		return NULL;
-	if ((err = special_vec_push(&s->v, (struct special){chunk, where})))
-		return err;
-	if (w)
-		*w |= mask;
-	return NULL;
+	}
+	uint8_t *v;
+	struct hs_error *err = chunkset_insert(&s->other, chunk, &v, fresh);
+	if (!err && *fresh)
+		*v = where;
+	return err;
+}
+
+/* Where the lists say chunk is, or -1: in none. */
+static int specials_find(struct specials *s, uint64_t chunk)
+{
+	size_t i;
+	if (specials_seg(s, chunk, &i)) {
+		const uint64_t *map = s->map ? s->map[i] : NULL;
+		unsigned code = map ? map_get(map, chunk - s->core->segs[i].vaddr) : 0;
+		return code ? special_where[code] : -1;
+	}
+	const uint8_t *v = chunkset_find(&s->other, chunk);
+	return v ? *v : -1;
 }
 
 /* ---- the walker ---- */
-
-/* The walk goes in address order: look specials up by merging, not by
- * hashing every chunk.  *ret: the specials sorted by address (s->v is
- * emptied). */
-static struct hs_error *sort_specials(struct specials *s,
-				      struct special **ret, size_t *n)
-{
-	struct special *v = s->v.v;
-	size_t k = s->v.n;
-	s->v.v = NULL;
-	s->v.n = s->v.cap = 0;
-	/* LSD radix sort on the 48 address bits, 16 at a time: a heap with
-	 * many free fastbin chunks has hundreds of thousands of them */
-	struct special *tmp = malloc((k ? k : 1) * sizeof(*tmp));
-	size_t *count = malloc(65536 * sizeof(*count));
-	if (!tmp || !count) {
-		free(v);
-		free(tmp);
-		free(count);
-		return &hs_error_nomem;
-	}
-	for (int shift = 0; k && shift < 64; shift += 16) {
-		memset(count, 0, 65536 * sizeof(*count));
-		for (size_t i = 0; i < k; i++)
-			count[(v[i].chunk >> shift) & 0xffff]++;
-		if (count[(v[0].chunk >> shift) & 0xffff] == k)
-			continue;  /* these bits are the same in all */
-		size_t sum = 0;
-		for (size_t d = 0; d < 65536; d++) {
-			size_t c = count[d];
-			count[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < k; i++)
-			tmp[count[(v[i].chunk >> shift) & 0xffff]++] = v[i];
-		struct special *x = v;
-		v = tmp;
-		tmp = x;
-	}
-	free(tmp);
-	free(count);
-	*ret = v;
-	*n = k;
-	return NULL;
-}
 
 struct range {
 	uint64_t start, end;
@@ -255,8 +223,6 @@ struct gl {
 	/* per arena: the chunks the walk found in bins and in fastbins
 	 * (cross_check); NULL when there was no memory for them */
 	uint64_t *walked_bin, *walked_fast;
-	struct special *sorted;       /* the same, sorted by address */
-	size_t nsorted;
 	struct ranges covered;        /* arena heaps, stacks: not scanned */
 	size_t covered_sorted;        /* covered.v[0, this) is sorted and
 				       * disjoint (covered() makes it so) */
@@ -594,24 +560,18 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 	if ((err = add_covered(g, start, end)))
 		return err;
 	uint64_t p = start;
-	/* first special chunk at or after start */
-	size_t sp = 0, shi = g->nsorted;
-	while (sp < shi) {
-		size_t mid = sp + (shi - sp) / 2;
-		if (g->sorted[mid].chunk < start)
-			sp = mid + 1;
-		else
-			shi = mid;
-	}
-	/* the walk looks the specials up only at or past this chunk */
-	uint64_t next_special = sp < g->nsorted ? g->sorted[sp].chunk : UINT64_MAX;
 	const struct hs_core_segment *seg = hs_core_find_segment(g->core, start);
 	const uint8_t *base = NULL;
 	uint64_t base_lo = 0, base_hi = 0;
+	/* the specials' map of the segment (specials_add's), when it has one:
+	 * a chunk read from the segment is looked up there */
+	const uint64_t *smap = NULL;
 	if (seg && seg->avail) {
 		base = g->core->data + seg->offset;
 		base_lo = seg->vaddr;
 		base_hi = seg->vaddr + seg->avail;
+		if (g->special.map)
+			smap = g->special.map[seg - g->core->segs];
 	}
 	const bool trace = g->core->trace != NULL;
 	const uint64_t mc_size = g->mc_size;
@@ -690,19 +650,21 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			inuse = nsize & PREV_INUSE;
 		}
 		enum hs_gl_where where = inuse ? HS_GL_HEAP : HS_GL_BIN;
-		if (p >= next_special) {
-			while (sp < g->nsorted && g->sorted[sp].chunk < p)
-				sp++;
-			if (sp < g->nsorted && g->sorted[sp].chunk == p) {
-				int special = g->sorted[sp].where;
-				where = (enum hs_gl_where)special;
-				if ((special == HS_GL_FASTBIN || special == HS_GL_TCACHE) &&
-				    !inuse)
-					hs_log_warn(g->log, "arena %zu: chunk %#llx is in a %s list but marked free in the heap",
-						    idx, (unsigned long long)p,
-						    places[special].name);
-			}
-			next_special = sp < g->nsorted ? g->sorted[sp].chunk : UINT64_MAX;
+		/* a 16-aligned chunk of the segment: its map says (specials_seg) */
+		int special;
+		if (p >= base_lo && p < base_hi && !(p & (ALIGN - 1))) {
+			unsigned code = smap ? map_get(smap, p - base_lo) : 0;
+			special = code ? special_where[code] : -1;
+		} else {
+			special = specials_find(&g->special, p);
+		}
+		if (special >= 0) {
+			where = (enum hs_gl_where)special;
+			if ((special == HS_GL_FASTBIN || special == HS_GL_TCACHE) &&
+			    !inuse)
+				hs_log_warn(g->log, "arena %zu: chunk %#llx is in a %s list but marked free in the heap",
+					    idx, (unsigned long long)p,
+					    places[special].name);
 		}
 		struct hs_alloc a = {
 			.addr = p + 16,
@@ -1984,8 +1946,6 @@ static struct hs_error *walk(struct gl *g, uint64_t mp_size)
 	g->heap->stats = mip;
 
 	/* Now the chunks, arena by arena (fastbins of all arenas are known). */
-	if ((err = sort_specials(&g->special, &g->sorted, &g->nsorted)))
-		goto out;
 	/* Room for every chunk there can be (untouched pages cost nothing),
 	 * but never more than the core can hold: system_mem is read from the
 	 * core, and a chunk's header must be in the file to be walked.  The
@@ -2045,7 +2005,6 @@ static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
 				 struct hs_heap **ret)
 {
 	specials_free(&g->special);
-	free(g->sorted);
 	free(g->walked_bin);
 	free(g->walked_fast);
 	ranges_free(&g->covered);
