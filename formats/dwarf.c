@@ -4,6 +4,8 @@
 #include "formats/dwarf.h"
 #include "formats/dwflview.h"
 #include "src/safeopen.h"
+#include "src/strmap.h"
+#include "src/vector.h"
 
 #include <ctype.h>
 #include <dwarf.h>
@@ -12,6 +14,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,34 @@ struct layout_cache_entry {
 	struct hs_layout layout;
 	bool missing;           /* looked up and not found */
 };
+
+/* A module's top-level type DIEs (typedefs, structs, unions) by name, in
+ * the order of its units and of the DIEs in each, made as the searches go:
+ * a search reads the units not read yet only until one defines its type.
+ * Every search sees the DIEs of a name in the order the plain search
+ * (find_in_cu over every unit) meets them, so both find the same
+ * definition; a layout lookup no longer reads the units once per type. */
+struct type_die {
+	Dwarf_Die die;
+	size_t next;            /* the next DIE of the same name, or NO_DIE */
+};
+struct type_name {
+	size_t first, last;     /* indices into dies */
+};
+HS_VECTOR(type_dies, struct type_die)
+HS_VECTOR(type_names, struct type_name)
+#define NO_DIE SIZE_MAX
+
+struct type_index {
+	Dwarf *dbg;             /* NULL: not made yet */
+	Dwarf_CU *cu;           /* the last unit read (NULL: none yet) */
+	bool done;              /* every unit is read */
+	struct hs_strmap by_name;  /* name (borrowed from the DWARF) -> names */
+	struct type_names names;
+	struct type_dies dies;
+};
+
+static void type_index_fini(struct type_index *t);
 
 struct symtab_cache {
 	struct hs_module *mod;
@@ -58,6 +89,11 @@ struct hs_dwarf {
 	struct layout_cache_entry **layouts;  /* entries never move: callers
 					      * keep pointers to them */
 	size_t nlayouts;
+	struct type_index *type_index;  /* one per module (mods[i]), made on
+					 * the module's first layout search */
+	/* hs_dwarf_preload_arm/idle/wait */
+	bool preload_armed, preload_running;
+	pthread_t preload_thread;
 };
 
 static struct hs_error *dwfl_err(const char *what)
@@ -337,6 +373,7 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 {
 	if (!dw)
 		return;
+	hs_dwarf_preload_wait(dw);
 	for (size_t i = 0; i < dw->nlayouts; i++) {
 		struct hs_layout *l = &dw->layouts[i]->layout;
 		for (size_t j = 0; j < l->nfields; j++)
@@ -346,6 +383,9 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 		free(dw->layouts[i]);
 	}
 	free(dw->layouts);
+	for (size_t i = 0; dw->type_index && i < dw->nmods; i++)
+		type_index_fini(&dw->type_index[i]);
+	free(dw->type_index);
 	for (size_t i = 0; i < dw->nsymtabs; i++) {
 		free(dw->symtabs[i].data);
 		free(dw->symtabs[i].tls);
@@ -516,6 +556,36 @@ void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m)
 		m->debug_path = strdup(debugfile);
 }
 
+static void *preload_main(void *arg)
+{
+	struct hs_dwarf *dw = arg;
+	for (size_t i = 0; i < dw->nmods; i++)
+		hs_dwarf_check_debug(dw, &dw->mods[i]);
+	return NULL;
+}
+
+void hs_dwarf_preload_arm(struct hs_dwarf *dw)
+{
+	dw->preload_armed = true;
+}
+
+void hs_dwarf_idle(struct hs_dwarf *dw)
+{
+	if (!dw || !dw->preload_armed || dw->preload_running)
+		return;
+	dw->preload_armed = false;
+	dw->preload_running = pthread_create(&dw->preload_thread, NULL,
+					     preload_main, dw) == 0;
+}
+
+void hs_dwarf_preload_wait(struct hs_dwarf *dw)
+{
+	dw->preload_armed = false;
+	if (dw->preload_running)
+		pthread_join(dw->preload_thread, NULL);
+	dw->preload_running = false;
+}
+
 struct hs_error *hs_dwarf_symbol(struct hs_dwarf *dw, struct hs_module *m,
 				 const char *name, uint64_t *value,
 				 uint64_t *size, bool *is_tls)
@@ -573,9 +643,39 @@ static bool die_is_decl(Dwarf_Die *die)
 	return flag;
 }
 
-/* Looks among the top-level DIEs of cu for a definition of the named type.
+/* Is die (a top-level DIE named as wanted) a definition of the type?
  * kind: DW_TAG_structure_type, DW_TAG_union_type, or 0 for "a typedef or
- * an aggregate of that name". */
+ * an aggregate of that name".  *ret: the aggregate (a typedef peeled). */
+static bool type_definition(Dwarf_Die *die, int kind, Dwarf_Die *ret)
+{
+	int tag = dwarf_tag(die);
+	if (kind ? tag != kind :
+	    (tag != DW_TAG_typedef && tag != DW_TAG_structure_type &&
+	     tag != DW_TAG_union_type))
+		return false;
+	if (die_is_decl(die))
+		return false;
+	Dwarf_Die t = *die;
+	if (tag == DW_TAG_typedef) {
+		if (dwarf_peel_type(die, &t) != 0)
+			return false;
+		tag = dwarf_tag(&t);
+		if ((tag != DW_TAG_structure_type &&
+		     tag != DW_TAG_union_type) || die_is_decl(&t))
+			return false;
+	}
+	*ret = t;
+	return true;
+}
+
+static bool is_type_tag(int tag)
+{
+	return tag == DW_TAG_typedef || tag == DW_TAG_structure_type ||
+	       tag == DW_TAG_union_type;
+}
+
+/* Looks among the top-level DIEs of cu for a definition of the named type
+ * (type_definition). */
 static bool find_in_cu(Dwarf_Die *cu, int kind, const char *name,
 		       Dwarf_Die *ret)
 {
@@ -583,27 +683,91 @@ static bool find_in_cu(Dwarf_Die *cu, int kind, const char *name,
 	if (dwarf_child(cu, &child) != 0)
 		return false;
 	do {
-		int tag = dwarf_tag(&child);
-		if (kind ? tag != kind :
-		    (tag != DW_TAG_typedef && tag != DW_TAG_structure_type &&
-		     tag != DW_TAG_union_type))
+		if (!is_type_tag(dwarf_tag(&child)))
 			continue;
 		const char *n = dwarf_diename(&child);
-		if (!n || strcmp(n, name) || die_is_decl(&child))
-			continue;
-		Dwarf_Die t = child;
-		if (tag == DW_TAG_typedef) {
-			if (dwarf_peel_type(&child, &t) != 0)
-				continue;
-			tag = dwarf_tag(&t);
-			if ((tag != DW_TAG_structure_type &&
-			     tag != DW_TAG_union_type) || die_is_decl(&t))
-				continue;
-		}
-		*ret = t;
-		return true;
+		if (n && !strcmp(n, name) && type_definition(&child, kind, ret))
+			return true;
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return false;
+}
+
+static void type_index_fini(struct type_index *t)
+{
+	hs_strmap_free(&t->by_name);
+	type_names_free(&t->names);
+	type_dies_free(&t->dies);
+	memset(t, 0, sizeof(*t));
+}
+
+static struct hs_error *type_index_add(struct type_index *t, Dwarf_Die *die,
+				       const char *name)
+{
+	size_t k, i = t->dies.n;
+	struct hs_error *err = type_dies_push(&t->dies,
+					      (struct type_die){*die, NO_DIE});
+	if (err)
+		return err;
+	if (hs_strmap_find(&t->by_name, name, &k)) {
+		t->dies.v[t->names.v[k].last].next = i;
+		t->names.v[k].last = i;
+		return NULL;
+	}
+	if ((err = type_names_push(&t->names, (struct type_name){i, i})))
+		return err;
+	return hs_strmap_put(&t->by_name, name, t->names.n - 1);
+}
+
+/* Reads the next unit into t; false when there is none (t->done). */
+static struct hs_error *type_index_read_unit(struct type_index *t, bool *more)
+{
+	Dwarf_Die cudie, child;
+	*more = false;
+	if (t->done ||
+	    dwarf_get_units(t->dbg, t->cu, &t->cu, NULL, NULL, &cudie, NULL) != 0) {
+		t->done = true;
+		return NULL;
+	}
+	*more = true;
+	if (dwarf_child(&cudie, &child) != 0)
+		return NULL;
+	do {
+		if (!is_type_tag(dwarf_tag(&child)))
+			continue;
+		const char *n = dwarf_diename(&child);
+		struct hs_error *err = n ? type_index_add(t, &child, n) : NULL;
+		if (err)
+			return err;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return NULL;
+}
+
+/* The first definition of the named type in t's module, reading units as
+ * needed; *found: whether there is one. */
+static struct hs_error *type_index_find(struct type_index *t, int kind,
+					const char *name, Dwarf_Die *ret,
+					bool *found)
+{
+	size_t seen = NO_DIE;   /* the last DIE of the name looked at */
+	*found = false;
+	for (;;) {
+		size_t k;
+		if (hs_strmap_find(&t->by_name, name, &k)) {
+			size_t i = seen == NO_DIE ? t->names.v[k].first :
+				   t->dies.v[seen].next;
+			for (; i != NO_DIE; i = t->dies.v[i].next) {
+				seen = i;
+				if (type_definition(&t->dies.v[i].die, kind, ret)) {
+					*found = true;
+					return NULL;
+				}
+			}
+		}
+		bool more;
+		struct hs_error *err = type_index_read_unit(t, &more);
+		if (err || !more)
+			return err;
+	}
 }
 
 enum { MAX_ANON_DEPTH = 16 };
@@ -675,6 +839,37 @@ static struct hs_error *add_fields(struct hs_layout *l, Dwarf_Die *agg,
 	return add_fields_in(l, agg, base, chain, 0);
 }
 
+/* "struct NAME", "union NAME" or NAME: the bare name, and *kind for
+ * type_definition. */
+static const char *type_name_parse(const char *name, int *kind)
+{
+	*kind = 0;
+	if (!strncmp(name, "struct ", 7)) {
+		*kind = DW_TAG_structure_type;
+		return name + 7;
+	}
+	if (!strncmp(name, "union ", 6)) {
+		*kind = DW_TAG_union_type;
+		return name + 6;
+	}
+	return name;
+}
+
+/* *ret (zeroed by the caller): the layout of the aggregate at die. */
+static struct hs_error *layout_of(Dwarf_Die *die, const char *name,
+				  struct hs_layout *ret)
+{
+	if (!(ret->name = strdup(name)))
+		return &hs_error_nomem;
+	Dwarf_Word size = 0;
+	dwarf_aggregate_size(die, &size);
+	ret->size = size;
+	struct hs_error *err = add_fields(ret, die, 0);
+	if (err)
+		hs_layout_fini(ret);
+	return err;
+}
+
 struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 				 const char *name,
 				 const struct hs_layout **ret)
@@ -694,15 +889,29 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 		return hs_error_create(HS_ERR_NO_DEBUGINFO,
 				       "no DWARF for %s (build-id %s)", m->name,
 				       m->build_id ? m->build_id : "unknown");
-	struct hs_layout found;
-	struct hs_error *err = hs_dwarf_layout_in(dbg, name, &found);
-	if (err && err->code == HS_ERR_NOT_FOUND) {
-		hs_error_destroy(err);
+	if (!dw->type_index &&
+	    !(dw->type_index = calloc(dw->nmods, sizeof(*dw->type_index))))
+		return &hs_error_nomem;
+	struct type_index *t = &dw->type_index[m - dw->mods];
+	if (t->dbg != dbg) {
+		type_index_fini(t);
+		t->dbg = dbg;
+	}
+	int kind;
+	const char *bare = type_name_parse(name, &kind);
+	Dwarf_Die die;
+	bool ok;
+	struct hs_layout found = {0};
+	struct hs_error *err = type_index_find(t, kind, bare, &die, &ok);
+	if (err) {
+		type_index_fini(t);  /* a unit read in part: start again */
+		return err;
+	}
+	if (!ok)
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "type %s not found in the DWARF of %s",
 				       name, m->name);
-	}
-	if (err)
+	if ((err = layout_of(&die, name, &found)))
 		return err;
 	struct layout_cache_entry **v = realloc(dw->layouts,
 					       (dw->nlayouts + 1) * sizeof(*v));
@@ -740,15 +949,8 @@ struct hs_error *hs_dwarf_layout_in(Dwarf *dbg, const char *name,
 				    struct hs_layout *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	int kind = 0;
-	const char *bare = name;
-	if (!strncmp(name, "struct ", 7)) {
-		kind = DW_TAG_structure_type;
-		bare = name + 7;
-	} else if (!strncmp(name, "union ", 6)) {
-		kind = DW_TAG_union_type;
-		bare = name + 6;
-	}
+	int kind;
+	const char *bare = type_name_parse(name, &kind);
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie, found;
 	bool ok = false;
@@ -757,15 +959,7 @@ struct hs_error *hs_dwarf_layout_in(Dwarf *dbg, const char *name,
 	if (!ok)
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "type %s not found in the DWARF", name);
-	if (!(ret->name = strdup(name)))
-		return &hs_error_nomem;
-	Dwarf_Word size = 0;
-	dwarf_aggregate_size(&found, &size);
-	ret->size = size;
-	struct hs_error *err = add_fields(ret, &found, 0);
-	if (err)
-		hs_layout_fini(ret);
-	return err;
+	return layout_of(&found, name, ret);
 }
 
 void hs_layout_fini(struct hs_layout *l)

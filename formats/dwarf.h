@@ -95,6 +95,18 @@ struct hs_module *hs_dwarf_module_at(struct hs_dwarf *dw, uint64_t addr);
 /* Loads the module's DWARF (if any) and fills debug_path/debug_source. */
 void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m);
 
+/* Every module's debug info loaded (hs_dwarf_check_debug) on a thread of
+ * its own while the caller does work that needs none: libdwfl, libdw and
+ * libelf are never used from two threads at once, so the hand-over is
+ * explicit.  The owner of dw arms it; a stage it then runs calls
+ * hs_dwarf_idle when it will not touch dw (nor its modules' debug fields)
+ * again before it returns, which starts the thread if armed; the owner
+ * calls hs_dwarf_preload_wait when the stage has returned, before dw is
+ * used again.  Unarmed, hs_dwarf_idle does nothing. */
+void hs_dwarf_preload_arm(struct hs_dwarf *dw);
+void hs_dwarf_idle(struct hs_dwarf *dw);
+void hs_dwarf_preload_wait(struct hs_dwarf *dw);
+
 /* Symbol by name in module m (local symbols included, from .symtab of the
  * file or its debug file).  value is the run-time address, or for STT_TLS
  * symbols the offset in the module's TLS block. */

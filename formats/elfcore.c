@@ -28,6 +28,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -591,6 +592,84 @@ void hs_core_touch(const struct hs_core *core, uint64_t addr, size_t len)
 		trace_file(core, s->offset + off, n);
 		done += n;
 	}
+}
+
+/* ---- mapping the heaps' pages ahead of the walk ---- */
+
+struct hs_core_prefault {
+	const struct hs_core *core;
+	pthread_t thread;
+	int stop;               /* atomic: the owner wants it to stop */
+};
+
+enum {
+	PREFAULT_STEP = 4 << 20,        /* bytes per madvise call */
+	PREFAULT_MIN = 16 << 20,        /* less than this: not worth a thread */
+};
+
+/* Whether the helper maps segment s: anonymous and writable, with data in
+ * the file. */
+static bool prefault_seg(const struct hs_core_segment *s)
+{
+	return (s->flags & HS_SEG_W) && s->file < 0 && s->avail;
+}
+
+static void *prefault_main(void *arg)
+{
+	struct hs_core_prefault *pf = arg;
+	const struct hs_core *core = pf->core;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	for (size_t i = 0; i < core->nsegs; i++) {
+		const struct hs_core_segment *s = &core->segs[i];
+		if (!prefault_seg(s))
+			continue;
+		uint64_t off = s->offset & ~(page - 1), end = s->offset + s->avail;
+		while (off < end) {
+			if (__atomic_load_n(&pf->stop, __ATOMIC_RELAXED))
+				return NULL;
+			uint64_t len = end - off < PREFAULT_STEP ? end - off : PREFAULT_STEP;
+			if (madvise((void *)(core->data + off), len,
+				    MADV_POPULATE_READ) != 0 && errno == EINVAL)
+				return NULL;  /* not this kernel's */
+			off += len;
+		}
+	}
+	return NULL;
+}
+
+struct hs_core_prefault *hs_core_prefault_start(const struct hs_core *core)
+{
+#ifdef MADV_POPULATE_READ
+	if (!core->mapped)
+		return NULL;
+	uint64_t total = 0;
+	for (size_t i = 0; i < core->nsegs; i++)
+		if (prefault_seg(&core->segs[i]))
+			total += core->segs[i].avail;
+	if (total < PREFAULT_MIN)
+		return NULL;
+	struct hs_core_prefault *pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return NULL;
+	pf->core = core;
+	if (pthread_create(&pf->thread, NULL, prefault_main, pf) != 0) {
+		free(pf);
+		return NULL;
+	}
+	return pf;
+#else
+	(void)core;
+	return NULL;
+#endif
+}
+
+void hs_core_prefault_stop(struct hs_core_prefault *pf)
+{
+	if (!pf)
+		return;
+	__atomic_store_n(&pf->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(pf->thread, NULL);
+	free(pf);
 }
 
 /* Reads as much as possible; returns the number of bytes read. */

@@ -166,6 +166,20 @@ static inline bool hs_core_read_u64(const struct hs_core *core, uint64_t addr,
 /* Marks [addr, addr+len) as read, when tracing (see hs_core.trace). */
 void hs_core_touch(const struct hs_core *core, uint64_t addr, size_t len);
 
+/* A helper thread that maps the file data of the core's anonymous
+ * writable segments (where heaps live) into the page tables ahead of the
+ * walk (madvise MADV_POPULATE_READ, in address order, a few MiB at a
+ * time), while the caller does something else (reads debug info): the
+ * walk then takes no page faults, and a core not in the page cache is
+ * read in the meantime.  Only for a core hs_core_open mapped, and only
+ * when there is enough to do; NULL when not started (nothing to do, no
+ * thread, a kernel without MADV_POPULATE_READ just leaves the pages to
+ * their faults).  Changes nothing a read returns. */
+struct hs_core_prefault;
+struct hs_core_prefault *hs_core_prefault_start(const struct hs_core *core);
+/* Stops the helper where it is and waits for it; NULL is no helper. */
+void hs_core_prefault_stop(struct hs_core_prefault *pf);
+
 /* Value of auxv entry type, or false. */
 bool hs_core_auxv(const struct hs_core *core, uint64_t type, uint64_t *ret);
 

@@ -14,19 +14,20 @@ const char *hs_info_sig_name(int sig)
 	return s ? s : "?";
 }
 
+/* From the counts hs_heap_finish made: every block has one place, and
+ * its place says its state. */
 void hs_info_totals(const struct hs_heap *h, struct hs_info_totals *t)
 {
 	memset(t, 0, sizeof(*t));
-	for (size_t i = 0; i < h->nallocs; i++) {
-		const struct hs_alloc *a = &h->allocs[i];
-		t->by_where[a->where]++;
-		t->bytes_where[a->where] += a->size;
-		if (hs_alloc_state(a) == HS_STATE_USED) {
-			t->used_count++;
-			t->used_bytes += a->size;
+	for (int w = 0; w < HS_WHERE_MAX; w++) {
+		t->by_where[w] = h->count_where[w];
+		t->bytes_where[w] = h->bytes_where[w];
+		if (w < HS_WHERE_FREE) {
+			t->used_count += h->count_where[w];
+			t->used_bytes += h->bytes_where[w];
 		} else {
-			t->free_count++;
-			t->free_bytes += a->size;
+			t->free_count += h->count_where[w];
+			t->free_bytes += h->bytes_where[w];
 		}
 	}
 }

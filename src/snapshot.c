@@ -104,11 +104,17 @@ const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
 	return snap->dwarf_err;
 }
 
+static unsigned worker_threads(const struct hs_snapshot *snap);
+
 const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 					const struct hs_heap **ret)
 {
 	if (!snap->heap_done) {
 		snap->heap_done = true;
+		/* the heaps' pages are mapped on another CPU while the
+		 * allocator's debug info is read (formats/elfcore.h) */
+		struct hs_core_prefault *pf = worker_threads(snap) > 1 ?
+			hs_core_prefault_start(snap->core) : NULL;
 		struct hs_dwarf *dw;
 		const struct hs_error *derr = hs_snapshot_dwarf(snap, &dw);
 		if (derr)
@@ -116,11 +122,15 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 		else {
 			const struct hs_backend *b = snap->opts.backend;
 			double t0 = hs_now();
+			if (snap->opts.all_debug && worker_threads(snap) > 1)
+				hs_dwarf_preload_arm(dw);
 			if (b || !(snap->heap_err = hs_backend_find(dw, &b)))
 				snap->heap_err = b->walk(snap->core, dw, &snap->log,
 							 &snap->heap);
+			hs_dwarf_preload_wait(dw);
 			snap->t_heap = hs_now() - t0;
 		}
+		hs_core_prefault_stop(pf);
 	}
 	*ret = snap->heap;
 	return snap->heap_err;

@@ -35,6 +35,10 @@ struct hs_options {
 	const char *rules_off;  /* header rules turned off ("all", or names
 				 * separated by commas), or NULL */
 	unsigned threads;       /* worker threads (0: one per CPU) */
+	/* The caller will ask for every module's debug info (info's list of
+	 * modules): with more than one thread, it is loaded while the heap is
+	 * walked (hs_dwarf_idle). */
+	bool all_debug;
 	/* The allocator to walk, instead of the one the registry detects
 	 * (analyzers/alloc/backend.h): a backend of the caller's own, such
 	 * as the unit tests' toy allocator.  NULL: detect. */

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "src/error.h"
 
@@ -58,6 +59,26 @@ static inline void *hs_vector_grow(void *v, size_t n, size_t *cap,
 	if (p)
 		*cap = c;
 	return p;
+}
+
+/* Asks the kernel to back the 2 MiB-aligned part of [p, p + bytes) with
+ * huge pages (transparent huge pages in "madvise" mode, as Debian ships
+ * them): a table of tens of megabytes that is filled front to back then
+ * takes one page fault per 2 MiB instead of one per 4 KiB, and is freed
+ * faster.  A hint: where the kernel says no, nothing changes.  For arrays
+ * of a few megabytes and more. */
+static inline void hs_vector_hugepages(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t huge = (uintptr_t)2 << 20;
+	uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+	uintptr_t end = ((uintptr_t)p + bytes) & ~(huge - 1);
+	if (p && end > start)
+		madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+	(void)p;
+	(void)bytes;
+#endif
 }
 
 #define HS_VECTOR(name, type)                                                 \

@@ -75,59 +75,113 @@ static struct hs_error *set_add(struct chunkset *s, uint64_t chunk,
 	return err;
 }
 
-/* ---- the walker ---- */
+/* ---- the special chunks: fastbins, thread caches and their structs ---- */
 
-struct special {
-	uint64_t chunk;
-	uint8_t where;
+/* The chunks the lists name, each once, with where the first list that
+ * named it says it is.  A heap can have hundreds of thousands of free
+ * fastbin chunks, met in list order all over the heap; the walk then asks
+ * about every chunk in address order.  So a 16-aligned chunk of a
+ * segment's file data is 2 bits per 16 bytes of the segment (a map of
+ * 1/64 of the segment, made when a chunk in it is first added): not in a
+ * list, fastbin, tcache or internal.  A chunk no map covers (misaligned,
+ * or outside the file's data) goes to a hash table with its where. */
+struct specials {
+	const struct hs_core *core;
+	uint64_t **map;         /* per core segment, NULL until needed */
+	size_t last_seg;        /* the segment of the last chunk looked at */
+	struct chunkset other;  /* chunks no map covers */
 };
 
-/* The walk goes in address order: look specials up by merging, not by
- * hashing every chunk. */
-static struct hs_error *sort_specials(struct chunkset *set,
-				      struct special **ret, size_t *n)
+/* where as 2 bits of a map (0: not special), and back */
+static unsigned special_code(uint8_t where)
 {
-	struct special *v = malloc((set->n ? set->n : 1) * sizeof(*v));
-	if (!v)
-		return &hs_error_nomem;
-	size_t k = 0;
-	for (size_t i = 0; i < set->cap; i++)
-		if (set->keys[i])
-			v[k++] = (struct special){set->keys[i], set->vals[i]};
-	/* LSD radix sort on the 48 address bits, 16 at a time: a heap with
-	 * many free fastbin chunks has hundreds of thousands of them */
-	struct special *tmp = malloc((k ? k : 1) * sizeof(*tmp));
-	size_t *count = malloc(65536 * sizeof(*count));
-	if (!tmp || !count) {
-		free(v);
-		free(tmp);
-		free(count);
-		return &hs_error_nomem;
-	}
-	for (int shift = 0; shift < 64; shift += 16) {
-		memset(count, 0, 65536 * sizeof(*count));
-		for (size_t i = 0; i < k; i++)
-			count[(v[i].chunk >> shift) & 0xffff]++;
-		if (count[0] == k)
-			continue;  /* these bits are all zero */
-		size_t sum = 0;
-		for (size_t d = 0; d < 65536; d++) {
-			size_t c = count[d];
-			count[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < k; i++)
-			tmp[count[(v[i].chunk >> shift) & 0xffff]++] = v[i];
-		struct special *x = v;
-		v = tmp;
-		tmp = x;
-	}
-	free(tmp);
-	free(count);
-	*ret = v;
-	*n = k;
-	return NULL;
+	return where == HS_GL_FASTBIN ? 1 : where == HS_GL_TCACHE ? 2 :
+	       where == HS_GL_INTERNAL ? 3 : 0;
 }
+static const uint8_t special_where[4] = {
+	0, HS_GL_FASTBIN, HS_GL_TCACHE, HS_GL_INTERNAL,
+};
+
+static void specials_free(struct specials *s)
+{
+	for (size_t i = 0; s->map && i < s->core->nsegs; i++)
+		free(s->map[i]);
+	free(s->map);
+	s->map = NULL;
+	chunkset_free(&s->other);
+}
+
+/* The segment whose map covers chunk (*seg, its index): chunk is 16-aligned
+ * and in the segment's file data.  False: none does. */
+static bool specials_seg(struct specials *s, uint64_t chunk, size_t *seg)
+{
+	const struct hs_core *core = s->core;
+	if (chunk & (ALIGN - 1))
+		return false;
+	size_t i = s->last_seg;
+	if (i >= core->nsegs || chunk - core->segs[i].vaddr >= core->segs[i].avail) {
+		const struct hs_core_segment *sg = hs_core_find_segment(core, chunk);
+		if (!sg || chunk - sg->vaddr >= sg->avail)
+			return false;
+		i = s->last_seg = (size_t)(sg - core->segs);
+	}
+	*seg = i;
+	return true;
+}
+
+/* The 2 bits of the chunk off bytes into a segment, in its map. */
+static unsigned map_get(const uint64_t *map, uint64_t off)
+{
+	uint64_t k = off / ALIGN;
+	return (unsigned)(map[k / 32] >> (k % 32 * 2)) & 3;
+}
+
+/* set_add for the special chunks (where: fastbin, tcache or internal). */
+static struct hs_error *specials_add(struct specials *s, uint64_t chunk,
+				     uint8_t where, bool *fresh)
+{
+	*fresh = true;
+	if (!chunk)
+		return NULL;
+	size_t i;
+	unsigned code = special_code(where);
+	if (code && specials_seg(s, chunk, &i)) {
+		const struct hs_core_segment *sg = &s->core->segs[i];
+		if (!s->map && !(s->map = calloc(s->core->nsegs, sizeof(*s->map))))
+			return &hs_error_nomem;
+		if (!s->map[i] &&
+		    !(s->map[i] = calloc(sg->avail / (ALIGN * 32) + 1,
+					 sizeof(uint64_t))))
+			return &hs_error_nomem;
+		uint64_t k = (chunk - sg->vaddr) / ALIGN;
+		uint64_t *w = &s->map[i][k / 32];
+		unsigned shift = k % 32 * 2;
+		*fresh = !((*w >> shift) & 3);
+		if (*fresh)
+			*w |= (uint64_t)code << shift;
+		return NULL;
+	}
+	uint8_t *v;
+	struct hs_error *err = chunkset_insert(&s->other, chunk, &v, fresh);
+	if (!err && *fresh)
+		*v = where;
+	return err;
+}
+
+/* Where the lists say chunk is, or -1: in none. */
+static int specials_find(struct specials *s, uint64_t chunk)
+{
+	size_t i;
+	if (specials_seg(s, chunk, &i)) {
+		const uint64_t *map = s->map ? s->map[i] : NULL;
+		unsigned code = map ? map_get(map, chunk - s->core->segs[i].vaddr) : 0;
+		return code ? special_where[code] : -1;
+	}
+	const uint8_t *v = chunkset_find(&s->other, chunk);
+	return v ? *v : -1;
+}
+
+/* ---- the walker ---- */
 
 struct range {
 	uint64_t start, end;
@@ -165,9 +219,10 @@ struct gl {
 	uint64_t heap_max;
 	uint64_t page;
 
-	struct chunkset special;      /* fastbin/tcache/internal chunks */
-	struct special *sorted;       /* the same, sorted by address */
-	size_t nsorted;
+	struct specials special;      /* fastbin/tcache/internal chunks */
+	/* per arena: the chunks the walk found in bins and in fastbins
+	 * (cross_check); NULL when there was no memory for them */
+	uint64_t *walked_bin, *walked_fast;
 	struct ranges covered;        /* arena heaps, stacks: not scanned */
 	size_t covered_sorted;        /* covered.v[0, this) is sorted and
 				       * disjoint (covered() makes it so) */
@@ -278,52 +333,153 @@ struct arena_stats {
 	uint64_t nfast, fastavail, nblocks, avail;
 };
 
+/* One fastbin as read from the core, before its chunks are recorded. */
+struct fb_node {
+	uint64_t p, size;
+};
+HS_VECTOR(fb_nodes, struct fb_node)
+
+enum fb_end {
+	FB_END_NULL,            /* the list ends */
+	FB_END_MISALIGNED,      /* at a misaligned chunk (end_at) */
+	FB_END_ABSENT,          /* at a chunk not in the core (end_at) */
+	FB_END_LOOP,            /* the last node was met before in this list,
+				 * or there are more than the bound */
+};
+
+struct fb_list {
+	struct fb_nodes nodes;
+	enum fb_end end;
+	uint64_t end_at;
+	uint64_t next;          /* the next chunk to read (while reading) */
+	uint64_t saved, power, steps;  /* Brent's cycle check */
+	bool active;
+};
+
+/* Reads the chunk at l->next into l: its size and the next chunk, or the
+ * end of the list.  Asks for the next chunk's header to be fetched: the
+ * lists are read side by side, each a chain of dependent loads all over
+ * the heap, so one list's miss is waited for while the others go on. */
+static struct hs_error *fb_step(struct gl *g, struct fb_list *l, uint64_t bound)
+{
+	uint64_t p = l->next, size, fd;
+	if (!p) {
+		l->end = FB_END_NULL;
+		l->active = false;
+		return NULL;
+	}
+	if (p & (ALIGN - 1)) {
+		l->end = FB_END_MISALIGNED;
+		l->end_at = p;
+		l->active = false;
+		return NULL;
+	}
+	const uint8_t *h = g->mc_fd == g->mc_size + 8 ?
+		hs_core_ptr(g->core, p + g->mc_size, 16) : NULL;
+	if (h) {
+		memcpy(&size, h, 8);
+		memcpy(&fd, h + 8, 8);
+		hs_core_touch(g->core, p + g->mc_size, 16);
+	} else if (!hs_core_read_u64(g->core, p + g->mc_size, &size) ||
+		   !hs_core_read_u64(g->core, p + g->mc_fd, &fd)) {
+		l->end = FB_END_ABSENT;
+		l->end_at = p;
+		l->active = false;
+		return NULL;
+	}
+	struct hs_error *err = fb_nodes_push(&l->nodes, (struct fb_node){p, size});
+	if (err)
+		return err;
+	/* a loop: this chunk again (Brent), or more chunks than the core
+	 * holds; recording the list meets the repeated chunk again by then
+	 * and cuts it there */
+	bool loop = p == l->saved || l->nodes.n > bound;
+	if (++l->steps == l->power) {
+		l->saved = p;
+		l->power *= 2;
+		l->steps = 0;
+	}
+	if (loop) {
+		l->end = FB_END_LOOP;
+		l->active = false;
+		return NULL;
+	}
+	l->next = reveal(g, p + g->mc_fd, fd);
+	const uint8_t *n = l->next && !(l->next & (ALIGN - 1)) ?
+		hs_core_ptr(g->core, l->next + g->mc_size, 8) : NULL;
+	if (n)
+		__builtin_prefetch(n);
+	return NULL;
+}
+
 /* Fastbins: collect their chunks (free despite PREV_INUSE) and count them
- * as int_mallinfo does. */
+ * as int_mallinfo does.  The lists are read first, side by side
+ * (fb_step), then recorded one after the other, which is what decides
+ * which chunk a loop or a chunk in two lists is reported at. */
 static struct hs_error *read_fastbins(struct gl *g, uint64_t arena,
 				      const uint8_t *buf, size_t idx,
 				      struct arena_stats *st)
 {
 	uint64_t bound = list_bound(g->core);
+	struct hs_error *err = NULL;
+	struct fb_list *lists = calloc(g->nfastbins ? g->nfastbins : 1,
+				       sizeof(*lists));
+	if (!lists)
+		return &hs_error_nomem;
+	size_t active = 0;
 	for (uint64_t i = 0; i < g->nfastbins; i++) {
-		uint64_t p;
-		memcpy(&p, buf + g->ms_fastbins + 8 * i, 8);
-		uint64_t n = 0;
-		while (p) {
-			uint64_t size, fd;
-			if (p & (ALIGN - 1)) {
-				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu holds a misaligned chunk %#llx; rest of that list ignored",
-					    idx, (unsigned long long)arena,
-					    (unsigned long long)i, (unsigned long long)p);
-				g->heap->partial = true;
-				break;
-			}
-			if (!hs_core_read_u64(g->core, p + g->mc_size, &size) ||
-			    !hs_core_read_u64(g->core, p + g->mc_fd, &fd)) {
-				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu points to %#llx, which is not in the core; rest of that list ignored",
-					    idx, (unsigned long long)arena,
-					    (unsigned long long)i, (unsigned long long)p);
-				g->heap->partial = true;
-				break;
-			}
+		struct fb_list *l = &lists[i];
+		memcpy(&l->next, buf + g->ms_fastbins + 8 * i, 8);
+		l->power = 1;
+		l->active = true;
+		active++;
+	}
+	while (active) {
+		active = 0;
+		for (uint64_t i = 0; i < g->nfastbins; i++) {
+			if (!lists[i].active)
+				continue;
+			if ((err = fb_step(g, &lists[i], bound)))
+				goto out;
+			active += lists[i].active;
+		}
+	}
+	for (uint64_t i = 0; i < g->nfastbins; i++) {
+		const struct fb_list *l = &lists[i];
+		bool cut = false;
+		for (size_t k = 0; k < l->nodes.n && !cut; k++) {
+			uint64_t p = l->nodes.v[k].p;
 			bool fresh;
-			struct hs_error *err = set_add(&g->special, p,
-						       HS_GL_FASTBIN, &fresh);
-			if (err)
-				return err;
-			if (!fresh || ++n > bound) {
+			if ((err = specials_add(&g->special, p, HS_GL_FASTBIN, &fresh)))
+				goto out;
+			if (!fresh || k + 1 > bound) {
 				hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu has a loop at chunk %#llx; list cut there",
 					    idx, (unsigned long long)arena,
 					    (unsigned long long)i, (unsigned long long)p);
 				g->heap->partial = true;
+				cut = true;
 				break;
 			}
 			st->nfast++;
-			st->fastavail += size & ~(uint64_t)SIZE_BITS;
-			p = reveal(g, p + g->mc_fd, fd);
+			st->fastavail += l->nodes.v[k].size & ~(uint64_t)SIZE_BITS;
 		}
+		if (cut || l->end == FB_END_NULL || l->end == FB_END_LOOP)
+			continue;
+		if (l->end == FB_END_MISALIGNED)
+			hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu holds a misaligned chunk %#llx; rest of that list ignored",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)i, (unsigned long long)l->end_at);
+		else
+			hs_log_warn(g->log, "arena %zu (%#llx): fastbin %llu points to %#llx, which is not in the core; rest of that list ignored",
+				    idx, (unsigned long long)arena,
+				    (unsigned long long)i, (unsigned long long)l->end_at);
+		g->heap->partial = true;
 	}
-	return NULL;
+out:
+	for (uint64_t i = 0; i < g->nfastbins; i++)
+		fb_nodes_free(&lists[i].nodes);
+	free(lists);
+	return err;
 }
 
 /* Regular bins (unsorted, small, large), as int_mallinfo counts them. */
@@ -404,39 +560,44 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 	if ((err = add_covered(g, start, end)))
 		return err;
 	uint64_t p = start;
-	/* first special chunk at or after start */
-	size_t sp = 0, shi = g->nsorted;
-	while (sp < shi) {
-		size_t mid = sp + (shi - sp) / 2;
-		if (g->sorted[mid].chunk < start)
-			sp = mid + 1;
-		else
-			shi = mid;
-	}
 	const struct hs_core_segment *seg = hs_core_find_segment(g->core, start);
 	const uint8_t *base = NULL;
 	uint64_t base_lo = 0, base_hi = 0;
+	/* the specials' map of the segment (specials_add's), when it has one:
+	 * a chunk read from the segment is looked up there */
+	const uint64_t *smap = NULL;
 	if (seg && seg->avail) {
 		base = g->core->data + seg->offset;
 		base_lo = seg->vaddr;
 		base_hi = seg->vaddr + seg->avail;
+		if (g->special.map)
+			smap = g->special.map[seg - g->core->segs];
 	}
-	uint64_t nchunks = 0;
+	const bool trace = g->core->trace != NULL;
+	const uint64_t mc_size = g->mc_size;
+	/* the arena's counts, kept here while the loop runs */
+	uint64_t used_count = 0, used_bytes = 0, free_count = 0, free_bytes = 0;
+	uint64_t bin_count = 0, fast_count = 0;
+	/* size: the header of p, read already as the previous chunk's next
+	 * (straight from the segment, traced as it was read) */
+	bool have_size = false;
+	uint64_t size = 0, nchunks = 0;
 	while (p < end) {
 		if (!(++nchunks & 0xffff))
 			hs_log_progress(g->log, "walking the heap", "bytes", p - start,
 					end - start);
-		*stop = p;
 		if (p == top) {
 			*reached_top = true;
 			break;
 		}
-		uint64_t size, nsize;
-		if (p + 16 <= base_hi && p >= base_lo) {
-			memcpy(&size, base + (p + g->mc_size - base_lo), 8);
-			hs_core_touch(g->core, p + g->mc_size, 8);
-		}
-		else if (!hs_core_read_u64(g->core, p + g->mc_size, &size)) {
+		uint64_t nsize;
+		if (have_size) {
+			have_size = false;
+		} else if (p + 16 <= base_hi && p >= base_lo) {
+			memcpy(&size, base + (p + mc_size - base_lo), 8);
+			if (trace)
+				hs_core_touch(g->core, p + mc_size, 8);
+		} else if (!hs_core_read_u64(g->core, p + mc_size, &size)) {
 			hs_log_warn(g->log, "arena %zu: chunk at %#llx is not in the core (truncated?); rest of this heap skipped",
 				    idx, (unsigned long long)p);
 			ar->partial = g->heap->partial = true;
@@ -453,13 +614,12 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			bool fence = false;
 			if (!top && csz == 0)
 				fence = size & PREV_INUSE;
-			else if (!top && hs_core_read_u64(g->core, p + 16 + g->mc_size, &nsize))
+			else if (!top && hs_core_read_u64(g->core, p + 16 + mc_size, &nsize))
 				fence = (nsize & ~(uint64_t)SIZE_BITS) == 0 ||
 					(nsize & ~(uint64_t)SIZE_BITS) == 16;
 			if (fence) {
-				*reached_top = false;
 				*fence_end = true;
-				return NULL;
+				break;
 			}
 			hs_log_warn(g->log, "arena %zu: chunk at %#llx has size %#llx, where the heap should go on: it is damaged there; rest of this heap skipped",
 				    idx, (unsigned long long)p,
@@ -479,21 +639,29 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		bool inuse = true;
 		if (next < end) {
 			if (next + 16 <= base_hi && next >= base_lo) {
-				memcpy(&nsize, base + (next + g->mc_size - base_lo), 8);
-				hs_core_touch(g->core, next + g->mc_size, 8);
-			}
-			else if (!hs_core_read_u64(g->core, next + g->mc_size, &nsize))
+				memcpy(&nsize, base + (next + mc_size - base_lo), 8);
+				if (trace)
+					hs_core_touch(g->core, next + mc_size, 8);
+				size = nsize;
+				have_size = true;
+			} else if (!hs_core_read_u64(g->core, next + mc_size, &nsize)) {
 				nsize = PREV_INUSE;
+			}
 			inuse = nsize & PREV_INUSE;
 		}
-		while (sp < g->nsorted && g->sorted[sp].chunk < p)
-			sp++;
-		int special = sp < g->nsorted && g->sorted[sp].chunk == p ?
-			g->sorted[sp].where : -1;
-		enum hs_gl_where where = special >= 0 ? (enum hs_gl_where)special :
-			inuse ? HS_GL_HEAP : HS_GL_BIN;
-		if (special == HS_GL_FASTBIN || special == HS_GL_TCACHE) {
-			if (!inuse)
+		enum hs_gl_where where = inuse ? HS_GL_HEAP : HS_GL_BIN;
+		/* a 16-aligned chunk of the segment: its map says (specials_seg) */
+		int special;
+		if (p >= base_lo && p < base_hi && !(p & (ALIGN - 1))) {
+			unsigned code = smap ? map_get(smap, p - base_lo) : 0;
+			special = code ? special_where[code] : -1;
+		} else {
+			special = specials_find(&g->special, p);
+		}
+		if (special >= 0) {
+			where = (enum hs_gl_where)special;
+			if ((special == HS_GL_FASTBIN || special == HS_GL_TCACHE) &&
+			    !inuse)
 				hs_log_warn(g->log, "arena %zu: chunk %#llx is in a %s list but marked free in the heap",
 					    idx, (unsigned long long)p,
 					    places[special].name);
@@ -505,19 +673,30 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 			.arena = idx,
 		};
 		if ((err = hs_heap_add(g->heap, &a)))
-			return err;
+			break;
 		if (hs_alloc_state(&a) == HS_STATE_USED) {
-			ar->used_count++;
-			ar->used_bytes += csz;
+			used_count++;
+			used_bytes += csz;
 		} else {
-			ar->free_count++;
-			ar->free_bytes += csz;
+			free_count++;
+			free_bytes += csz;
 		}
+		bin_count += where == HS_GL_BIN;
+		fast_count += where == HS_GL_FASTBIN;
 		p = next;
 	}
-	if (p >= end)
-		*stop = end;
-	return NULL;
+	/* the arena as a block records it (16 bits) */
+	struct hs_alloc a_idx = {.arena = idx};
+	if (g->walked_bin && a_idx.arena < g->heap->narenas) {
+		g->walked_bin[a_idx.arena] += bin_count;
+		g->walked_fast[a_idx.arena] += fast_count;
+	}
+	ar->used_count += used_count;
+	ar->used_bytes += used_bytes;
+	ar->free_count += free_count;
+	ar->free_bytes += free_bytes;
+	*stop = p < end ? p : end;
+	return err;
 }
 
 static struct hs_error *add_top(struct gl *g, size_t idx, uint64_t top,
@@ -864,8 +1043,8 @@ static struct hs_error *read_tcaches(struct gl *g)
 		if (!tc)
 			continue;  /* this thread never allocated */
 		bool fresh;
-		struct hs_error *err = set_add(&g->special, tc - 16,
-					       HS_GL_INTERNAL, &fresh);
+		struct hs_error *err = specials_add(&g->special, tc - 16,
+						    HS_GL_INTERNAL, &fresh);
 		if (err)
 			return err;
 		if (!fresh)
@@ -891,8 +1070,8 @@ static struct hs_error *read_tcaches(struct gl *g)
 					g->heap->partial = true;
 					break;
 				}
-				if ((err = set_add(&g->special, e - 16,
-						   HS_GL_TCACHE, &fresh)))
+				if ((err = specials_add(&g->special, e - 16,
+							HS_GL_TCACHE, &fresh)))
 					return err;
 				if (!fresh || ++n > bound) {
 					hs_log_warn(g->log, "thread %d: tcache bin %llu has a loop at %#llx; list cut there",
@@ -1536,19 +1715,10 @@ const struct hs_gl_layout *hs_glibc_row(struct hs_dwarf *dw,
 static void cross_check(struct gl *g)
 {
 	struct hs_heap *h = g->heap;
-	uint64_t *bins = calloc(h->narenas, sizeof(*bins));
-	uint64_t *fast = calloc(h->narenas, sizeof(*fast));
+	/* the walk counted its bin and fastbin chunks as it met them */
+	const uint64_t *bins = g->walked_bin, *fast = g->walked_fast;
 	if (!bins || !fast)
-		goto out;
-	for (size_t i = 0; i < h->nallocs; i++) {
-		const struct hs_alloc *a = &h->allocs[i];
-		if (a->arena >= h->narenas)
-			continue;
-		if (a->where == HS_GL_BIN)
-			bins[a->arena]++;
-		else if (a->where == HS_GL_FASTBIN)
-			fast[a->arena]++;
-	}
+		return;
 	for (size_t i = 0; i < h->narenas; i++) {
 		struct hs_arena *ar = &h->arenas[i];
 		/* glibc's own count of the arena's memory against the walk's
@@ -1574,9 +1744,6 @@ static void cross_check(struct gl *g)
 				    i, (unsigned long long)ar->fastbin_chunks,
 				    (unsigned long long)fast[i]);
 	}
-out:
-	free(bins);
-	free(fast);
 }
 
 /* Discovery: libc's layouts (DWARF, else the release's row), main_arena
@@ -1779,21 +1946,26 @@ static struct hs_error *walk(struct gl *g, uint64_t mp_size)
 	g->heap->stats = mip;
 
 	/* Now the chunks, arena by arena (fastbins of all arenas are known). */
-	if ((err = sort_specials(&g->special, &g->sorted, &g->nsorted)))
-		goto out;
 	/* Room for every chunk there can be (untouched pages cost nothing),
 	 * but never more than the core can hold: system_mem is read from the
 	 * core, and a chunk's header must be in the file to be walked.  The
-	 * reservation is a hint; the table still grows if it fails. */
-	uint64_t sys = 0, most = g->core->present_bytes / MINSIZE + 1024;
+	 * reservation is a hint; the table still grows if it fails.  Bytes
+	 * are summed (and bounded) first, then divided into chunks. */
+	uint64_t sys = 0, most = g->core->present_bytes;
 	for (size_t i = 0; i < g->heap->narenas; i++) {
 		uint64_t s = g->heap->arenas[i].system_mem;
 		sys = s > most - sys ? most : sys + s;
 	}
-	err = hs_heap_reserve(g->heap, (size_t)(sys / MINSIZE + 1024 < most ?
-					       sys / MINSIZE + 1024 : most));
+	err = hs_heap_reserve(g->heap, (size_t)(sys / MINSIZE + 1024));
 	hs_error_destroy(err);
 	err = NULL;
+	g->walked_bin = calloc(g->heap->narenas, sizeof(*g->walked_bin));
+	g->walked_fast = calloc(g->heap->narenas, sizeof(*g->walked_fast));
+	if (!g->walked_bin || !g->walked_fast) {
+		free(g->walked_bin);
+		free(g->walked_fast);
+		g->walked_bin = g->walked_fast = NULL;
+	}
 	for (size_t i = 0; i < g->heap->narenas; i++) {
 		struct hs_arena *ar = &g->heap->arenas[i];
 		if ((err = hs_core_read(g->core, ar->addr, buf, g->ms_size))) {
@@ -1832,8 +2004,9 @@ out:
 static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
 				 struct hs_heap **ret)
 {
-	chunkset_free(&g->special);
-	free(g->sorted);
+	specials_free(&g->special);
+	free(g->walked_bin);
+	free(g->walked_fast);
 	ranges_free(&g->covered);
 	if (err) {
 		hs_heap_destroy(g->heap);
@@ -1846,7 +2019,8 @@ static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 			       struct hs_log *log, struct hs_heap **ret)
 {
-	struct gl g = {.core = core, .dw = dw, .log = log, .page = core->page_size};
+	struct gl g = {.core = core, .dw = dw, .log = log, .page = core->page_size,
+		       .special.core = core};
 	if (!hs_glibc_detect(dw, &g.libc))
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "no glibc malloc in this core (no libc module, no main_arena symbol)");
@@ -1855,8 +2029,10 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 		return &hs_error_nomem;
 	uint64_t mp_size;
 	struct hs_error *err = discover(&g, &mp_size);
-	if (!err)
+	if (!err) {
+		hs_dwarf_idle(dw);  /* walk() reads only the core */
 		err = walk(&g, mp_size);
+	}
 	return walk_end(&g, err, ret);
 }
 
@@ -1864,7 +2040,8 @@ struct hs_error *hs_glibc_walk_known(const struct hs_core *core,
 				     const struct hs_glibc_known *k,
 				     struct hs_log *log, struct hs_heap **ret)
 {
-	struct gl g = {.core = core, .log = log, .page = core->page_size};
+	struct gl g = {.core = core, .log = log, .page = core->page_size,
+		       .special.core = core};
 	g.heap = hs_heap_create(&hs_glibc_backend);
 	if (!g.heap)
 		return &hs_error_nomem;

@@ -70,18 +70,20 @@ struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
 	struct hs_alloc *v = realloc(heap->allocs, n * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
+	hs_vector_hugepages(v, n * sizeof(*v));
 	heap->allocs = v;
 	heap->cap = n;
 	return NULL;
 }
 
-struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a)
+struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc *a)
 {
 	if (heap->nallocs == heap->cap) {
 		size_t cap = heap->cap ? heap->cap + heap->cap / 2 : 1024;
 		struct hs_alloc *n = realloc(heap->allocs, cap * sizeof(*n));
 		if (!n)
 			return &hs_error_nomem;
+		hs_vector_hugepages(n, cap * sizeof(*n));
 		heap->allocs = n;
 		heap->cap = cap;
 	}
@@ -150,22 +152,41 @@ static int cmp_alloc(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static bool sorted(const struct hs_alloc *a, size_t n)
+/* One pass over the blocks: whether they are sorted, where the first
+ * overlap is (n: none), and heap's counts by place. */
+static bool scan(struct hs_heap *heap, size_t *overlap)
 {
-	for (size_t i = 1; i < n; i++)
-		if (a[i - 1].addr >= a[i].addr)
-			return false;
-	return true;
+	const struct hs_alloc *a = heap->allocs;
+	size_t n = heap->nallocs;
+	bool sorted = true;
+	*overlap = n;
+	memset(heap->count_where, 0, sizeof(heap->count_where));
+	memset(heap->bytes_where, 0, sizeof(heap->bytes_where));
+	for (size_t i = 0; i < n; i++) {
+		const struct hs_alloc *q = &a[i];
+		heap->count_where[q->where]++;
+		heap->bytes_where[q->where] += q->size;
+		if (!i)
+			continue;
+		const struct hs_alloc *p = &a[i - 1];
+		if (p->addr >= q->addr)
+			sorted = false;
+		uint64_t hdr = heap->places[q->where].header;
+		if (*overlap == n && p->addr + p->size > q->addr - hdr)
+			*overlap = i;
+	}
+	return sorted;
 }
 
 struct hs_error *hs_heap_finish(struct hs_heap *heap)
 {
-	size_t n = heap->nallocs;
+	size_t n = heap->nallocs, overlap;
 	hs_sort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
-	if (sorted(heap->allocs, n))
+	if (scan(heap, &overlap))
 		goto check;
 	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));
 	struct hs_alloc *out = malloc((n ? n : 1) * sizeof(*out));
+	hs_vector_hugepages(out, (n ? n : 1) * sizeof(*out));
 	if (!runs || !out) {
 		free(runs);
 		free(out);
@@ -189,18 +210,19 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 	free(heap->allocs);
 	heap->allocs = out;
 	heap->cap = n ? n : 1;
-	if (!sorted(out, n))  /* runs interleave: only a corrupt heap does that */
+	if (!scan(heap, &overlap)) {
+		/* runs interleave: only a corrupt heap does that */
 		hs_sort(out, n, sizeof(*out), cmp_alloc);
+		scan(heap, &overlap);
+	}
 check:
-	for (size_t i = 1; i < n; i++) {
-		const struct hs_alloc *p = &heap->allocs[i - 1], *q = &heap->allocs[i];
-		uint64_t hdr = heap->places[q->where].header;
-		if (p->addr + p->size > q->addr - hdr) {
-			return hs_error_create(HS_ERR_CORRUPT,
-					       "blocks at %#llx and %#llx overlap",
-					       (unsigned long long)p->addr,
-					       (unsigned long long)q->addr);
-		}
+	if (overlap < n) {
+		const struct hs_alloc *p = &heap->allocs[overlap - 1],
+				      *q = &heap->allocs[overlap];
+		return hs_error_create(HS_ERR_CORRUPT,
+				       "blocks at %#llx and %#llx overlap",
+				       (unsigned long long)p->addr,
+				       (unsigned long long)q->addr);
 	}
 	return NULL;
 }

@@ -130,6 +130,9 @@ struct hs_heap {
 	char *version;              /* allocator version, if known */
 	struct hs_alloc *allocs;
 	size_t nallocs, cap;
+	/* Blocks and their usable bytes by place (hs_alloc.where), counted by
+	 * hs_heap_finish. */
+	uint64_t count_where[HS_WHERE_MAX], bytes_where[HS_WHERE_MAX];
 	size_t *runs;               /* start index of each sorted run */
 	size_t nruns, runcap;
 	struct hs_arena *arenas;
@@ -201,14 +204,26 @@ void hs_heap_found(struct hs_heap *h, const char *item, const char *how,
 void hs_heap_destroy(struct hs_heap *heap);
 /* Starts a new sorted run (each heap segment walks in address order). */
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap);
-struct hs_error *hs_heap_add(struct hs_heap *heap, const struct hs_alloc *a);
+/* hs_heap_add when the table is full or no run was begun. */
+struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc *a);
+/* Appends a to the current run (inline: walkers call it once a block). */
+static inline struct hs_error *hs_heap_add(struct hs_heap *heap,
+					   const struct hs_alloc *a)
+{
+	if (heap->nallocs < heap->cap && heap->nruns) {
+		heap->allocs[heap->nallocs++] = *a;
+		return NULL;
+	}
+	return hs_heap_add_slow(heap, a);
+}
 /* Makes room for n allocations in all. */
 struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n);
 struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 				   const struct hs_arena *a, size_t *ret);
 struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
 				    uint64_t end, enum hs_region_kind kind);
-/* Sorts by address; overlapping blocks are an error (corrupt walk). */
+/* Sorts by address and counts the blocks by place (count_where,
+ * bytes_where); overlapping blocks are an error (corrupt walk). */
 struct hs_error *hs_heap_finish(struct hs_heap *heap);
 /* The allocation containing addr (user range [addr, addr+size)), or NULL. */
 const struct hs_alloc *hs_heap_find(const struct hs_heap *heap, uint64_t addr);
