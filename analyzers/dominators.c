@@ -1,6 +1,7 @@
 /* Semi-NCA dominators over the two-block graph: see
  * analyzers/dominators.h. */
 #include "analyzers/dominators.h"
+#include "src/vector.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -141,6 +142,10 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	uint32_t *num = calloc((size_t)n + 1, sizeof(uint32_t));
 	uint32_t *vertex = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	uint32_t *parent = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	/* read at random: huge pages spare a TLB miss per read */
+	hs_vector_hugepages(num, ((size_t)n + 1) * sizeof(uint32_t));
+	hs_vector_hugepages(vertex, ((size_t)n + 1) * sizeof(uint32_t));
+	hs_vector_hugepages(parent, ((size_t)n + 1) * sizeof(uint32_t));
 	/* the DFS stack grows with the depth, not with n */
 	size_t stcap = 4096;
 	struct frame *stack = malloc(stcap * sizeof(*stack));
@@ -346,6 +351,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			cnt1[i] = run;
 	}
 	radj = malloc((m ? m : 1) * sizeof(uint32_t));
+	hs_vector_hugepages(radj, (m ? m : 1) * sizeof(uint32_t));
 	if (!radj) {
 		free(cnt1);
 		goto out;
@@ -367,6 +373,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 #define SEMI(x) semi_of(&into, roff, idom, (x))
 	label = malloc(((size_t)nr + 1) * sizeof(uint32_t));
 	idom = malloc(((size_t)nr + 1) * sizeof(uint32_t));
+	hs_vector_hugepages(label, ((size_t)nr + 1) * sizeof(uint32_t));
+	hs_vector_hugepages(idom, ((size_t)nr + 1) * sizeof(uint32_t));
 	size_t evcap = 1024;
 	evs = malloc(evcap * sizeof(uint32_t));
 	if (!label || !idom || !evs)
@@ -452,6 +460,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	/* 5. in node space: idom (then the numbered idom goes), then retained
 	 * sizes, children before parents (reverse preorder) */
 	t->idom = malloc((size_t)n * sizeof(uint32_t));
+	hs_vector_hugepages(t->idom, (size_t)n * sizeof(uint32_t));
 	if (!t->idom)
 		goto out;
 	for (uint32_t v = 0; v < n; v++)

@@ -1,6 +1,7 @@
 /* The address map and the pointer graph it builds: see analyzers/graph.h. */
 #include "src/sort.h"
 #include "analyzers/graph.h"
+#include "src/vector.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -63,6 +64,7 @@ static struct hs_error *addrmap_build(struct hs_addrmap *m,
 		s->last_id = (uint32_t)j;
 		uint64_t ngran = ((end - s->base) >> GRAN_SHIFT) + 1;
 		s->first = malloc(ngran * sizeof(*s->first));
+		hs_vector_hugepages(s->first, ngran * sizeof(*s->first));
 		if (!s->first)
 			return &hs_error_nomem;
 		m->nspans++;
@@ -166,6 +168,7 @@ static bool push_edge(struct part *p, uint32_t e)
 	if (p->nedges == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 4096;
 		uint32_t *v = realloc(p->edges, cap * sizeof(*v));
+		hs_vector_hugepages(v, cap * sizeof(*v));
 		if (!v)
 			return false;
 		p->edges = v;
@@ -375,6 +378,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		goto fail;
 	g->n = (uint32_t)heap->nallocs;
 	g->offsets = malloc(((size_t)g->n + 1) * sizeof(*g->offsets));
+	hs_vector_hugepages(g->offsets, ((size_t)g->n + 1) * sizeof(*g->offsets));
 	if (rules && rules->enabled) {
 		g->rules = rules;
 		g->rule_of = calloc((size_t)g->n + 1, 1);

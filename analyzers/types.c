@@ -625,6 +625,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	err = &hs_error_nomem;
 	t->nallocs = graph->n;
 	t->type_of = malloc(((size_t)graph->n + 1) * sizeof(uint32_t));
+	hs_vector_hugepages(t->type_of, ((size_t)graph->n + 1) * sizeof(uint32_t));
 	c.from = calloc((size_t)graph->n + 1, 1);
 	c.inner_seen = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
 	t->cookie = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
