@@ -269,6 +269,28 @@ void hs_cli_learned_text(const struct hs_results *res)
 
 enum { SHARER_VISITS = 1 << 16 };
 
+/* One pass over the edges into the walked blocks, the last source first:
+ * counts them per row (pred NULL), or files each source at the end of its
+ * row, which leaves every row in the order of its predecessors. */
+static void walked_pass(const struct hs_retain *r, const struct hs_graph *g,
+			const struct hs_rankset *walked, uint32_t *off, uint32_t *pred)
+{
+	for (uint32_t v = r->tree->n; v-- > 0;) {
+		const uint32_t *p, *e;
+		uint32_t shift;
+		hs_retain_succ(r, g, v, &p, &e, &shift);
+		for (; p < e; p++) {
+			uint32_t k = hs_rankset_index(walked, HS_EDGE_ID(*p) + shift);
+			if (k == HS_RANK_NONE)
+				continue;
+			if (pred)
+				pred[--off[k]] = v;
+			else
+				off[k]++;
+		}
+	}
+}
+
 struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *nodes,
 				size_t n, struct hs_sharers *out)
 {
@@ -301,16 +323,7 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	off = calloc((size_t)nw + 1, sizeof(*off));
 	if (!off)
 		goto out;
-	for (uint32_t v = 0; v < nn; v++) {
-		const uint32_t *p, *e;
-		uint32_t shift;
-		hs_retain_succ(r, g, v, &p, &e, &shift);
-		for (; p < e; p++) {
-			uint32_t k = hs_rankset_index(&walked, HS_EDGE_ID(*p) + shift);
-			if (k != HS_RANK_NONE)
-				off[k]++;
-		}
-	}
+	walked_pass(r, g, &walked, off, NULL);
 	for (uint32_t k = 1; k < nw; k++)
 		off[k] += off[k - 1];
 	off[nw] = nw ? off[nw - 1] : 0;
@@ -320,18 +333,7 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	root_mark = calloc(r->base, sizeof(*root_mark));
 	if (!pred || !queue || !seen || !root_mark)
 		goto out;
-	/* each row in the order of its predecessors: filled from its end,
-	 * the last predecessor first */
-	for (uint32_t v = nn; v-- > 0;) {
-		const uint32_t *p, *e;
-		uint32_t shift;
-		hs_retain_succ(r, g, v, &p, &e, &shift);
-		for (; p < e; p++) {
-			uint32_t k = hs_rankset_index(&walked, HS_EDGE_ID(*p) + shift);
-			if (k != HS_RANK_NONE)
-				pred[--off[k]] = v;
-		}
-	}
+	walked_pass(r, g, &walked, off, pred);
 	err = NULL;
 	/* backwards from each block: a root, or a block a root holds alone,
 	 * names a sharer; a block held by several roots is walked through */
