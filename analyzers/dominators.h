@@ -58,7 +58,7 @@ struct hs_domtree {
  * has rows for those only; 8 with two threads) and 4 per such edge; the
  * DFS stack grows with the number of branching nodes on the deepest path,
  * not with n.  While the results are filled in, 4 bytes per node beside
- * them.  Results: 4 bytes per node (idom) and 0.19 for the set of inner
+ * them.  Results: 4 bytes per node (idom) and 0.25 for the set of inner
  * nodes, plus 12 bytes per node that dominates another (on a heap, the
  * heads of lists and trees and their inner nodes, not the leaves). */
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,

@@ -130,7 +130,7 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 /* Once the types are final (after hs_types_infer, or when there is no
  * inference): keeps the types of the typed allocations alone, and the
  * inference's flags of the inferred ones (on the bench core, 4 bytes and
- * 1 byte per allocation become 2.4 and 0.2).  On failure (out of memory)
+ * 1 byte per allocation become 2.4 and 0.3).  On failure (out of memory)
  * the types stay as they were. */
 struct hs_error *hs_types_pack(struct hs_types *t);
 

@@ -1,9 +1,8 @@
 /* A set of ids in [0, n) as a bitmap with a rank directory: membership
  * and a member's index among the members (its rank, in id order) in O(1),
- * in 1.5 bits per id of the range (a bit, and 32 bits of rank per 64
- * ids), where an array of indices would take 32.  For per-id data that
- * only a part of the ids has: the data goes in an array of `count`
- * entries, indexed by rank.
+ * in 2 bits per id of the range, where an array of indices would take 32.
+ * For per-id data that only a part of the ids has: the data goes in an
+ * array of `count` entries, indexed by rank.
  *
  *   struct hs_rankset s;
  *   if ((err = hs_rankset_init(&s, n))) ...
@@ -11,6 +10,10 @@
  *   hs_rankset_finish(&s);                 (then no more adds)
  *   uint32_t k = hs_rankset_index(&s, id); (HS_RANK_NONE if not a member)
  *   hs_rankset_fini(&s);
+ *
+ * Each 64-bit word holds the bits of 32 ids and, above them, how many
+ * members the words before it hold: a lookup reads one word, which
+ * matters where the lookups are random (the dominators, the types).
  *
  * Base layer: includes nothing above it.
  */
@@ -27,66 +30,70 @@
 #define HS_RANK_NONE UINT32_MAX
 
 struct hs_rankset {
-	uint64_t *bits;         /* n bits */
-	uint32_t *rank;         /* per word of bits: members in the words before */
+	uint64_t *w;            /* per 32 ids: their bits, then (<< 32) the rank */
 	size_t nwords;
 	uint32_t count;         /* members (after hs_rankset_finish) */
 };
 
+/* The members among the low 32 bits of a word.  Without the popcnt
+ * instruction (the baseline x86-64 target) __builtin_popcount is a call
+ * into libgcc, which costs more in these lookups than a few operations. */
+static inline uint32_t hs_popcount32(uint32_t x)
+{
+#ifdef __POPCNT__
+	return (uint32_t)__builtin_popcount(x);
+#else
+	x -= (x >> 1) & 0x55555555u;
+	x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+	x = (x + (x >> 4)) & 0x0f0f0f0fu;
+	return (x * 0x01010101u) >> 24;
+#endif
+}
+
 /* An empty set over [0, n), n < 2^32. */
 static inline struct hs_error *hs_rankset_init(struct hs_rankset *s, size_t n)
 {
-	s->nwords = n / 64 + 1;
+	s->nwords = n / 32 + 1;
 	s->count = 0;
-	s->bits = calloc(s->nwords, sizeof(uint64_t));
-	s->rank = malloc(s->nwords * sizeof(uint32_t));
-	if (!s->bits || !s->rank) {
-		free(s->bits);
-		free(s->rank);
-		s->bits = NULL;
-		s->rank = NULL;
-		return &hs_error_nomem;
-	}
-	return NULL;
+	s->w = calloc(s->nwords, sizeof(uint64_t));
+	return s->w ? NULL : &hs_error_nomem;
 }
 
 static inline void hs_rankset_add(struct hs_rankset *s, uint32_t id)
 {
-	s->bits[id / 64] |= 1ull << (id % 64);
+	s->w[id / 32] |= 1ull << (id % 32);
 }
 
 /* Counts the members and fills the rank directory. */
 static inline void hs_rankset_finish(struct hs_rankset *s)
 {
 	uint32_t r = 0;
-	for (size_t w = 0; w < s->nwords; w++) {
-		s->rank[w] = r;
-		r += (uint32_t)__builtin_popcountll(s->bits[w]);
+	for (size_t i = 0; i < s->nwords; i++) {
+		uint32_t bits = (uint32_t)s->w[i];
+		s->w[i] = (uint64_t)r << 32 | bits;
+		r += hs_popcount32(bits);
 	}
 	s->count = r;
 }
 
 static inline bool hs_rankset_has(const struct hs_rankset *s, uint32_t id)
 {
-	return s->bits[id / 64] >> (id % 64) & 1;
+	return s->w[id / 32] >> (id % 32) & 1;
 }
 
 /* id's index among the members, HS_RANK_NONE when it is not one. */
 static inline uint32_t hs_rankset_index(const struct hs_rankset *s, uint32_t id)
 {
-	uint64_t w = s->bits[id / 64];
-	if (!(w >> (id % 64) & 1))
+	uint64_t w = s->w[id / 32];
+	if (!(w >> (id % 32) & 1))
 		return HS_RANK_NONE;
-	return s->rank[id / 64] +
-	       (uint32_t)__builtin_popcountll(w & ((1ull << (id % 64)) - 1));
+	return (uint32_t)(w >> 32) + hs_popcount32((uint32_t)w & ((1u << (id % 32)) - 1));
 }
 
 static inline void hs_rankset_fini(struct hs_rankset *s)
 {
-	free(s->bits);
-	free(s->rank);
-	s->bits = NULL;
-	s->rank = NULL;
+	free(s->w);
+	s->w = NULL;
 }
 
 #endif
