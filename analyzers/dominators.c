@@ -41,37 +41,58 @@ struct pred_part {
 	uint64_t m;
 };
 
+/* One edge of pred_pass: source number i, target w. */
+static inline void pred_edge(struct pred_part *pp, uint32_t i, uint32_t w)
+{
+	if (pp->parent[w] == i)
+		return;
+	/* the DFS saw this edge reach a node it had seen: w is in the set */
+	uint32_t k = hs_rankset_index(pp->into, w);
+	if (pp->radj)
+		pp->radj[--pp->cnt[k]] = i;
+	else
+		pp->cnt[k]++;
+	pp->m++;
+}
+
 /* One pass over a part's edges, DFS tree edges left out: counts them per
- * target (radj NULL), or files each source number in its target's row. */
+ * target (radj NULL), or files each source number in its target's row.
+ * The tail's rows are read in order, their targets' numbers, parents and
+ * rows are scattered: they are asked for a few edges ahead. */
 static void *pred_pass(void *arg)
 {
+	enum { AHEAD = 8 };
 	struct pred_part *pp = arg;
-	const uint32_t *num = pp->num, *parent = pp->parent;
-	const struct hs_rankset *into = pp->into;
-	uint32_t *cnt = pp->cnt, *radj = pp->radj;
-	uint64_t m = 0;
-	for (uint32_t v = pp->from; v < pp->to; v++) {
+	const struct hs_domgraph *g = pp->g;
+	const uint32_t *num = pp->num;
+	pp->m = 0;
+	uint32_t v = pp->from;
+	for (; v < pp->to && v < g->na; v++) {
 		uint32_t i = num[v];
 		if (!i)
 			continue;
-		const uint32_t *p, *e;
-		uint32_t shift, mask;
-		succ(pp->g, v, &p, &e, &shift, &mask);
-		for (; p < e; p++) {
-			uint32_t w = num[(*p & mask) + shift];
-			if (parent[w] == i)
-				continue;
-			/* the DFS saw this edge reach a node it had seen:
-			 * w is in the set */
-			uint32_t k = hs_rankset_index(into, w);
-			if (radj)
-				radj[--cnt[k]] = i;
-			else
-				cnt[k]++;
-			m++;
-		}
+		for (uint32_t x = g->head_off[v]; x < g->head_off[v + 1]; x++)
+			pred_edge(pp, i, num[g->head_adj[x]]);
 	}
-	pp->m = m;
+	if (v >= pp->to)
+		return NULL;
+	const uint32_t *off = g->tail_off, *adj = g->tail_adj;
+	uint32_t mask = g->tail_mask, na = g->na;
+	uint32_t k = v - na, end = off[pp->to - na];
+	for (uint32_t x = off[k]; x < end; x++) {
+		if (x + 2 * AHEAD < end)
+			__builtin_prefetch(&num[(adj[x + 2 * AHEAD] & mask) + na]);
+		if (x + AHEAD < end) {
+			uint32_t w = num[(adj[x + AHEAD] & mask) + na];
+			__builtin_prefetch(&pp->parent[w]);
+			__builtin_prefetch(&pp->into->w[w / 32]);
+		}
+		while (off[k + 1] <= x)
+			k++;
+		uint32_t i = num[k + na];
+		if (i)
+			pred_edge(pp, i, num[(adj[x] & mask) + na]);
+	}
 	return NULL;
 }
 
@@ -465,47 +486,79 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	for (uint32_t v = 0; v < n; v++)
 		t->idom[v] = HS_DOM_NONE;
-	for (uint32_t i = 1; i <= nr; i++)
-		t->idom[vertex[i]] = vertex[i == 1 ? 1 : idom[i]];
-	free(idom);
-	idom = NULL;
 	/* the inner nodes: those that dominate another */
 	if ((err = hs_rankset_init(&t->inner, n)))
 		goto out;
 	err = &hs_error_nomem;
-	for (uint32_t v = 0; v < n; v++) {
-		uint32_t d = t->idom[v];
-		if (d != HS_DOM_NONE && d != v)
-			hs_rankset_add(&t->inner, d);
+	t->idom[vertex[1]] = vertex[1];
+	for (uint32_t i = 2; i <= nr; i++) {
+		uint32_t d = vertex[idom[i]];
+		t->idom[vertex[i]] = d;
+		hs_rankset_add(&t->inner, d);
 	}
+	free(idom);
+	idom = NULL;
 	hs_rankset_finish(&t->inner);
 	uint32_t ninner = t->inner.count;
-	t->inner_retained = malloc(((size_t)ninner + 1) * sizeof(uint64_t));
-	t->inner_count = malloc(((size_t)ninner + 1) * sizeof(uint32_t));
+	t->inner_retained = calloc((size_t)ninner + 1, sizeof(uint64_t));
+	t->inner_count = calloc((size_t)ninner + 1, sizeof(uint32_t));
 	if (!t->inner_retained || !t->inner_count)
 		goto out;
 	t->weight = weight;
 	t->warg = warg;
-	/* own sizes in node order: the weights are read in the order they
-	 * are stored; then each node's sum goes to its dominator, children
-	 * before parents (reverse preorder) */
+	uint64_t *ret_of = t->inner_retained;
+	uint32_t *cnt_of = t->inner_count;
+	const uint32_t *tidom = t->idom;
+	const struct hs_rankset *inner = &t->inner;
+	/* own sizes in node order (the weights are read in the order they
+	 * are stored): an inner node's to its own sum, any other reached
+	 * node's to its dominator's.  The sums the next nodes add to are
+	 * asked for ahead: they are scattered. */
+	enum { AHEAD = 16 };
 	for (uint32_t v = 0, k = 0; v < n; v++) {
-		if (hs_rankset_has(&t->inner, v)) {
-			t->inner_retained[k] = weight ? weight(warg, v) : 1;
-			t->inner_count[k++] = 1;
+		if (v + 2 * AHEAD < n && tidom[v + 2 * AHEAD] != HS_DOM_NONE)
+			__builtin_prefetch(&inner->w[tidom[v + 2 * AHEAD] / 32]);
+		if (v + AHEAD < n && tidom[v + AHEAD] != HS_DOM_NONE) {
+			uint32_t kd = hs_rankset_index(inner, tidom[v + AHEAD]);
+			if (kd != HS_RANK_NONE) {
+				__builtin_prefetch(&ret_of[kd], 1);
+				__builtin_prefetch(&cnt_of[kd], 1);
+			}
 		}
+		uint32_t d = tidom[v];
+		uint32_t kv = hs_rankset_has(inner, v) ? k++ : HS_RANK_NONE;
+		if (d == HS_DOM_NONE)
+			continue;
+		uint32_t kd = kv != HS_RANK_NONE || d == v ? kv : hs_rankset_index(inner, d);
+		if (kd == HS_RANK_NONE)
+			continue;  /* the entry, dominating nothing */
+		ret_of[kd] += weight ? weight(warg, v) : 1;
+		cnt_of[kd]++;
 	}
+	/* then each inner node's sum goes to its dominator, children before
+	 * parents (reverse preorder) */
 	for (uint32_t w = nr; w >= 2; w--) {
-		uint32_t v = vertex[w];
-		uint32_t kd = hs_rankset_index(&t->inner, t->idom[v]);
-		uint32_t kv = hs_rankset_index(&t->inner, v);
-		if (kv != HS_RANK_NONE) {
-			t->inner_retained[kd] += t->inner_retained[kv];
-			t->inner_count[kd] += t->inner_count[kv];
-		} else {
-			t->inner_retained[kd] += weight ? weight(warg, v) : 1;
-			t->inner_count[kd]++;
+		if (w >= 2 + 2 * AHEAD) {
+			uint32_t x = vertex[w - 2 * AHEAD];
+			__builtin_prefetch(&tidom[x]);
+			__builtin_prefetch(&inner->w[x / 32]);
 		}
+		if (w >= 2 + AHEAD) {
+			uint32_t x = vertex[w - AHEAD];
+			uint32_t kx = hs_rankset_index(inner, x);
+			if (kx != HS_RANK_NONE) {
+				__builtin_prefetch(&ret_of[kx]);
+				__builtin_prefetch(&cnt_of[kx]);
+				__builtin_prefetch(&inner->w[tidom[x] / 32]);
+			}
+		}
+		uint32_t v = vertex[w];
+		uint32_t kv = hs_rankset_index(inner, v);
+		if (kv == HS_RANK_NONE)
+			continue;
+		uint32_t kd = hs_rankset_index(inner, tidom[v]);
+		ret_of[kd] += ret_of[kv];
+		cnt_of[kd] += cnt_of[kv];
 	}
 	err = NULL;
 out:

@@ -222,7 +222,17 @@ struct hs_error *hs_retain_largest_children(const struct hs_retain *r, uint32_t 
 	if (!largest)
 		return &hs_error_nomem;
 	memset(largest, 0xff, ((size_t)t->inner.count + 1) * sizeof(uint32_t));
+	/* the nodes in order, their dominators scattered: what the next
+	 * ones need is asked for ahead */
+	enum { AHEAD = 16 };
 	for (uint32_t v = 1; v < t->n; v++) {
+		if (v + 2 * AHEAD < t->n && t->idom[v + 2 * AHEAD] != HS_DOM_NONE)
+			__builtin_prefetch(&t->inner.w[t->idom[v + 2 * AHEAD] / 32]);
+		if (v + AHEAD < t->n && t->idom[v + AHEAD] != HS_DOM_NONE) {
+			uint32_t k = hs_rankset_index(&t->inner, t->idom[v + AHEAD]);
+			if (k != HS_RANK_NONE)
+				__builtin_prefetch(&largest[k], 1);
+		}
 		uint32_t p = t->idom[v];
 		if (p == HS_DOM_NONE || p == v)
 			continue;
