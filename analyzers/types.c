@@ -675,46 +675,47 @@ void hs_types_destroy(struct hs_types *t)
 	free(t);
 }
 
+HS_VECTOR(u32_vector, uint32_t)
+HS_VECTOR(u8_vector, uint8_t)
+
 struct hs_error *hs_types_pack(struct hs_types *t)
 {
 	if (t->packed)
 		return NULL;
 	uint32_t n = t->nallocs;
 	struct hs_rankset typed = {0}, inf = {0};
-	uint32_t *types = NULL;
-	uint8_t *flags = NULL;
-	struct hs_error *err = hs_rankset_init(&typed, n);
-	if (err || (t->inferred && (err = hs_rankset_init(&inf, n))))
+	/* one pass; the counts kept along the way size the arrays */
+	struct u32_vector types = {0};
+	struct u8_vector flags = {0};
+	struct hs_error *err;
+	if ((err = hs_rankset_init(&typed, n)) ||
+	    (t->inferred && (err = hs_rankset_init(&inf, n))) ||
+	    (err = u32_vector_reserve(&types, t->typed + 1)) ||
+	    (t->inferred &&
+	     (err = u8_vector_reserve(&flags, t->inferred_sure + t->inferred_guess + 1))))
 		goto fail;
 	for (uint32_t id = 0; id < n; id++) {
-		if (t->type_of[id] != HS_NO_TYPE)
+		if (t->type_of[id] != HS_NO_TYPE) {
 			hs_rankset_add(&typed, id);
-		if (t->inferred && t->inferred[id])
+			if ((err = u32_vector_push(&types, t->type_of[id])))
+				goto fail;
+		}
+		if (t->inferred && t->inferred[id]) {
 			hs_rankset_add(&inf, id);
+			if ((err = u8_vector_push(&flags, t->inferred[id])))
+				goto fail;
+		}
 	}
 	hs_rankset_finish(&typed);
-	err = &hs_error_nomem;
-	types = malloc(((size_t)typed.count + 1) * sizeof(*types));
-	if (!types)
-		goto fail;
-	if (t->inferred) {
-		hs_rankset_finish(&inf);
-		if (!(flags = malloc((size_t)inf.count + 1)))
-			goto fail;
-	}
-	for (uint32_t id = 0, k = 0, j = 0; id < n; id++) {
-		if (t->type_of[id] != HS_NO_TYPE)
-			types[k++] = t->type_of[id];
-		if (flags && t->inferred[id])
-			flags[j++] = t->inferred[id];
-	}
 	free(t->type_of);
 	t->type_of = NULL;
 	t->typed_set = typed;
-	t->typed_type = types;
+	/* (the vectors' capacities are powers of two: give back the rest) */
+	t->typed_type = realloc(types.v, (types.n + 1) * sizeof(uint32_t)) ?: types.v;
 	if (t->inferred) {
+		hs_rankset_finish(&inf);
 		free(t->inferred);
-		t->inferred = flags;
+		t->inferred = realloc(flags.v, flags.n + 1) ?: flags.v;
 		t->inferred_set = inf;
 	}
 	t->packed = true;
@@ -722,8 +723,8 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 fail:
 	hs_rankset_fini(&typed);
 	hs_rankset_fini(&inf);
-	free(types);
-	free(flags);
+	u32_vector_free(&types);
+	u8_vector_free(&flags);
 	return err;
 }
 
