@@ -25,14 +25,9 @@ void hs_log_fini(struct hs_log *log)
 	log->nkept = 0;
 }
 
-void hs_log_warn(struct hs_log *log, const char *fmt, ...)
+/* Counts, echoes and keeps msg (NULL: memory ran out for it); takes it. */
+static void emit(struct hs_log *log, char *msg)
 {
-	char *msg = NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
-	va_end(ap);
 	log->nwarnings++;
 	if (log->stream) {
 		/* a warning names paths and symbols from the core: never
@@ -46,6 +41,62 @@ void hs_log_warn(struct hs_log *log, const char *fmt, ...)
 		log->kept[log->nkept++] = msg;
 	else
 		free(msg);
+}
+
+/* msg to the latest hold, else through the log; takes it. */
+static void warn_msg(struct hs_log *log, char *msg)
+{
+	struct hs_log_held *h = log->held;
+	if (!h) {
+		emit(log, msg);
+		return;
+	}
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 16;
+		char **v = realloc(h->msgs, cap * sizeof(*v));
+		if (!v) {
+			/* not held: given now, out of order rather than lost */
+			emit(log, msg);
+			return;
+		}
+		h->msgs = v;
+		h->cap = cap;
+	}
+	h->msgs[h->n++] = msg;
+}
+
+void hs_log_warn(struct hs_log *log, const char *fmt, ...)
+{
+	char *msg = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	warn_msg(log, msg);
+}
+
+void hs_log_hold(struct hs_log *log, struct hs_log_held *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->outer = log->held;
+	log->held = h;
+}
+
+void hs_log_release(struct hs_log *log, bool replay)
+{
+	struct hs_log_held *h = log->held;
+	if (!h)
+		return;
+	log->held = h->outer;
+	for (size_t i = 0; i < h->n; i++) {
+		if (replay)
+			warn_msg(log, h->msgs[i]);
+		else
+			free(h->msgs[i]);
+	}
+	free(h->msgs);
+	memset(h, 0, sizeof(*h));
 }
 
 static double now(void)

@@ -30,6 +30,14 @@ struct hs_log {
 	size_t nwarnings;      /* all warnings, kept or not */
 	size_t nkept;
 	char *kept[HS_LOG_KEEP];
+	struct hs_log_held *held;  /* hs_log_hold */
+};
+
+/* Warnings held back (hs_log_hold), all of them, in order. */
+struct hs_log_held {
+	char **msgs;            /* NULL: a warning memory ran out for */
+	size_t n, cap;
+	struct hs_log_held *outer;  /* the hold this one is within */
 };
 
 void hs_log_init(struct hs_log *log, FILE *stream, bool progress);
@@ -45,5 +53,12 @@ void hs_log_warn(struct hs_log *log, const char *fmt, ...)
 void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
 		     uint64_t done, uint64_t total);
 void hs_log_progress_end(struct hs_log *log);
+/* From now on the log's warnings go to h instead of being counted, echoed
+ * and kept, for work that may be thrown away; progress still shows.
+ * hs_log_release ends the latest hold: with replay, its warnings then go
+ * through the log in their order, as if they were given then (into the
+ * hold it was within, if any); without, they are dropped. */
+void hs_log_hold(struct hs_log *log, struct hs_log_held *h);
+void hs_log_release(struct hs_log *log, bool replay);
 
 #endif
