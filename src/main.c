@@ -779,8 +779,9 @@ static int run(int argc, char **argv)
 		free(cli.cores);
 		return rc;
 	}
-	/* info lists every module with where its debug info came from */
-	cli.opts.all_debug = cmd->run == hs_cmd_info;
+	/* info lists every module with where its debug info came from, and
+	 * reads only the heap's totals */
+	cli.opts.all_debug = cli.opts.totals_only = cmd->run == hs_cmd_info;
 	struct hs_snapshot *snap;
 	double t_start = hs_now();
 	struct hs_error *err = hs_snapshot_open(cli.core, &cli.opts, &snap);

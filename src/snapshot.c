@@ -106,6 +106,34 @@ const struct hs_error *hs_snapshot_dwarf(struct hs_snapshot *snap,
 
 static unsigned worker_threads(const struct hs_snapshot *snap);
 
+/* The backend's walk into snap->heap.  With totals_only the walk may
+ * leave the blocks uncounted; when its heap cannot vouch for their order
+ * (hs_heap.needs_blocks) the walk is done again keeping them, and the
+ * first walk's warnings are dropped: they come again. */
+static struct hs_error *walk_heap(struct hs_snapshot *snap,
+				  const struct hs_backend *b, struct hs_dwarf *dw)
+{
+	struct hs_walk_options o = {
+		.totals_only = snap->opts.totals_only,
+		.threads = worker_threads(snap) > 1,
+	};
+	struct hs_log_held held;
+	if (o.totals_only)
+		hs_log_hold(&snap->log, &held);
+	struct hs_error *err = b->walk(snap->core, dw, &snap->log, &o, &snap->heap);
+	if (!o.totals_only)
+		return err;
+	bool again = !err && snap->heap->needs_blocks;
+	hs_log_release(&snap->log, !again);
+	if (!again)
+		return err;
+	hs_heap_destroy(snap->heap);
+	snap->heap = NULL;
+	hs_dwarf_preload_wait(dw);  /* dw back, if the walk lent it */
+	o.totals_only = false;
+	return b->walk(snap->core, dw, &snap->log, &o, &snap->heap);
+}
+
 const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 					const struct hs_heap **ret)
 {
@@ -125,8 +153,7 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 			if (snap->opts.all_debug && worker_threads(snap) > 1)
 				hs_dwarf_preload_arm(dw);
 			if (b || !(snap->heap_err = hs_backend_find(dw, &b)))
-				snap->heap_err = b->walk(snap->core, dw, &snap->log,
-							 &snap->heap);
+				snap->heap_err = walk_heap(snap, b, dw);
 			hs_dwarf_preload_wait(dw);
 			snap->t_heap = hs_now() - t0;
 		}
@@ -142,6 +169,14 @@ static struct hs_error *copy_error(const struct hs_error *err)
 	return hs_error_create(err->code, "%s", err->message);
 }
 
+/* A stage that reads blocks, asked of a snapshot opened for totals only
+ * (hs_options.totals_only): the caller's mistake. */
+static struct hs_error *totals_only_error(void)
+{
+	return hs_error_create(HS_ERR_USAGE,
+			       "the heap was walked for its totals only (hs_options.totals_only): its blocks are not kept");
+}
+
 const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 					 const struct hs_roots **ret)
 {
@@ -153,6 +188,8 @@ const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 		if ((e = hs_snapshot_dwarf(snap, &dw)) ||
 		    (e = hs_snapshot_heap(snap, &heap))) {
 			snap->roots_err = copy_error(e);
+		} else if (heap->totals_only) {
+			snap->roots_err = totals_only_error();
 		} else {
 			struct hs_roots_options o = {
 				.unexplained = !snap->opts.no_unexplained,
@@ -188,6 +225,8 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 		const struct hs_error *e = hs_snapshot_heap(snap, &heap);
 		if (e) {
 			snap->graph_err = copy_error(e);
+		} else if (heap->totals_only) {
+			snap->graph_err = totals_only_error();
 		} else {
 			unsigned n = worker_threads(snap);
 			{

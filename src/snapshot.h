@@ -39,6 +39,10 @@ struct hs_options {
 	 * modules): with more than one thread, it is loaded while the heap is
 	 * walked (hs_dwarf_idle). */
 	bool all_debug;
+	/* The caller reads only the heap's totals, no block (info): the walk
+	 * may count the blocks without keeping them (hs_walk_options).  No
+	 * stage after the heap can be asked for. */
+	bool totals_only;
 	/* The allocator to walk, instead of the one the registry detects
 	 * (analyzers/alloc/backend.h): a backend of the caller's own, such
 	 * as the unit tests' toy allocator.  NULL: detect. */

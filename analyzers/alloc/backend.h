@@ -38,10 +38,13 @@ struct hs_backend {
 	 * (no walk); *lib: the module that holds it.  NULL: the default, tried
 	 * last, whose walk says what it could not find. */
 	bool (*detect)(struct hs_dwarf *dw, struct hs_module **lib);
-	/* Every block into a new heap (hs_heap_create with this backend).
-	 * NULL: recognized, not read (the registry refuses it). */
+	/* Every block into a new heap (hs_heap_create with this backend),
+	 * as opts asks (NULL: the defaults; a walker may ignore what it
+	 * cannot do).  NULL: recognized, not read (the registry refuses it). */
 	struct hs_error *(*walk)(const struct hs_core *core, struct hs_dwarf *dw,
-				 struct hs_log *log, struct hs_heap **ret);
+				 struct hs_log *log,
+				 const struct hs_walk_options *opts,
+				 struct hs_heap **ret);
 	/* The allocator's own counters (heap->stats): members of info's
 	 * "allocator" object, and lines of info's text.  Either may be NULL. */
 	void (*stats_json)(struct hs_jsonw *w, const struct hs_heap *heap);

@@ -2017,7 +2017,9 @@ static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
 }
 
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
-			       struct hs_log *log, struct hs_heap **ret)
+			       struct hs_log *log,
+			       const struct hs_walk_options *opts,
+			       struct hs_heap **ret)
 {
 	struct gl g = {.core = core, .dw = dw, .log = log, .page = core->page_size,
 		       .special.core = core};
@@ -2027,6 +2029,8 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 	g.heap = hs_heap_create(&hs_glibc_backend);
 	if (!g.heap)
 		return &hs_error_nomem;
+	/* the walk reads no block back (cross_check counts as it goes) */
+	g.heap->totals_only = opts && opts->totals_only;
 	uint64_t mp_size;
 	struct hs_error *err = discover(&g, &mp_size);
 	if (!err) {

@@ -45,9 +45,12 @@ const struct hs_gl_layout *hs_glibc_row(struct hs_dwarf *dw,
 					struct hs_module *libc, bool *exact);
 
 /* The walk: discovery of libc's module, layouts, main_arena, mp_, version
- * and tcache TLS offset, then the walk proper over the core's memory. */
+ * and tcache TLS offset, then the walk proper over the core's memory.
+ * opts (may be NULL): hs_walk_options, both of them. */
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
-			       struct hs_log *log, struct hs_heap **ret);
+			       struct hs_log *log,
+			       const struct hs_walk_options *opts,
+			       struct hs_heap **ret);
 
 /* What discovery finds, given instead (internal: for the unit tests, whose
  * synthetic cores have no libc to discover it from). */

@@ -40,6 +40,7 @@ void hs_heap_destroy(struct hs_heap *heap)
 		return;
 	free(heap->allocs);
 	free(heap->runs);
+	free(heap->ends);
 	free(heap->arenas);
 	free(heap->regions);
 	free(heap->classes);
@@ -48,8 +49,31 @@ void hs_heap_destroy(struct hs_heap *heap)
 	free(heap);
 }
 
+/* A totals_only heap's run ends: the current run's kept, if it has a
+ * block, and a new one begun. */
+static struct hs_error *end_run(struct hs_heap *heap)
+{
+	if (!heap->run_blocks)
+		return NULL;
+	if (heap->nends == heap->endcap) {
+		struct hs_run_ends *v = hs_vector_grow(heap->ends, heap->nends,
+						       &heap->endcap, 1, sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		heap->ends = v;
+	}
+	heap->ends[heap->nends++] = heap->run;
+	heap->run_blocks = 0;
+	return NULL;
+}
+
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap)
 {
+	if (heap->totals_only) {
+		struct hs_error *err = end_run(heap);
+		if (err)
+			return err;
+	}
 	if (heap->nruns && heap->runs[heap->nruns - 1] == heap->nallocs)
 		return NULL;  /* previous run is empty: reuse it */
 	if (heap->nruns == heap->runcap) {
@@ -65,7 +89,7 @@ struct hs_error *hs_heap_begin_run(struct hs_heap *heap)
 
 struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
 {
-	if (n <= heap->cap)
+	if (n <= heap->cap || heap->totals_only)
 		return NULL;
 	struct hs_alloc *v = realloc(heap->allocs, n * sizeof(*v));
 	if (!v)
@@ -178,10 +202,36 @@ static bool scan(struct hs_heap *heap, size_t *overlap)
 	return sorted;
 }
 
+static int cmp_ends(const void *a, const void *b)
+{
+	const struct hs_run_ends *x = a, *y = b;
+	return x->first_addr < y->first_addr ? -1 : x->first_addr > y->first_addr;
+}
+
+/* hs_heap_finish of a totals_only heap: the runs in the order the blocks
+ * would be sorted in, each one's last block against the next one's first
+ * (the blocks within a run were checked as they came). */
+static struct hs_error *finish_totals(struct hs_heap *heap)
+{
+	struct hs_error *err = end_run(heap);
+	if (err)
+		return err;
+	hs_sort(heap->ends, heap->nends, sizeof(*heap->ends), cmp_ends);
+	for (size_t i = 1; i < heap->nends; i++) {
+		const struct hs_run_ends *p = &heap->ends[i - 1], *q = &heap->ends[i];
+		if (p->last_addr >= q->first_addr ||
+		    p->last_end > q->first_addr - q->first_header)
+			heap->needs_blocks = true;
+	}
+	return NULL;
+}
+
 struct hs_error *hs_heap_finish(struct hs_heap *heap)
 {
 	size_t n = heap->nallocs, overlap;
 	hs_sort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
+	if (heap->totals_only)
+		return finish_totals(heap);
 	if (scan(heap, &overlap))
 		goto check;
 	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));

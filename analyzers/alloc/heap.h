@@ -119,6 +119,12 @@ enum { HS_HEAP_MAX_FOUND = 6 };
 
 struct hs_backend;
 
+/* The first and the last block of a run, as far as hs_heap_finish looks
+ * at them (totals_only). */
+struct hs_run_ends {
+	uint64_t first_addr, first_header, last_addr, last_end;
+};
+
 struct hs_heap {
 	const struct hs_backend *backend;  /* analyzers/alloc/backend.h */
 	const char *allocator;      /* the backend's name: "glibc", "jemalloc" */
@@ -133,6 +139,18 @@ struct hs_heap {
 	/* Blocks and their usable bytes by place (hs_alloc.where), counted by
 	 * hs_heap_finish. */
 	uint64_t count_where[HS_WHERE_MAX], bytes_where[HS_WHERE_MAX];
+	/* Counted, not kept (hs_walk_options.totals_only, for a caller that
+	 * reads only totals): allocs stays empty while nallocs, count_where
+	 * and bytes_where count the blocks as they come, and the order and
+	 * overlaps hs_heap_finish checks are checked block by block within a
+	 * run and from the runs' ends between them.  needs_blocks: a check
+	 * failed, which only the blocks themselves can tell about: walk
+	 * again keeping them (the caller's part). */
+	bool totals_only, needs_blocks;
+	struct hs_run_ends run;         /* the current run's, once it has a block */
+	size_t run_blocks;
+	struct hs_run_ends *ends;       /* the runs' before it */
+	size_t nends, endcap;
 	size_t *runs;               /* start index of each sorted run */
 	size_t nruns, runcap;
 	struct hs_arena *arenas;
@@ -197,6 +215,14 @@ uint64_t hs_heap_size_class(const struct hs_heap *heap, uint64_t request);
 uint64_t hs_heap_slack(const struct hs_heap *heap, const struct hs_alloc *a);
 
 struct hs_heap *hs_heap_create(const struct hs_backend *backend);
+/* What a walk's caller asks of it (hs_backend.walk); NULL: the defaults. */
+struct hs_walk_options {
+	/* only totals are read: the walk may leave the blocks uncounted
+	 * (hs_heap.totals_only) */
+	bool totals_only;
+	/* the walk may use a thread of its own for part of its work */
+	bool threads;
+};
 /* Records how item was found (hs_found); detail is printf-formatted. */
 __attribute__((format(printf, 4, 5)))
 void hs_heap_found(struct hs_heap *h, const char *item, const char *how,
@@ -206,12 +232,33 @@ void hs_heap_destroy(struct hs_heap *heap);
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap);
 /* hs_heap_add when the table is full or no run was begun. */
 struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc *a);
+/* hs_heap_add of a totals_only heap. */
+static inline void hs_heap_count(struct hs_heap *heap, const struct hs_alloc *a)
+{
+	uint64_t header = heap->places[a->where].header;
+	struct hs_run_ends *r = &heap->run;
+	if (!heap->run_blocks++) {
+		r->first_addr = a->addr;
+		r->first_header = header;
+	} else if (r->last_addr >= a->addr || r->last_end > a->addr - header) {
+		heap->needs_blocks = true;  /* out of order, or overlapping */
+	}
+	r->last_addr = a->addr;
+	r->last_end = a->addr + a->size;
+	heap->count_where[a->where]++;
+	heap->bytes_where[a->where] += a->size;
+	heap->nallocs++;
+}
 /* Appends a to the current run (inline: walkers call it once a block). */
 static inline struct hs_error *hs_heap_add(struct hs_heap *heap,
 					   const struct hs_alloc *a)
 {
 	if (heap->nallocs < heap->cap && heap->nruns) {
 		heap->allocs[heap->nallocs++] = *a;
+		return NULL;
+	}
+	if (heap->totals_only) {
+		hs_heap_count(heap, a);
 		return NULL;
 	}
 	return hs_heap_add_slow(heap, a);

@@ -1392,8 +1392,10 @@ static struct hs_error *discover(struct je *j, struct hs_jemalloc_known *k,
 
 struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 				  struct hs_dwarf *dw, struct hs_log *log,
+				  const struct hs_walk_options *opts,
 				  struct hs_heap **ret)
 {
+	(void)opts;
 	struct je j = {.core = core, .dw = dw, .log = log};
 	if (!hs_jemalloc_detect(dw, &j.lib))
 		return hs_error_create(HS_ERR_NOT_FOUND, "no jemalloc in this core");

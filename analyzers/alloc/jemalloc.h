@@ -54,9 +54,11 @@ const struct hs_je_stats *hs_jemalloc_stats(const struct hs_heap *heap);
 bool hs_jemalloc_detect(struct hs_dwarf *dw, struct hs_module **lib);
 
 /* Finds what the walk needs from the core's modules (the library, its
- * layouts, its extent map, its threads' state), then walks. */
+ * layouts, its extent map, its threads' state), then walks.  opts: none
+ * of hs_walk_options is taken up (the blocks are always kept). */
 struct hs_error *hs_jemalloc_walk(const struct hs_core *core,
 				  struct hs_dwarf *dw, struct hs_log *log,
+				  const struct hs_walk_options *opts,
 				  struct hs_heap **ret);
 
 struct hs_je_layout;

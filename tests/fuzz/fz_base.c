@@ -168,7 +168,7 @@ void fz_base_load(struct fz_base *b, const char *file, fz_walk_fn walk)
 	struct hs_log log;
 	hs_log_init(&log, NULL, false);
 	struct hs_heap *heap;
-	err = walk(b->core, b->dw, &log, &heap);
+	err = walk(b->core, b->dw, &log, NULL, &heap);
 	b->core->trace = NULL;
 	if (err)
 		die("%s: the walk of the base core fails (is the allocator's debug info or library installed?): %s",
@@ -291,7 +291,7 @@ void fz_base_run(struct fz_base *bases, size_t nbases, const uint8_t *data,
 	struct hs_log log;
 	hs_log_init(&log, NULL, false);
 	struct hs_heap *heap = NULL;
-	struct hs_error *err = b->walk(b->core, b->dw, &log, &heap);
+	struct hs_error *err = b->walk(b->core, b->dw, &log, NULL, &heap);
 	if (getenv("HS_FUZZ_VERBOSE")) {
 		/* what an input does, for reading a corpus */
 		fprintf(stderr, "%s: %zu writes; %s%s\n", b->name, b->nundo,

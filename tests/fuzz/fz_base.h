@@ -45,6 +45,7 @@
 
 typedef struct hs_error *(*fz_walk_fn)(const struct hs_core *core,
 				       struct hs_dwarf *dw, struct hs_log *log,
+				       const struct hs_walk_options *opts,
 				       struct hs_heap **ret);
 
 struct fz_zone {

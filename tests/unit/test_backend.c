@@ -47,6 +47,7 @@ static const uint64_t BUMP_MAGIC = 0x50414548504d5542ull;  /* "BUMPHEAP" */
 
 static struct hs_error *bump_walk(const struct hs_core *core,
 				  struct hs_dwarf *dw, struct hs_log *log,
+				  const struct hs_walk_options *opts,
 				  struct hs_heap **ret);
 
 /* Its places: a block in use, a free one; each owns its 8-byte header. */
@@ -64,9 +65,11 @@ static const struct hs_backend bump_backend = {
 
 static struct hs_error *bump_walk(const struct hs_core *core,
 				  struct hs_dwarf *dw, struct hs_log *log,
+				  const struct hs_walk_options *opts,
 				  struct hs_heap **ret)
 {
 	(void)dw;
+	(void)opts;
 	const struct hs_core_segment *seg = NULL;
 	for (size_t i = 0; i < core->nsegs && !seg; i++) {
 		uint64_t magic;
@@ -79,6 +82,7 @@ static struct hs_error *bump_walk(const struct hs_core *core,
 	struct hs_heap *heap = hs_heap_create(&bump_backend);
 	if (!heap)
 		return &hs_error_nomem;
+	heap->totals_only = opts && opts->totals_only;
 	uint64_t base = seg->vaddr, used = 0;
 	struct hs_arena ar = {.addr = base, .system_mem = seg->memsz, .main = true};
 	struct hs_error *err = NULL;
@@ -123,6 +127,108 @@ static struct hs_error *bump_walk(const struct hs_core *core,
 fail:
 	hs_heap_destroy(heap);
 	return err;
+}
+
+/* "shuffle": bump's heap walked from its last block to its first, in one
+ * run, with a warning: a walker whose blocks come out of order, which a
+ * totals_only heap cannot vouch for (the snapshot walks it again keeping
+ * them; the warning is given once). */
+static struct hs_error *shuffle_walk(const struct hs_core *core,
+				     struct hs_dwarf *dw, struct hs_log *log,
+				     const struct hs_walk_options *opts,
+				     struct hs_heap **ret);
+static const struct hs_backend shuffle_backend = {
+	.name = "shuffle",
+	.places = bump_places,
+	.walk = shuffle_walk,
+};
+
+static struct hs_error *shuffle_walk(const struct hs_core *core,
+				     struct hs_dwarf *dw, struct hs_log *log,
+				     const struct hs_walk_options *opts,
+				     struct hs_heap **ret)
+{
+	struct hs_walk_options full = {0};
+	struct hs_heap *bump;
+	struct hs_error *err = bump_walk(core, dw, log, &full, &bump);
+	if (err)
+		return err;
+	struct hs_heap *heap = hs_heap_create(&shuffle_backend);
+	if (!heap) {
+		hs_heap_destroy(bump);
+		return &hs_error_nomem;
+	}
+	heap->totals_only = opts && opts->totals_only;
+	hs_log_warn(log, "shuffle: walked backwards");
+	size_t ai;
+	if (!(err = hs_heap_add_arena(heap, &bump->arenas[0], &ai)) &&
+	    !(err = hs_heap_begin_run(heap))) {
+		for (size_t i = bump->nallocs; i-- > 0 && !err;)
+			err = hs_heap_add(heap, &bump->allocs[i]);
+	}
+	if (!err)
+		err = hs_heap_finish(heap);
+	hs_heap_destroy(bump);
+	if (err) {
+		hs_heap_destroy(heap);
+		return err;
+	}
+	*ret = heap;
+	return NULL;
+}
+
+/* A totals_only heap counts what a full one keeps, and knows when the
+ * blocks' order and overlaps are beyond what it kept. */
+static void test_totals_only(void)
+{
+	static const struct hs_alloc blocks[] = {
+		{.addr = 0x1010, .size = 24, .where = BUMP_USED},
+		{.addr = 0x1030, .size = 40, .where = BUMP_FREE},
+		{.addr = 0x2010, .size = 24, .where = BUMP_USED},
+		{.addr = 0x2030, .size = 8, .where = BUMP_USED},
+	};
+	/* the runs: {0, 1} and {2, 3}; given in that order, then the other */
+	for (int order = 0; order < 2; order++) {
+		struct hs_heap *full = hs_heap_create(&bump_backend);
+		struct hs_heap *tot = hs_heap_create(&bump_backend);
+		tot->totals_only = true;
+		for (int r = 0; r < 2; r++) {
+			int run = order ? 1 - r : r;
+			CHECK(!hs_heap_begin_run(full) && !hs_heap_begin_run(tot));
+			for (int i = 2 * run; i < 2 * run + 2; i++)
+				CHECK(!hs_heap_add(full, &blocks[i]) &&
+				      !hs_heap_add(tot, &blocks[i]));
+		}
+		CHECK(!hs_heap_finish(full) && !hs_heap_finish(tot));
+		CHECK(tot->nallocs == full->nallocs && !tot->allocs);
+		CHECK(!memcmp(tot->count_where, full->count_where, sizeof(full->count_where)));
+		CHECK(!memcmp(tot->bytes_where, full->bytes_where, sizeof(full->bytes_where)));
+		CHECK(!tot->needs_blocks);
+		hs_heap_destroy(full);
+		hs_heap_destroy(tot);
+	}
+	/* out of order within a run, and overlapping (the second block's
+	 * header is in the first block): both need the blocks */
+	static const struct hs_alloc bad[][2] = {
+		{{.addr = 0x1030, .size = 8}, {.addr = 0x1010, .size = 8}},
+		{{.addr = 0x1010, .size = 32}, {.addr = 0x1030, .size = 8}},
+	};
+	for (int k = 0; k < 2; k++) {
+		struct hs_heap *tot = hs_heap_create(&bump_backend);
+		tot->totals_only = true;
+		CHECK(!hs_heap_begin_run(tot));
+		CHECK(!hs_heap_add(tot, &bad[k][0]) && !hs_heap_add(tot, &bad[k][1]));
+		CHECK(!hs_heap_finish(tot) && tot->needs_blocks);
+		hs_heap_destroy(tot);
+		/* the same two blocks in two runs: checked between the runs */
+		tot = hs_heap_create(&bump_backend);
+		tot->totals_only = true;
+		for (int i = 0; i < 2; i++)
+			CHECK(!hs_heap_begin_run(tot) && !hs_heap_add(tot, &bad[k][i]));
+		CHECK(!hs_heap_finish(tot));
+		CHECK(tot->needs_blocks == (k == 1));  /* runs are sorted by their first block */
+		hs_heap_destroy(tot);
+	}
 }
 
 /* ---- the program's memory ---- */
@@ -291,6 +397,39 @@ int main(void)
 		hs_snapshot_destroy(snap);
 	}
 	hs_error_destroy(err);
+
+	/* totals only (info): the same counts, no blocks, no later stage */
+	test_totals_only();
+	o.backend = &bump_backend;
+	o.totals_only = true;
+	err = hs_snapshot_open_memory("bump.core", bytes, len, &o, &snap);
+	CHECK(!err);
+	if (!err) {
+		e = hs_snapshot_heap(snap, &heap);
+		CHECK(!e && heap->totals_only && !heap->needs_blocks && !heap->allocs);
+		CHECK(!e && heap->nallocs == NBLOCKS &&
+		      heap->count_where[BUMP_USED] == NBLOCKS - 1 &&
+		      heap->count_where[BUMP_FREE] == 1 &&
+		      heap->bytes_where[BUMP_FREE] == sizes[G]);
+		const struct hs_mark *m2;
+		e = hs_snapshot_mark(snap, &m2);
+		CHECK(e && e->code == HS_ERR_USAGE);
+		hs_snapshot_destroy(snap);
+	}
+	hs_error_destroy(err);
+	/* blocks out of order: walked again keeping them, warned once */
+	o.backend = &shuffle_backend;
+	err = hs_snapshot_open_memory("bump.core", bytes, len, &o, &snap);
+	CHECK(!err);
+	if (!err) {
+		e = hs_snapshot_heap(snap, &heap);
+		CHECK(!e && !heap->totals_only && heap->nallocs == NBLOCKS);
+		CHECK(!e && heap->allocs && heap->allocs[0].addr == at[A]);
+		CHECK(snap->log.nwarnings == 1);
+		hs_snapshot_destroy(snap);
+	}
+	hs_error_destroy(err);
+	o.totals_only = false;
 
 	/* no bytes, or too few to be a core: an error, never a snapshot */
 	snap = NULL;
