@@ -38,6 +38,7 @@
 
 #include <capstone/capstone.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2000,20 +2001,194 @@ out:
 	return err;
 }
 
-/* Frees the walk's scratch; the heap to *ret, or destroyed on err. */
-static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
-				 struct hs_heap **ret)
+static void scratch_free(struct gl *g)
 {
 	specials_free(&g->special);
 	free(g->walked_bin);
 	free(g->walked_fast);
+	g->walked_bin = g->walked_fast = NULL;
 	ranges_free(&g->covered);
+}
+
+/* Frees the walk's scratch; the heap to *ret, or destroyed on err. */
+static struct hs_error *walk_end(struct gl *g, struct hs_error *err,
+				 struct hs_heap **ret)
+{
+	scratch_free(g);
 	if (err) {
 		hs_heap_destroy(g->heap);
 		return err;
 	}
 	*ret = g->heap;
 	return NULL;
+}
+
+/* ---- walking ahead of libc's DWARF ----
+ *
+ * libc's DWARF takes most of discovery (decompressing libc6-dbg's debug
+ * sections, 60 ms, and finding the malloc types among its units), and the
+ * walk needs only its layouts.  When heapsift's layout table has a row
+ * read from this very libc (the same build-id), the walk can start with
+ * the row while another thread reads the DWARF; then the two are
+ * compared.  The same layouts: the walk stands, and discovery reports
+ * what it would have (the DWARF's, or the row's when libc has no usable
+ * DWARF).  Other layouts: the walk is thrown away, warnings and all, and
+ * done again after discovery as usual.  Only with leave to use a thread
+ * (hs_walk_options.threads), the symbols main_arena and mp_, and an
+ * exact row.  Everything discovery does besides the DWARF (symbols, the
+ * version, the tcache's TLS offset) is done first, on this thread: only
+ * one thread uses dw at a time, and the walk proper reads only the core. */
+
+struct dwarf_ahead {
+	struct gl g;            /* its layouts: the DWARF's */
+	struct hs_error *err;   /* discovery would fail with it */
+	bool nodebug;           /* no usable DWARF: discovery takes the row */
+	pthread_t thread;
+};
+
+static void *dwarf_ahead_main(void *arg)
+{
+	struct dwarf_ahead *a = arg;
+	struct gl *g = &a->g;
+	hs_dwarf_check_debug(g->dw, g->libc);
+	if (g->libc->debug_source == HS_DEBUG_NONE) {
+		a->nodebug = true;
+	} else if ((a->err = load_layouts(g)) &&
+		   (a->err->code == HS_ERR_NO_DEBUGINFO || a->err->code == HS_ERR_NOT_FOUND)) {
+		hs_error_destroy(a->err);
+		a->err = NULL;
+		a->nodebug = true;
+	}
+	/* done with dw: the other modules' debug info, when asked for */
+	hs_dwarf_idle(g->dw);
+	return NULL;
+}
+
+/* Do a and b walk with the same layouts? */
+static bool same_layouts(const struct gl *a, const struct gl *b)
+{
+	const uint64_t x[] = {
+		a->ms_size, a->ms_flags, a->ms_fastbins, a->nfastbins, a->ms_top,
+		a->ms_bins, a->nbins, a->ms_next, a->ms_system_mem, a->ms_attached,
+		a->mc_size, a->mc_fd, a->mc_bk, a->hi_sizeof, a->hi_ar_ptr,
+		a->hi_prev, a->hi_size, a->mp_sbrk_base, a->mp_n_mmaps,
+		a->mp_mmapped_mem, a->mp_mmap_threshold, a->mp_sizeof,
+		a->has_hp_pagesize, a->has_hp_pagesize ? a->mp_hp_pagesize : 0,
+		a->has_tcache, a->has_tcache ? a->tc_counts : 0,
+		a->has_tcache ? a->tc_count_size : 0,
+		a->has_tcache ? a->tc_entries : 0, a->has_tcache ? a->tc_nbins : 0,
+		a->has_tcache ? a->tc_sizeof : 0,
+	};
+	const uint64_t y[] = {
+		b->ms_size, b->ms_flags, b->ms_fastbins, b->nfastbins, b->ms_top,
+		b->ms_bins, b->nbins, b->ms_next, b->ms_system_mem, b->ms_attached,
+		b->mc_size, b->mc_fd, b->mc_bk, b->hi_sizeof, b->hi_ar_ptr,
+		b->hi_prev, b->hi_size, b->mp_sbrk_base, b->mp_n_mmaps,
+		b->mp_mmapped_mem, b->mp_mmap_threshold, b->mp_sizeof,
+		b->has_hp_pagesize, b->has_hp_pagesize ? b->mp_hp_pagesize : 0,
+		b->has_tcache, b->has_tcache ? b->tc_counts : 0,
+		b->has_tcache ? b->tc_count_size : 0,
+		b->has_tcache ? b->tc_entries : 0, b->has_tcache ? b->tc_nbins : 0,
+		b->has_tcache ? b->tc_sizeof : 0,
+	};
+	return !memcmp(x, y, sizeof(x));
+}
+
+/* Discovery and walk as above into g; *done false: not tried, or thrown
+ * away (g is then as it was, dw back with its owner's caller). */
+static struct hs_error *walk_ahead(struct gl *g,
+				   const struct hs_walk_options *opts, bool *done)
+{
+	*done = false;
+	if (!opts || !opts->threads || !g->libc->build_id)
+		return NULL;
+	struct gl s = *g;
+	if (!find_main_arena(s.dw, s.libc, &s.main_arena, &s.mp))
+		return NULL;
+	char *ver = glibc_version(&s, NULL);
+	bool exact = false;
+	const struct hs_gl_layout *L = ver ?
+		hs_gl_layout_find(ver, s.libc->build_id, &exact) : NULL;
+	struct hs_error *err;
+	if (!L || !exact || (err = load_layouts_row(&s, L))) {
+		if (L && exact)
+			hs_error_destroy(err);
+		free(ver);
+		return NULL;
+	}
+	if (!(s.heap = hs_heap_create(&hs_glibc_backend))) {
+		free(ver);
+		return NULL;
+	}
+	s.heap->totals_only = g->heap->totals_only;
+	/* discovery's symbols and thread caches, as discover() does them */
+	uint64_t mp_size = 0;
+	hs_error_destroy(hs_dwarf_symbol(s.dw, s.libc, "mp_", NULL, &mp_size, NULL));
+	hs_heap_found(s.heap, "main_arena", "symbol", "libc+%#llx",
+		      (unsigned long long)(s.main_arena - s.libc->bias));
+	hs_heap_found(s.heap, "mp_", "symbol", "libc+%#llx",
+		      (unsigned long long)(s.mp - s.libc->bias));
+	s.safe_linking = version_at_least(ver, 2, 32);
+	if (s.has_tcache) {
+		s.tpoff_known = tcache_tpoff(&s, &s.tpoff);
+		if (s.tpoff_known)
+			hs_heap_found(s.heap, "tcache", "symbol", "TLS offset %lld",
+				      (long long)s.tpoff);
+		else
+			find_tpoff_by_code(&s);
+		if (!s.tpoff_known)
+			hs_heap_found(s.heap, "tcache", "not_found", NULL);
+	}
+	s.heap->version = ver;
+
+	struct dwarf_ahead *a = calloc(1, sizeof(*a));
+	if (!a) {
+		hs_heap_destroy(s.heap);
+		return NULL;
+	}
+	a->g = *g;
+	if (pthread_create(&a->thread, NULL, dwarf_ahead_main, a) != 0) {
+		free(a);
+		hs_heap_destroy(s.heap);
+		return NULL;
+	}
+	struct hs_log_held held;
+	hs_log_hold(s.log, &held);
+	err = walk(&s, mp_size);
+	pthread_join(a->thread, NULL);
+	bool keep = !a->err && (a->nodebug || same_layouts(&a->g, &s));
+	hs_log_release(s.log, keep);
+	if (!keep) {
+		hs_error_destroy(err);
+		scratch_free(&s);
+		hs_heap_destroy(s.heap);
+		hs_dwarf_preload_wait(g->dw);  /* dw back from the thread */
+		err = a->err;  /* discovery fails with it, before any walk */
+		free(a);
+		*done = err != NULL;
+		return err;
+	}
+	bool nodebug = a->nodebug;
+	free(a);
+	/* discovery reports how it found the layouts first */
+	struct hs_heap *h = s.heap;
+	struct hs_found rest[HS_HEAP_MAX_FOUND];
+	size_t n = h->nfound;
+	memcpy(rest, h->found, n * sizeof(*rest));
+	h->nfound = 0;
+	if (nodebug)
+		hs_heap_found(h, "layouts", "layout_row",
+			      "glibc %s, Debian %s, build-id %s", L->version,
+			      L->packages, L->build_id);
+	else
+		hs_heap_found(h, "layouts", "dwarf", "%s",
+			      s.libc->debug_path ? s.libc->debug_path : s.libc->name);
+	for (size_t i = 0; i < n && h->nfound < HS_HEAP_MAX_FOUND; i++)
+		h->found[h->nfound++] = rest[i];
+	hs_heap_destroy(g->heap);
+	*g = s;
+	*done = true;
+	return err;
 }
 
 struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
@@ -2031,11 +2206,15 @@ struct hs_error *hs_glibc_walk(const struct hs_core *core, struct hs_dwarf *dw,
 		return &hs_error_nomem;
 	/* the walk reads no block back (cross_check counts as it goes) */
 	g.heap->totals_only = opts && opts->totals_only;
-	uint64_t mp_size;
-	struct hs_error *err = discover(&g, &mp_size);
-	if (!err) {
-		hs_dwarf_idle(dw);  /* walk() reads only the core */
-		err = walk(&g, mp_size);
+	bool done;
+	struct hs_error *err = walk_ahead(&g, opts, &done);
+	if (!done) {
+		uint64_t mp_size;
+		err = discover(&g, &mp_size);
+		if (!err) {
+			hs_dwarf_idle(dw);  /* walk() reads only the core */
+			err = walk(&g, mp_size);
+		}
 	}
 	return walk_end(&g, err, ret);
 }
