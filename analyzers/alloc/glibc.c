@@ -2064,33 +2064,33 @@ static void *dwarf_ahead_main(void *arg)
 	return NULL;
 }
 
+enum { WALK_LAYOUT_FIELDS = 30 };
+
+/* The layout fields walk() reads, those a missing member leaves unused
+ * as 0. */
+static void walk_layout(const struct gl *g, uint64_t out[WALK_LAYOUT_FIELDS])
+{
+	const uint64_t v[WALK_LAYOUT_FIELDS] = {
+		g->ms_size, g->ms_flags, g->ms_fastbins, g->nfastbins, g->ms_top,
+		g->ms_bins, g->nbins, g->ms_next, g->ms_system_mem, g->ms_attached,
+		g->mc_size, g->mc_fd, g->mc_bk, g->hi_sizeof, g->hi_ar_ptr,
+		g->hi_prev, g->hi_size, g->mp_sbrk_base, g->mp_n_mmaps,
+		g->mp_mmapped_mem, g->mp_mmap_threshold, g->mp_sizeof,
+		g->has_hp_pagesize, g->has_hp_pagesize ? g->mp_hp_pagesize : 0,
+		g->has_tcache, g->has_tcache ? g->tc_counts : 0,
+		g->has_tcache ? g->tc_count_size : 0,
+		g->has_tcache ? g->tc_entries : 0, g->has_tcache ? g->tc_nbins : 0,
+		g->has_tcache ? g->tc_sizeof : 0,
+	};
+	memcpy(out, v, sizeof(v));
+}
+
 /* Do a and b walk with the same layouts? */
 static bool same_layouts(const struct gl *a, const struct gl *b)
 {
-	const uint64_t x[] = {
-		a->ms_size, a->ms_flags, a->ms_fastbins, a->nfastbins, a->ms_top,
-		a->ms_bins, a->nbins, a->ms_next, a->ms_system_mem, a->ms_attached,
-		a->mc_size, a->mc_fd, a->mc_bk, a->hi_sizeof, a->hi_ar_ptr,
-		a->hi_prev, a->hi_size, a->mp_sbrk_base, a->mp_n_mmaps,
-		a->mp_mmapped_mem, a->mp_mmap_threshold, a->mp_sizeof,
-		a->has_hp_pagesize, a->has_hp_pagesize ? a->mp_hp_pagesize : 0,
-		a->has_tcache, a->has_tcache ? a->tc_counts : 0,
-		a->has_tcache ? a->tc_count_size : 0,
-		a->has_tcache ? a->tc_entries : 0, a->has_tcache ? a->tc_nbins : 0,
-		a->has_tcache ? a->tc_sizeof : 0,
-	};
-	const uint64_t y[] = {
-		b->ms_size, b->ms_flags, b->ms_fastbins, b->nfastbins, b->ms_top,
-		b->ms_bins, b->nbins, b->ms_next, b->ms_system_mem, b->ms_attached,
-		b->mc_size, b->mc_fd, b->mc_bk, b->hi_sizeof, b->hi_ar_ptr,
-		b->hi_prev, b->hi_size, b->mp_sbrk_base, b->mp_n_mmaps,
-		b->mp_mmapped_mem, b->mp_mmap_threshold, b->mp_sizeof,
-		b->has_hp_pagesize, b->has_hp_pagesize ? b->mp_hp_pagesize : 0,
-		b->has_tcache, b->has_tcache ? b->tc_counts : 0,
-		b->has_tcache ? b->tc_count_size : 0,
-		b->has_tcache ? b->tc_entries : 0, b->has_tcache ? b->tc_nbins : 0,
-		b->has_tcache ? b->tc_sizeof : 0,
-	};
+	uint64_t x[WALK_LAYOUT_FIELDS], y[WALK_LAYOUT_FIELDS];
+	walk_layout(a, x);
+	walk_layout(b, y);
 	return !memcmp(x, y, sizeof(x));
 }
 
