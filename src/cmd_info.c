@@ -5,6 +5,7 @@
 
 #include "formats/jsonw.h"
 #include "analyzers/alloc/backend.h"
+#include "analyzers/alloc/pymalloc.h"
 #include "analyzers/roots.h"
 #include "src/cli.h"
 #include "src/info.h"
@@ -116,6 +117,8 @@ static void info_text(struct hs_cli *cli, struct hs_snapshot *snap)
 				printf(" (never set up: malloc was not called yet)");
 			printf("\n");
 		}
+		if (heap->pymalloc)
+			hs_pymalloc_text(stdout, heap->pymalloc);
 	}
 	if (snap->log.nwarnings)
 		printf("warnings   %zu (see stderr, or --format json)\n",

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analyzers/alloc/backend.h"
+#include "analyzers/alloc/pymalloc.h"
 #include "analyzers/roots.h"
 #include "src/info.h"
 
@@ -239,6 +240,10 @@ void hs_info_json(struct hs_jsonw *w, struct hs_snapshot *snap)
 		hs_jsonw_array_end(w);
 	}
 	hs_jsonw_object_end(w);
-
+	hs_jsonw_key(w, "pymalloc");
+	if (!herr && heap->pymalloc)
+		hs_pymalloc_json(w, heap->pymalloc);
+	else
+		hs_jsonw_null(w);
 }
 

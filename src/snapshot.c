@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "analyzers/alloc/backend.h"
+#include "analyzers/alloc/pymalloc.h"
 
 double hs_now(void)
 {
@@ -155,6 +156,10 @@ const struct hs_error *hs_snapshot_heap(struct hs_snapshot *snap,
 			if (b || !(snap->heap_err = hs_backend_find(dw, &b)))
 				snap->heap_err = walk_heap(snap, b, dw);
 			hs_dwarf_preload_wait(dw);
+			if (!snap->heap_err)
+				snap->heap_err = hs_pymalloc_layer(snap->core, dw,
+								   &snap->log,
+								   snap->heap);
 			snap->t_heap = hs_now() - t0;
 		}
 		hs_core_prefault_stop(pf);

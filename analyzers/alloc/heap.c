@@ -19,6 +19,8 @@ uint64_t hs_heap_size_class(const struct hs_heap *heap, uint64_t request)
 
 uint64_t hs_heap_slack(const struct hs_heap *heap, const struct hs_alloc *a)
 {
+	if (hs_alloc_place(heap, a)->slack)
+		return hs_alloc_place(heap, a)->slack;
 	return heap->backend->slack ?
 	       heap->backend->slack(hs_alloc_place(heap, a), a->size) : 1;
 }
@@ -29,7 +31,9 @@ struct hs_heap *hs_heap_create(const struct hs_backend *backend)
 	if (heap) {
 		heap->backend = backend;
 		heap->allocator = backend->name;
-		heap->places = backend->places;
+		memcpy(heap->own_places, backend->places,
+		       sizeof(heap->own_places));
+		heap->places = heap->own_places;
 	}
 	return heap;
 }
@@ -45,6 +49,7 @@ void hs_heap_destroy(struct hs_heap *heap)
 	free(heap->regions);
 	free(heap->classes);
 	free(heap->stats);
+	free(heap->pymalloc);
 	free(heap->version);
 	free(heap);
 }
@@ -274,6 +279,55 @@ check:
 				       (unsigned long long)p->addr,
 				       (unsigned long long)q->addr);
 	}
+	return NULL;
+}
+
+void hs_heap_finish_regions(struct hs_heap *heap)
+{
+	hs_sort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
+}
+
+struct hs_error *hs_heap_merge(struct hs_heap *heap,
+			       const struct hs_alloc *blocks, size_t n)
+{
+	if (!n)
+		return NULL;
+	if (heap->totals_only) {
+		/* counted only; a layer's blocks lie outside malloc's heaps */
+		for (size_t i = 0; i < n; i++) {
+			heap->count_where[blocks[i].where]++;
+			heap->bytes_where[blocks[i].where] += blocks[i].size;
+		}
+		heap->nallocs += n;
+		return NULL;
+	}
+	size_t m = heap->nallocs, total = m + n;
+	struct hs_alloc *out = malloc(total * sizeof(*out));
+	if (!out)
+		return &hs_error_nomem;
+	hs_vector_hugepages(out, total * sizeof(*out));
+	const struct hs_alloc *a = heap->allocs;
+	size_t i = 0, j = 0, k = 0;
+	while (i < m && j < n)
+		out[k++] = a[i].addr < blocks[j].addr ? a[i++] : blocks[j++];
+	memcpy(out + k, a + i, (m - i) * sizeof(*out));
+	k += m - i;
+	memcpy(out + k, blocks + j, (n - j) * sizeof(*out));
+	struct hs_alloc *old = heap->allocs;
+	size_t oldcap = heap->cap, overlap;
+	heap->allocs = out;
+	heap->nallocs = total;
+	heap->cap = total;
+	if (!scan(heap, &overlap) || overlap < total) {
+		heap->allocs = old;
+		heap->nallocs = m;
+		heap->cap = oldcap;
+		scan(heap, &overlap);
+		free(out);
+		return hs_error_create(HS_ERR_CORRUPT,
+				       "pymalloc's blocks overlap malloc's");
+	}
+	free(old);
 	return NULL;
 }
 

@@ -51,6 +51,10 @@ struct hs_place {
 	 * below the address (0: no chunk, jemalloc), and is overhead bytes
 	 * larger than the usable size. */
 	uint8_t chunk_before, overhead;
+	/* How far below the usable size a request it served can be, when
+	 * the place itself says (pymalloc's classes go by 16); 0: the
+	 * backend's slack. */
+	uint16_t slack;
 };
 
 enum { HS_ARENA_NONE = 0xffff };
@@ -118,6 +122,7 @@ struct hs_found {
 enum { HS_HEAP_MAX_FOUND = 6 };
 
 struct hs_backend;
+struct hs_pymalloc;
 
 /* The first and the last block of a run, as far as hs_heap_finish looks
  * at them (totals_only). */
@@ -128,7 +133,11 @@ struct hs_run_ends {
 struct hs_heap {
 	const struct hs_backend *backend;  /* analyzers/alloc/backend.h */
 	const char *allocator;      /* the backend's name: "glibc", "jemalloc" */
-	const struct hs_place *places;  /* the backend's, HS_WHERE_MAX of them */
+	/* HS_WHERE_MAX of them: the backend's, and a layer's above it
+	 * (pymalloc's, analyzers/alloc/pymalloc.h) in places the backend
+	 * leaves unnamed */
+	const struct hs_place *places;
+	struct hs_place own_places[HS_WHERE_MAX];
 	struct hs_found found[HS_HEAP_MAX_FOUND];
 	size_t nfound;
 	bool headerless;            /* blocks have no header (jemalloc): no
@@ -175,6 +184,9 @@ struct hs_heap {
 	 * (glibc: struct hs_mallinfo2; jemalloc: struct hs_je_stats); one
 	 * flat allocation, freed with the heap.  NULL: none. */
 	void *stats;
+	/* CPython's pymalloc, when its pools were found (one flat
+	 * allocation, freed with the heap) */
+	struct hs_pymalloc *pymalloc;
 };
 
 /* A block's place in its backend's table. */
@@ -272,6 +284,13 @@ struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
 /* Sorts by address and counts the blocks by place (count_where,
  * bytes_where); overlapping blocks are an error (corrupt walk). */
 struct hs_error *hs_heap_finish(struct hs_heap *heap);
+/* Adds n blocks sorted by address (a layer's, in places it named in
+ * own_places) to a finished heap, and counts them by place.  A block that
+ * overlaps another is an error, and the heap is left as it was. */
+struct hs_error *hs_heap_merge(struct hs_heap *heap,
+			       const struct hs_alloc *blocks, size_t n);
+/* Sorts the regions again, after a layer added its own. */
+void hs_heap_finish_regions(struct hs_heap *heap);
 /* The allocation containing addr (user range [addr, addr+size)), or NULL. */
 const struct hs_alloc *hs_heap_find(const struct hs_heap *heap, uint64_t addr);
 

@@ -1,0 +1,435 @@
+/* CPython's pymalloc as a layer above malloc: see pymalloc.h. */
+#include "analyzers/alloc/pymalloc.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/vector.h"
+
+enum {
+	POOL_OVERHEAD = 48,     /* the header, rounded up to 16 */
+	MAX_CLASS_SIZE = 512,
+	MAX_WARNINGS = 8,
+};
+
+/* The pool header's fields (pymalloc.h). */
+struct pool_header {
+	uint32_t count, pad;
+	uint64_t freeblock, nextpool, prevpool;
+	uint32_t arenaindex, szidx, nextoffset, maxnextoffset;
+};
+_Static_assert(sizeof(struct pool_header) == POOL_OVERHEAD, "pool header");
+
+struct blocks {
+	struct hs_alloc *v;
+	size_t n, cap;
+};
+
+struct arena_span {
+	uint32_t index;
+	uint64_t lo, hi;        /* first and last pool */
+};
+
+struct layer {
+	const struct hs_core *core;
+	struct hs_log *log;
+	struct hs_heap *heap;
+	struct hs_pymalloc *py;
+	struct blocks out;
+	struct arena_span *arenas;
+	size_t narenas, arenacap;
+	uint64_t *freebits;     /* one pool's carved blocks on its free list */
+	unsigned warnings;
+};
+
+/* 3.minor from a module's file name: python3.11, libpython3.11.so.1.0,
+ * python3.11d; 0 when it is not one. */
+static unsigned python_minor(const char *base)
+{
+	if (!strncmp(base, "lib", 3))
+		base += 3;
+	if (strncmp(base, "python3.", 8))
+		return 0;
+	const char *p = base + 8;
+	unsigned minor = 0;
+	int digits = 0;
+	while (*p >= '0' && *p <= '9' && digits < 3)
+		minor = minor * 10 + (unsigned)(*p++ - '0'), digits++;
+	if (!digits || (*p && *p != '.' && *p != 'd' && *p != 'm'))
+		return 0;
+	return minor;
+}
+
+static struct hs_module *find_python(struct hs_dwarf *dw, unsigned *minor)
+{
+	size_t n = hs_dwarf_num_modules(dw);
+	for (size_t i = 0; i < n; i++) {
+		struct hs_module *m = hs_dwarf_module(dw, i);
+		unsigned v = python_minor(hs_module_base(m));
+		if (v) {
+			*minor = v;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void warn(struct layer *l, const char *fmt, ...)
+{
+	if (l->warnings++ >= MAX_WARNINGS)
+		return;
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	hs_log_warn(l->log, "%s", msg);
+}
+
+static struct hs_error *emit(struct layer *l, uint64_t addr, uint64_t size,
+			     unsigned where)
+{
+	struct blocks *b = &l->out;
+	if (b->n == b->cap) {
+		struct hs_alloc *v = hs_vector_grow(b->v, b->n, &b->cap, 1,
+						    sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		b->v = v;
+	}
+	b->v[b->n++] = (struct hs_alloc){
+		.addr = addr, .size = size, .where = where, .arena = HS_ARENA_NONE,
+	};
+	return NULL;
+}
+
+/* Does the header at pool have the shape of one (pymalloc.h)? */
+static bool pool_shaped(const struct pool_header *h, uint64_t pool,
+			uint64_t pool_size)
+{
+	if (h->szidx >= HS_PY_CLASSES)
+		return false;
+	uint64_t size = ((uint64_t)h->szidx + 1) * 16;
+	if (h->maxnextoffset != pool_size - size)
+		return false;
+	if (h->nextoffset < POOL_OVERHEAD + size || h->nextoffset > pool_size ||
+	    (h->nextoffset - POOL_OVERHEAD) % size)
+		return false;
+	uint64_t carved = (h->nextoffset - POOL_OVERHEAD) / size;
+	if (h->count > carved)
+		return false;
+	if (h->freeblock && (h->freeblock < pool + POOL_OVERHEAD ||
+			     h->freeblock >= pool + h->nextoffset ||
+			     (h->freeblock - pool - POOL_OVERHEAD) % size))
+		return false;
+	/* a pool with room left always has a free block: pymalloc carves
+	 * the next one when its list runs out */
+	if (!h->freeblock && (h->count < carved ||
+			      h->nextoffset <= h->maxnextoffset))
+		return false;
+	return true;
+}
+
+/* The arena an index names, a new one if none does; false when the pool
+ * is too far from the arena's other pools for one arena (two arenas
+ * cannot share an index). */
+static struct hs_error *arena_of(struct layer *l, uint32_t index,
+				 uint64_t pool, bool *ok)
+{
+	*ok = true;
+	for (size_t i = l->narenas; i-- > 0;) {
+		struct arena_span *a = &l->arenas[i];
+		if (a->index != index)
+			continue;
+		uint64_t lo = pool < a->lo ? pool : a->lo;
+		uint64_t hi = pool > a->hi ? pool : a->hi;
+		if (hi - lo + l->py->pool_size > l->py->arena_size) {
+			*ok = false;
+			return NULL;
+		}
+		a->lo = lo;
+		a->hi = hi;
+		return NULL;
+	}
+	if (l->narenas == l->arenacap) {
+		struct arena_span *v = hs_vector_grow(l->arenas, l->narenas,
+						      &l->arenacap, 1, sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		l->arenas = v;
+	}
+	l->arenas[l->narenas++] = (struct arena_span){index, pool, pool};
+	return NULL;
+}
+
+/* One pool whose header has the shape: its free list, then its blocks. */
+static struct hs_error *read_pool(struct layer *l, uint64_t pool,
+				  const struct pool_header *h)
+{
+	struct hs_pymalloc *py = l->py;
+	uint64_t size = ((uint64_t)h->szidx + 1) * 16;
+	uint64_t carved = (h->nextoffset - POOL_OVERHEAD) / size;
+	size_t words = (carved + 63) / 64;
+	memset(l->freebits, 0, words * sizeof(uint64_t));
+	uint64_t nfree = 0;
+	for (uint64_t p = h->freeblock; p;) {
+		uint64_t k = (p - pool - POOL_OVERHEAD) / size;
+		if (p < pool + POOL_OVERHEAD || k >= carved ||
+		    (p - pool - POOL_OVERHEAD) % size ||
+		    (l->freebits[k / 64] >> (k % 64) & 1)) {
+			warn(l, "pymalloc pool at %#" PRIx64 ": its free list goes astray at %#" PRIx64 "; pool left out",
+			     pool, p);
+			py->bad_pools++;
+			l->heap->partial = true;
+			return NULL;
+		}
+		l->freebits[k / 64] |= 1ULL << (k % 64);
+		nfree++;
+		if (!hs_core_read_u64(l->core, p, &p)) {
+			warn(l, "pymalloc pool at %#" PRIx64 ": free block %#" PRIx64 " is not in the core; pool left out",
+			     pool, pool + POOL_OVERHEAD + k * size);
+			py->bad_pools++;
+			l->heap->partial = true;
+			return NULL;
+		}
+	}
+	if (carved - nfree != h->count) {
+		warn(l, "pymalloc pool at %#" PRIx64 ": %" PRIu64 " blocks in use by its free list, %u by its count; pool left out",
+		     pool, carved - nfree, h->count);
+		py->bad_pools++;
+		l->heap->partial = true;
+		return NULL;
+	}
+	bool ok;
+	struct hs_error *err = arena_of(l, h->arenaindex, pool, &ok);
+	if (err)
+		return err;
+	if (!ok) {
+		warn(l, "pymalloc pool at %#" PRIx64 ": arena %u has pools more than an arena apart; pool left out",
+		     pool, h->arenaindex);
+		py->bad_pools++;
+		l->heap->partial = true;
+		return NULL;
+	}
+	if (!h->count) {
+		py->empty_pools++;
+		return emit(l, pool + POOL_OVERHEAD,
+			    py->pool_size - POOL_OVERHEAD, HS_PY_EMPTY);
+	}
+	struct hs_py_class *c = &py->classes[h->szidx];
+	py->pools++;
+	c->pools++;
+	uint64_t addr = pool + POOL_OVERHEAD;
+	for (uint64_t k = 0; k < carved; k++, addr += size) {
+		bool isfree = l->freebits[k / 64] >> (k % 64) & 1;
+		if ((err = emit(l, addr, size, isfree ? HS_PY_FREE : HS_PY_BLOCK)))
+			return err;
+	}
+	/* not carved yet: free blocks, as pymalloc counts them */
+	uint64_t rest = 0;
+	for (; addr + size <= pool + py->pool_size; addr += size, rest++)
+		if ((err = emit(l, addr, size, HS_PY_FREE)))
+			return err;
+	uint64_t avail = nfree + rest;
+	c->used += h->count;
+	c->avail += avail;
+	py->used_blocks += h->count;
+	py->used_bytes += h->count * size;
+	py->free_blocks += avail;
+	py->free_bytes += avail * size;
+	return NULL;
+}
+
+/* Is [start, end) inside one of the heap's regions (malloc's heaps)? */
+static bool in_regions(const struct hs_heap *heap, uint64_t start, uint64_t end)
+{
+	for (size_t i = 0; i < heap->nregions; i++)
+		if (heap->regions[i].start < end && start < heap->regions[i].end)
+			return true;
+	return false;
+}
+
+static struct hs_error *scan_segment(struct layer *l,
+				     const struct hs_core_segment *s)
+{
+	uint64_t ps = l->py->pool_size;
+	uint64_t start = (s->vaddr + ps - 1) & ~(ps - 1);
+	uint64_t end = s->vaddr + (s->avail < s->memsz ? s->avail : s->memsz);
+	for (uint64_t pool = start; pool + ps <= end && pool >= start; pool += ps) {
+		const struct pool_header *h =
+			hs_core_ptr(l->core, pool, sizeof(*h));
+		if (!h || !pool_shaped(h, pool, ps))
+			continue;
+		if (in_regions(l->heap, pool, pool + ps))
+			continue;
+		struct pool_header copy = *h;
+		struct hs_error *err = read_pool(l, pool, &copy);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/* Py_Version (3.11+): 0xMMmmppRS */
+static void read_version(struct layer *l, struct hs_dwarf *dw,
+			 struct hs_module *m)
+{
+	uint64_t at, v;
+	struct hs_error *err = hs_dwarf_symbol(dw, m, "Py_Version", &at, NULL, NULL);
+	/* read-only data: in the module's file when the core left it out */
+	if (!err && (hs_core_read_u64(l->core, at, &v) ||
+		     hs_dwarf_read_file(dw, at, &v, sizeof(v))) &&
+	    (v >> 24 & 0xff) == 3 &&
+	    (v >> 16 & 0xff) == l->py->minor) {
+		snprintf(l->py->version, sizeof(l->py->version), "3.%u.%u",
+			 (unsigned)(v >> 16 & 0xff), (unsigned)(v >> 8 & 0xff));
+		return;
+	}
+	hs_error_destroy(err);
+	snprintf(l->py->version, sizeof(l->py->version), "3.%u", l->py->minor);
+}
+
+static int cmp_alloc(const void *a, const void *b)
+{
+	const struct hs_alloc *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static const struct hs_place py_places[] = {
+	[HS_PY_BLOCK] = {"pymalloc", .slack = 16},
+	[HS_PY_FREE] = {"pymalloc_free", "pymalloc", .slack = 16},
+	[HS_PY_EMPTY] = {"pymalloc_pool", "pymalloc"},
+};
+
+struct hs_error *hs_pymalloc_layer(const struct hs_core *core,
+				   struct hs_dwarf *dw, struct hs_log *log,
+				   struct hs_heap *heap)
+{
+	unsigned minor;
+	struct hs_module *m = find_python(dw, &minor);
+	if (!m)
+		return NULL;
+	if (minor < 8) {
+		hs_log_warn(log, "Python 3.%u's pymalloc (8-byte size classes) is not read: its objects stay inside unexplained memory",
+			    minor);
+		return NULL;
+	}
+	for (int w = HS_PY_BLOCK; w <= HS_PY_EMPTY; w++)
+		if (py_places[w].name && heap->places[w].name) {
+			hs_log_warn(log, "the %s backend uses pymalloc's places: pymalloc is not read",
+				    heap->allocator);
+			return NULL;
+		}
+	struct hs_error *err = NULL;
+	struct layer l = {.core = core, .log = log, .heap = heap};
+	l.py = calloc(1, sizeof(*l.py));
+	if (!l.py)
+		return &hs_error_nomem;
+	l.py->minor = minor;
+	/* obmalloc.c: 16 KiB pools in 1 MiB arenas since 3.10 (the radix
+	 * tree's large pools), 4 KiB in 256 KiB before */
+	l.py->pool_size = minor >= 10 ? 16384 : 4096;
+	l.py->arena_size = minor >= 10 ? 1 << 20 : 256 << 10;
+	l.freebits = calloc((l.py->pool_size / 16 + 63) / 64, sizeof(uint64_t));
+	if (!l.freebits) {
+		err = &hs_error_nomem;
+		goto out;
+	}
+	read_version(&l, dw, m);
+	for (size_t i = 0; i < core->nsegs && !err; i++) {
+		const struct hs_core_segment *s = &core->segs[i];
+		if ((s->flags & HS_SEG_W) && s->file < 0)
+			err = scan_segment(&l, s);
+	}
+	if (err)
+		goto out;
+	if (l.warnings > MAX_WARNINGS)
+		hs_log_warn(log, "%u more pymalloc pools were left out",
+			    l.warnings - MAX_WARNINGS);
+	if (!l.out.n)
+		goto out;       /* pymalloc off, or never used */
+	/* segments come in address order, and pools in each: sorted already */
+	for (size_t i = 1; i < l.out.n; i++)
+		if (l.out.v[i - 1].addr >= l.out.v[i].addr) {
+			qsort(l.out.v, l.out.n, sizeof(*l.out.v), cmp_alloc);
+			break;
+		}
+	for (int w = HS_PY_BLOCK; w <= HS_PY_EMPTY; w++)
+		if (py_places[w].name)
+			heap->own_places[w] = py_places[w];
+	if ((err = hs_heap_merge(heap, l.out.v, l.out.n))) {
+		for (int w = HS_PY_BLOCK; w <= HS_PY_EMPTY; w++)
+			if (py_places[w].name)
+				heap->own_places[w] = (struct hs_place){0};
+		hs_log_warn(log, "%s: pymalloc is not read", err->message);
+		hs_error_destroy(err);
+		err = NULL;
+		heap->partial = true;
+		goto out;
+	}
+	l.py->arenas = l.narenas;
+	for (size_t i = 0; i < l.narenas && !err; i++)
+		err = hs_heap_add_region(heap, l.arenas[i].lo,
+					 l.arenas[i].hi + l.py->pool_size,
+					 HS_REGION_HEAP);
+	if (err)
+		goto out;
+	hs_heap_finish_regions(heap);
+	heap->pymalloc = l.py;
+	l.py = NULL;
+out:
+	free(l.py);
+	free(l.out.v);
+	free(l.arenas);
+	free(l.freebits);
+	return err;
+}
+
+void hs_pymalloc_json(struct hs_jsonw *w, const struct hs_pymalloc *py)
+{
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kstring(w, "python", py->version);
+	hs_jsonw_kuint(w, "pool_size", py->pool_size);
+	hs_jsonw_kuint(w, "arena_size", py->arena_size);
+	hs_jsonw_kuint(w, "arenas", py->arenas);
+	hs_jsonw_kuint(w, "pools", py->pools);
+	hs_jsonw_kuint(w, "empty_pools", py->empty_pools);
+	hs_jsonw_kuint(w, "bad_pools", py->bad_pools);
+	hs_jsonw_kuint(w, "used_blocks", py->used_blocks);
+	hs_jsonw_kuint(w, "used_bytes", py->used_bytes);
+	hs_jsonw_kuint(w, "free_blocks", py->free_blocks);
+	hs_jsonw_kuint(w, "free_bytes", py->free_bytes);
+	hs_jsonw_key(w, "classes");
+	hs_jsonw_array_begin(w);
+	for (unsigned i = 0; i < HS_PY_CLASSES; i++) {
+		const struct hs_py_class *c = &py->classes[i];
+		if (!c->pools)
+			continue;
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kuint(w, "index", i);
+		hs_jsonw_kuint(w, "size", (i + 1) * 16);
+		hs_jsonw_kuint(w, "pools", c->pools);
+		hs_jsonw_kuint(w, "used", c->used);
+		hs_jsonw_kuint(w, "avail", c->avail);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_object_end(w);
+}
+
+void hs_pymalloc_text(FILE *out, const struct hs_pymalloc *py)
+{
+	fprintf(out, "pymalloc   Python %s: %" PRIu64 " arena%s, %" PRIu64
+		" pool%s in use, %" PRIu64 " empty%s\n",
+		py->version, py->arenas, py->arenas == 1 ? "" : "s",
+		py->pools, py->pools == 1 ? "" : "s", py->empty_pools,
+		py->bad_pools ? " (PARTIAL: see warnings)" : "");
+	fprintf(out, "  used     %10" PRIu64 " blocks  %12" PRIu64 " bytes\n",
+		py->used_blocks, py->used_bytes);
+	fprintf(out, "  free     %10" PRIu64 " blocks  %12" PRIu64 " bytes (in pools in use)\n",
+		py->free_blocks, py->free_bytes);
+}
