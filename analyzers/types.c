@@ -3,6 +3,7 @@
  * analyzers/types.h for the rules and their order. */
 #include "src/sort.h"
 #include "analyzers/types.h"
+#include "analyzers/python.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -475,6 +476,39 @@ static struct hs_error *seed_vtables(struct ctx *c)
 	return NULL;
 }
 
+/* Rule 1 for CPython: a block that holds a Python object is of its
+ * Python type (analyzers/python.h), as strong as a vtable. */
+static struct hs_error *seed_python(struct ctx *c)
+{
+	struct hs_pyobjects *py;
+	struct hs_error *err = hs_python_objects(c->core, c->dw, c->heap,
+						 c->log, &py);
+	if (err || !py)
+		return err;
+	struct hs_types *t = c->t;
+	struct hs_dtype **d = calloc(py->ntypes ? py->ntypes : 1, sizeof(*d));
+	if (!d) {
+		hs_python_destroy(py);
+		return &hs_error_nomem;
+	}
+	for (uint32_t id = 0; id < c->graph->n && !err; id++) {
+		uint32_t k = py->kind[id];
+		if (k == HS_PY_NONE)
+			continue;
+		uint32_t ti = hs_py_type_index(k);
+		if (!d[ti] && (err = hs_dtypes_object(t->reg, py->types[ti].name, &d[ti])))
+			break;
+		uint32_t before = t->type_of[id];
+		if (!assign(c, id, d[ti], FROM_VTABLE))
+			err = &hs_error_nomem;
+		else if (t->type_of[id] != before)
+			t->from_python++;
+	}
+	free(d);
+	hs_python_destroy(py);
+	return err;
+}
+
 static bool in_allocator_state(const struct hs_heap *heap, uint64_t addr,
 			       uint64_t len)
 {
@@ -634,10 +668,11 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 		goto out;
 	memset(t->type_of, 0xff, ((size_t)graph->n + 1) * sizeof(uint32_t));
 	if ((err = collect_vtables(&c)) || (err = seed_vtables(&c)) ||
+	    (err = seed_python(&c)) ||
 	    (err = propagate(&c)) || (err = seed_variables(&c)) ||
 	    (err = propagate(&c)) || (err = name_slabs(&c)))
 		goto out;
-	t->from_dwarf = t->typed - t->from_vtable - t->from_rtti;
+	t->from_dwarf = t->typed - t->from_vtable - t->from_rtti - t->from_python;
 	if (t->conflicts)
 		hs_log_warn(log, "%llu blocks were given two types of one size (%s); the first was kept",
 			    (unsigned long long)t->conflicts,

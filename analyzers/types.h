@@ -79,6 +79,7 @@ struct hs_types {
 	bool packed;
 	uint64_t typed;         /* allocations with a type */
 	uint64_t from_vtable, from_rtti, from_dwarf;
+	uint64_t from_python;   /* CPython objects (analyzers/python.h) */
 	uint64_t conflicts;
 	uint64_t slabs;         /* blocks named "slab of T" */
 	char *conflict_example;

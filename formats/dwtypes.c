@@ -500,6 +500,12 @@ struct hs_error *hs_dtypes_named(struct hs_dtypes *t, const char *name,
 	return intern(t, name, size, ret);
 }
 
+struct hs_error *hs_dtypes_object(struct hs_dtypes *t, const char *name,
+				  struct hs_dtype **ret)
+{
+	return intern(t, name, 0, ret);
+}
+
 /* ---- pointer slots ---- */
 
 struct flat {

@@ -99,6 +99,12 @@ struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
 struct hs_error *hs_dtypes_named(struct hs_dtypes *t, const char *name,
 				 uint64_t size, struct hs_dtype **ret);
 
+/* A type known only by name and not from DWARF (an object of another
+ * language's runtime: CPython's "dict"), of no fixed size: a block of it
+ * is one object. */
+struct hs_error *hs_dtypes_object(struct hs_dtypes *t, const char *name,
+				  struct hs_dtype **ret);
+
 /* The catalogue of struct and class definitions, for telling a block's
  * type from its contents (analyzers/types.c, leaked blocks): every
  * complete, named definition (or anonymous one named by a typedef) of at

@@ -41,6 +41,7 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kuint(&w, "vtable", types->from_vtable);
 		hs_jsonw_kuint(&w, "rtti", types->from_rtti);
 		hs_jsonw_kuint(&w, "dwarf", types->from_dwarf);
+		hs_jsonw_kuint(&w, "python", types->from_python);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_kuint(&w, "conflicts", types->conflicts);
 		hs_jsonw_key(&w, "inferred");
@@ -79,10 +80,14 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_finish(&w);
 	} else {
 		printf("TYPES: %" PRIu64 " of %" PRIu64 " blocks typed (%s of %s): %" PRIu64
-		       " by vtable, %" PRIu64 " by RTTI, %" PRIu64 " through DWARF\n\n",
+		       " by vtable, %" PRIu64 " by RTTI, %" PRIu64 " through DWARF",
 		       typed_count, r->used_count, hs_fmt_size(b1, typed_bytes),
 		       hs_fmt_size(b2, r->used_bytes), types->from_vtable,
 		       types->from_rtti, types->from_dwarf);
+		if (types->from_python)
+			printf(", %" PRIu64 " Python objects and their parts",
+			       types->from_python);
+		printf("\n\n");
 		if (types->inferred_sure || types->inferred_guess)
 			printf("(of the DWARF ones, %" PRIu64 " leaked blocks by their contents, and %"
 			       PRIu64 " guessed so, marked \"?\")\n\n",

@@ -31,6 +31,7 @@ struct blocks {
 struct arena_span {
 	uint32_t index;
 	uint64_t lo, hi;        /* first and last pool */
+	uint64_t pools;         /* with a header, between them */
 };
 
 struct layer {
@@ -63,7 +64,7 @@ static unsigned python_minor(const char *base)
 	return minor;
 }
 
-static struct hs_module *find_python(struct hs_dwarf *dw, unsigned *minor)
+struct hs_module *hs_pymalloc_python(struct hs_dwarf *dw, unsigned *minor)
 {
 	size_t n = hs_dwarf_num_modules(dw);
 	for (size_t i = 0; i < n; i++) {
@@ -153,6 +154,7 @@ static struct hs_error *arena_of(struct layer *l, uint32_t index,
 		}
 		a->lo = lo;
 		a->hi = hi;
+		a->pools++;
 		return NULL;
 	}
 	if (l->narenas == l->arenacap) {
@@ -162,7 +164,7 @@ static struct hs_error *arena_of(struct layer *l, uint32_t index,
 			return &hs_error_nomem;
 		l->arenas = v;
 	}
-	l->arenas[l->narenas++] = (struct arena_span){index, pool, pool};
+	l->arenas[l->narenas++] = (struct arena_span){index, pool, pool, 1};
 	return NULL;
 }
 
@@ -173,6 +175,17 @@ static struct hs_error *read_pool(struct layer *l, uint64_t pool,
 	struct hs_pymalloc *py = l->py;
 	uint64_t size = ((uint64_t)h->szidx + 1) * 16;
 	uint64_t carved = (h->nextoffset - POOL_OVERHEAD) / size;
+	bool ok;
+	struct hs_error *err = arena_of(l, h->arenaindex, pool, &ok);
+	if (err)
+		return err;
+	if (!ok) {
+		warn(l, "pymalloc pool at %#" PRIx64 ": arena %u has pools more than an arena apart; pool left out",
+		     pool, h->arenaindex);
+		py->bad_pools++;
+		l->heap->partial = true;
+		return NULL;
+	}
 	size_t words = (carved + 63) / 64;
 	memset(l->freebits, 0, words * sizeof(uint64_t));
 	uint64_t nfree = 0;
@@ -200,17 +213,6 @@ static struct hs_error *read_pool(struct layer *l, uint64_t pool,
 	if (carved - nfree != h->count) {
 		warn(l, "pymalloc pool at %#" PRIx64 ": %" PRIu64 " blocks in use by its free list, %u by its count; pool left out",
 		     pool, carved - nfree, h->count);
-		py->bad_pools++;
-		l->heap->partial = true;
-		return NULL;
-	}
-	bool ok;
-	struct hs_error *err = arena_of(l, h->arenaindex, pool, &ok);
-	if (err)
-		return err;
-	if (!ok) {
-		warn(l, "pymalloc pool at %#" PRIx64 ": arena %u has pools more than an arena apart; pool left out",
-		     pool, h->arenaindex);
 		py->bad_pools++;
 		l->heap->partial = true;
 		return NULL;
@@ -310,7 +312,7 @@ struct hs_error *hs_pymalloc_layer(const struct hs_core *core,
 				   struct hs_heap *heap)
 {
 	unsigned minor;
-	struct hs_module *m = find_python(dw, &minor);
+	struct hs_module *m = hs_pymalloc_python(dw, &minor);
 	if (!m)
 		return NULL;
 	if (minor < 8) {
@@ -372,6 +374,18 @@ struct hs_error *hs_pymalloc_layer(const struct hs_core *core,
 		goto out;
 	}
 	l.py->arenas = l.narenas;
+	/* pools are carved in address order and keep their headers when
+	 * empty: a pool without one between two of its arena's is corrupt */
+	for (size_t i = 0; i < l.narenas; i++) {
+		const struct arena_span *a = &l.arenas[i];
+		uint64_t want = (a->hi - a->lo) / l.py->pool_size + 1;
+		if (a->pools >= want)
+			continue;
+		hs_log_warn(log, "pymalloc arena %u: %" PRIu64 " of the pools between %#" PRIx64 " and %#" PRIx64 " have no pool header; their blocks are left out",
+			    a->index, want - a->pools, a->lo, a->hi);
+		l.py->bad_pools += want - a->pools;
+		heap->partial = true;
+	}
 	for (size_t i = 0; i < l.narenas && !err; i++)
 		err = hs_heap_add_region(heap, l.arenas[i].lo,
 					 l.arenas[i].hi + l.py->pool_size,

@@ -70,6 +70,10 @@ struct hs_pymalloc {
 	struct hs_py_class classes[HS_PY_CLASSES];
 };
 
+/* The module that holds CPython (python3.N, libpython3.N.so), and N;
+ * NULL when the program has none. */
+struct hs_module *hs_pymalloc_python(struct hs_dwarf *dw, unsigned *minor);
+
 /* Looks for CPython's pools in the core and adds their blocks to heap (a
  * finished heap, totals_only or not).  Nothing when the program has no
  * CPython, or pymalloc is off (PYTHONMALLOC=malloc): heap->pymalloc stays

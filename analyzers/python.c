@@ -1,0 +1,469 @@
+/* CPython's objects in the heap: see python.h. */
+#include "analyzers/python.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/alloc/pymalloc.h"
+
+/* PyTypeObject (Include/cpython/object.h; the same offsets from 3.8 to
+ * 3.13) and the flags this reads */
+enum {
+	OB_TYPE = 8,
+	TP_NAME = 24,
+	TP_BASICSIZE = 32,
+	TP_FLAGS = 168,
+	TP_DICT = 264,
+	F_MANAGED_WEAKREF = 1 << 3,
+	F_MANAGED_DICT = 1 << 4,
+	F_HEAPTYPE = 1 << 9,
+	F_READY = 1 << 12,
+	F_HAVE_GC = 1 << 14,
+	F_LIST_SUBCLASS = 1 << 25,
+	F_DICT_SUBCLASS = 1 << 29,
+	F_TYPE_SUBCLASS = 1u << 31,
+	MAX_NAME = 200,
+	/* distinct candidate type pointers remembered as not types */
+	MAX_NEGATIVE = 1 << 20,
+	MAX_TYPES = 1 << 20,
+};
+
+struct slot {
+	uint64_t key;           /* 0: empty */
+	uint32_t value;         /* type index, or HS_PY_NONE: not a type */
+};
+
+struct ctx {
+	const struct hs_core *core;
+	struct hs_dwarf *dw;
+	const struct hs_heap *heap;
+	struct hs_log *log;
+	struct hs_pyobjects *p;
+	/* list items that point into a heap block at no object's start */
+	uint64_t stray, stray_list, stray_item;
+	uint64_t type_type, dict_type, list_type, set_type;
+	struct slot *map;
+	size_t mapcap, mapn, negatives;
+	size_t typecap;
+};
+
+static bool rd(struct ctx *c, uint64_t addr, uint64_t *v)
+{
+	return hs_core_read_u64(c->core, addr, v) ||
+	       hs_dwarf_read_file(c->dw, addr, v, sizeof(*v));
+}
+
+/* A NUL-terminated printable string of at most MAX_NAME bytes. */
+static bool rd_cstr(struct ctx *c, uint64_t addr, char *buf, size_t len)
+{
+	size_t i = 0;
+	for (; i + 1 < len; i++) {
+		char ch;
+		if (!hs_core_read_quiet(c->core, addr + i, &ch, 1) &&
+		    !hs_dwarf_read_file(c->dw, addr + i, &ch, 1))
+			return false;
+		if (!ch)
+			break;
+		if ((unsigned char)ch < 0x20 || (unsigned char)ch == 0x7f)
+			return false;
+		buf[i] = ch;
+	}
+	buf[i] = 0;
+	return i > 0 && i + 1 < len;
+}
+
+/* A str object's text when it is compact ASCII (3.11: data at +48; 3.12
+ * and later: +40). */
+static bool rd_ascii(struct ctx *c, uint64_t s, char *buf, size_t len)
+{
+	uint64_t type, length, state;
+	if (!rd(c, s + OB_TYPE, &type) || !rd(c, s + 16, &length) ||
+	    !rd(c, s + 32, &state))
+		return false;
+	/* state: interned 2 bits, kind 3, compact 1, ascii 1 */
+	bool compact = state >> 5 & 1, ascii = state >> 6 & 1;
+	if (!compact || !ascii || !length || length + 1 > len)
+		return false;
+	uint64_t data = s + (c->p->minor >= 12 ? 40 : 48);
+	if (!hs_core_read_quiet(c->core, data, buf, length))
+		return false;
+	buf[length] = 0;
+	for (uint64_t i = 0; i < length; i++)
+		if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* d[key] of a dict whose keys are compact ASCII strings (a type's dict),
+ * 3.11 and 3.12: PyDictObject {ob_refcnt, ob_type, ma_used,
+ * ma_version_tag, ma_keys, ma_values}; the keys object {dk_refcnt,
+ * dk_log2_size, dk_log2_index_bytes, dk_kind, dk_version, dk_usable,
+ * dk_nentries, dk_indices[1 << dk_log2_index_bytes]}, then the entries:
+ * {me_hash, me_key, me_value} (general) or {me_key, me_value} (unicode). */
+static bool dict_get(struct ctx *c, uint64_t d, const char *key, uint64_t *ret)
+{
+	uint64_t keys, values, w1, nentries;
+	if (!rd(c, d + 32, &keys) || !rd(c, d + 40, &values) || values ||
+	    !rd(c, keys + 8, &w1) || !rd(c, keys + 24, &nentries))
+		return false;
+	unsigned log2_index_bytes = w1 >> 8 & 0xff, kind = w1 >> 16 & 0xff;
+	if (log2_index_bytes > 24 || kind > 1 || nentries > 1 << 16)
+		return false;
+	uint64_t entries = keys + 32 + (1ULL << log2_index_bytes);
+	uint64_t esz = kind ? 16 : 24, koff = kind ? 0 : 8;
+	char name[MAX_NAME];
+	for (uint64_t i = 0; i < nentries; i++) {
+		uint64_t k, v;
+		if (!rd(c, entries + i * esz + koff, &k) || !k)
+			continue;
+		if (!rd_ascii(c, k, name, sizeof(name)) || strcmp(name, key))
+			continue;
+		if (!rd(c, entries + i * esz + koff + 8, &v))
+			return false;
+		*ret = v;
+		return true;
+	}
+	return false;
+}
+
+static struct slot *slot_of(struct ctx *c, uint64_t key)
+{
+	size_t mask = c->mapcap - 1;
+	size_t i = (key * 0x9E3779B97F4A7C15ull >> 20) & mask;
+	while (c->map[i].key && c->map[i].key != key)
+		i = (i + 1) & mask;
+	return &c->map[i];
+}
+
+static struct hs_error *map_put(struct ctx *c, uint64_t key, uint32_t value)
+{
+	if ((c->mapn + 1) * 2 > c->mapcap) {
+		size_t cap = c->mapcap ? 2 * c->mapcap : 1024;
+		struct slot *old = c->map;
+		size_t oldcap = c->mapcap;
+		c->map = calloc(cap, sizeof(*c->map));
+		if (!c->map) {
+			c->map = old;
+			return &hs_error_nomem;
+		}
+		c->mapcap = cap;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i].key)
+				*slot_of(c, old[i].key) = old[i];
+		free(old);
+	}
+	struct slot *s = slot_of(c, key);
+	if (!s->key)
+		c->mapn++;
+	*s = (struct slot){key, value};
+	return NULL;
+}
+
+static struct hs_error *add_type(struct ctx *c, uint64_t addr, const char *name,
+				 uint64_t flags, uint64_t basicsize,
+				 uint32_t *ret)
+{
+	struct hs_pyobjects *p = c->p;
+	if (p->ntypes >= MAX_TYPES) {
+		*ret = HS_PY_NONE;
+		return NULL;
+	}
+	if (p->ntypes == c->typecap) {
+		size_t cap = c->typecap ? 2 * c->typecap : 64;
+		struct hs_pytype *v = realloc(p->types, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		p->types = v;
+		c->typecap = cap;
+	}
+	char *n = strdup(name);
+	if (!n)
+		return &hs_error_nomem;
+	p->types[p->ntypes] = (struct hs_pytype){
+		.addr = addr, .name = n, .flags = flags, .basicsize = basicsize,
+	};
+	*ret = (uint32_t)p->ntypes++;
+	return NULL;
+}
+
+/* Is t a type object: `type`, or a class of it (a metaclass, bounded)? */
+static bool is_type_object(struct ctx *c, uint64_t t, int depth)
+{
+	uint64_t meta, flags;
+	if (!rd(c, t + OB_TYPE, &meta))
+		return false;
+	if (meta == c->type_type)
+		return true;
+	if (depth >= 3 || !rd(c, meta + TP_FLAGS, &flags) ||
+	    !(flags & F_TYPE_SUBCLASS))
+		return false;
+	return is_type_object(c, meta, depth + 1);
+}
+
+/* The type at t: its index, HS_PY_NONE when t is not one (remembered). */
+static struct hs_error *type_at(struct ctx *c, uint64_t t, uint32_t *ret)
+{
+	*ret = HS_PY_NONE;
+	if (!t || t & 7)
+		return NULL;
+	if (c->mapcap) {
+		struct slot *s = slot_of(c, t);
+		if (s->key) {
+			*ret = s->value;
+			return NULL;
+		}
+	}
+	if (!hs_core_find_segment(c->core, t))
+		return NULL;    /* never cached: most candidates are not pointers */
+	uint64_t flags, basicsize, name_at;
+	char name[MAX_NAME], module[MAX_NAME], full[2 * MAX_NAME + 2];
+	bool ok = is_type_object(c, t, 0) && rd(c, t + TP_FLAGS, &flags) &&
+		  (flags & F_READY) && rd(c, t + TP_BASICSIZE, &basicsize) &&
+		  basicsize >= 16 && basicsize <= 1 << 24 &&
+		  rd(c, t + TP_NAME, &name_at) && rd_cstr(c, name_at, name, sizeof(name));
+	if (!ok) {
+		if (c->negatives >= MAX_NEGATIVE)
+			return NULL;
+		c->negatives++;
+		return map_put(c, t, HS_PY_NONE);
+	}
+	const char *n = name;
+	uint64_t tdict, mod;
+	if ((flags & F_HEAPTYPE) && (c->p->minor == 11 || c->p->minor == 12) &&
+	    !strchr(name, '.') && rd(c, t + TP_DICT, &tdict) && tdict &&
+	    dict_get(c, tdict, "__module__", &mod) &&
+	    rd_ascii(c, mod, module, sizeof(module)) && strcmp(module, "builtins")) {
+		snprintf(full, sizeof(full), "%s.%s", module, name);
+		n = full;
+	}
+	struct hs_error *err = add_type(c, t, n, flags, basicsize, ret);
+	if (!err)
+		err = map_put(c, t, *ret);
+	return err;
+}
+
+static uint64_t preheader(const struct ctx *c, uint64_t flags)
+{
+	uint64_t n = flags & F_HAVE_GC ? 16 : 0;
+	if (c->p->minor == 11)
+		n += flags & F_MANAGED_DICT ? 16 : 0;
+	else if (c->p->minor >= 12)
+		n += flags & (F_MANAGED_DICT | F_MANAGED_WEAKREF) ? 16 : 0;
+	return n;
+}
+
+/* The object block a holds, if any: its kind (python.h). */
+static struct hs_error *classify(struct ctx *c, const struct hs_alloc *a,
+				 uint32_t *ret)
+{
+	*ret = HS_PY_NONE;
+	for (uint64_t off = 0; off <= 32 && off + 16 <= a->size; off += 16) {
+		uint64_t refcnt, type;
+		if (!hs_core_read_u64(c->core, a->addr + off, &refcnt) ||
+		    !refcnt || refcnt > 1ULL << 40 ||
+		    !hs_core_read_u64(c->core, a->addr + off + OB_TYPE, &type))
+			continue;
+		uint32_t ti;
+		struct hs_error *err = type_at(c, type, &ti);
+		if (err)
+			return err;
+		if (ti == HS_PY_NONE)
+			continue;
+		const struct hs_pytype *pt = &c->p->types[ti];
+		/* not the basic size: a str or an int is smaller than
+		 * its type's (the compact forms) */
+		if (preheader(c, pt->flags) != off)
+			continue;
+		*ret = ti << 2 | (uint32_t)(off / 16);
+		return NULL;
+	}
+	return NULL;
+}
+
+/* The block that starts at addr, as an index, or -1. */
+static int64_t block_at(const struct hs_heap *heap, uint64_t addr)
+{
+	const struct hs_alloc *a = addr ? hs_heap_find(heap, addr) : NULL;
+	if (!a || a->addr != addr || hs_alloc_state(a) != HS_STATE_USED)
+		return -1;
+	return a - heap->allocs;
+}
+
+/* A part's type (created on first use). */
+static struct hs_error *part_type(struct ctx *c, const char *name, uint32_t *ret)
+{
+	for (size_t i = 0; i < c->p->ntypes; i++)
+		if (!c->p->types[i].addr && !strcmp(c->p->types[i].name, name)) {
+			*ret = (uint32_t)i;
+			return NULL;
+		}
+	return add_type(c, 0, name, 0, 0, ret);
+}
+
+/* within: a pointer up to that many bytes into the block names it */
+static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
+				  uint64_t within)
+{
+	int64_t b = block_at(c->heap, at);
+	if (b < 0 && within && at) {
+		const struct hs_alloc *a = hs_heap_find(c->heap, at);
+		if (a && at - a->addr <= within && hs_alloc_state(a) == HS_STATE_USED)
+			b = a - c->heap->allocs;
+	}
+	if (b < 0 || c->p->kind[b] != HS_PY_NONE)
+		return NULL;
+	uint32_t ti;
+	struct hs_error *err = part_type(c, name, &ti);
+	if (err || ti == HS_PY_NONE)
+		return err;
+	c->p->kind[b] = ti << 2;
+	c->p->parts++;
+	return NULL;
+}
+
+/* A list's items are objects: one that points into a used block where
+ * no object starts is evidence of a corrupt object (its ob_type), or of
+ * a corrupt list.  Items outside the heap are static objects (None,
+ * small ints, builtin types). */
+static void check_items(struct ctx *c, uint64_t list, uint64_t items)
+{
+	uint64_t n, p;
+	const struct hs_alloc *ia = hs_heap_find(c->heap, items);
+	if (!rd(c, list + 16, &n) || !ia || ia->addr != items ||
+	    n > ia->size / 8)
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!hs_core_read_u64(c->core, items + 8 * i, &p))
+			return;
+		const struct hs_alloc *a = hs_heap_find(c->heap, p);
+		if (!a || hs_alloc_state(a) != HS_STATE_USED)
+			continue;
+		uint32_t k = c->p->kind[a - c->heap->allocs];
+		if (k != HS_PY_NONE && a->addr + hs_py_offset(k) == p)
+			continue;
+		if (!c->stray++) {
+			c->stray_list = list;
+			c->stray_item = p;
+		}
+	}
+}
+
+/* The variable parts of the dicts, lists and sets (python.h). */
+static struct hs_error *parts(struct ctx *c)
+{
+	struct hs_pyobjects *p = c->p;
+	struct hs_error *err = NULL;
+	for (size_t i = 0; i < c->heap->nallocs && !err; i++) {
+		uint32_t k = p->kind[i];
+		if (k == HS_PY_NONE)
+			continue;
+		/* a copy: mark_part may grow p->types */
+		const struct hs_pytype tc = p->types[hs_py_type_index(k)], *t = &tc;
+		if (!t->addr)
+			continue;
+		uint64_t obj = c->heap->allocs[i].addr + hs_py_offset(k), v;
+		if (t->addr == c->dict_type || (t->flags & F_DICT_SUBCLASS)) {
+			if (rd(c, obj + 32, &v))
+				err = mark_part(c, v, "dict (keys)", 0);
+			if (!err && rd(c, obj + 40, &v))
+				err = mark_part(c, v, "dict (values)", 0);
+		} else if (t->addr == c->list_type || (t->flags & F_LIST_SUBCLASS)) {
+			if (rd(c, obj + 24, &v)) {
+				err = mark_part(c, v, "list (items)", 0);
+				check_items(c, obj, v);
+			}
+		} else if (c->p->minor == 11 && (t->flags & F_MANAGED_DICT) &&
+			   hs_py_offset(k) == 32) {
+			/* 3.11's pre-header: the instance's attribute values
+			 * (past a prefix of at most 64 bytes), then its dict */
+			char name[MAX_NAME + 16];
+			snprintf(name, sizeof(name), "%s (values)", t->name);
+			if (rd(c, obj - 32, &v))
+				err = mark_part(c, v, name, 64);
+		} else if (c->set_type && t->addr == c->set_type) {
+			/* PySetObject: table at +40, smalltable inline at +64 */
+			if (rd(c, obj + 40, &v) && v != obj + 64)
+				err = mark_part(c, v, "set (table)", 0);
+		}
+	}
+	return err;
+}
+
+static uint64_t symbol(struct hs_dwarf *dw, struct hs_module *m, const char *name)
+{
+	uint64_t v = 0;
+	struct hs_error *err = hs_dwarf_symbol(dw, m, name, &v, NULL, NULL);
+	hs_error_destroy(err);
+	return err ? 0 : v;
+}
+
+void hs_python_destroy(struct hs_pyobjects *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->ntypes; i++)
+		free(p->types[i].name);
+	free(p->types);
+	free(p->kind);
+	free(p);
+}
+
+struct hs_error *hs_python_objects(const struct hs_core *core,
+				   struct hs_dwarf *dw,
+				   const struct hs_heap *heap, struct hs_log *log,
+				   struct hs_pyobjects **ret)
+{
+	*ret = NULL;
+	unsigned minor;
+	struct hs_module *m = hs_pymalloc_python(dw, &minor);
+	if (!m || minor < 8)
+		return NULL;
+	struct ctx c = {.core = core, .dw = dw, .heap = heap, .log = log};
+	if (!(c.type_type = symbol(dw, m, "PyType_Type")))
+		return NULL;
+	c.dict_type = symbol(dw, m, "PyDict_Type");
+	c.list_type = symbol(dw, m, "PyList_Type");
+	c.set_type = symbol(dw, m, "PySet_Type");
+	struct hs_error *err = NULL;
+	c.p = calloc(1, sizeof(*c.p));
+	if (!c.p)
+		return &hs_error_nomem;
+	c.p->minor = minor;
+	c.p->kind = malloc((heap->nallocs ? heap->nallocs : 1) * sizeof(*c.p->kind));
+	if (!c.p->kind) {
+		err = &hs_error_nomem;
+		goto out;
+	}
+	for (size_t i = 0; i < heap->nallocs && !err; i++) {
+		const struct hs_alloc *a = &heap->allocs[i];
+		c.p->kind[i] = HS_PY_NONE;
+		if (hs_alloc_state(a) != HS_STATE_USED || a->where == HS_WHERE_INTERNAL)
+			continue;
+		err = classify(&c, a, &c.p->kind[i]);
+		c.p->objects += c.p->kind[i] != HS_PY_NONE;
+	}
+	if (!err)
+		err = parts(&c);
+	if (err)
+		goto out;
+	if (c.stray)
+		hs_log_warn(log, "%" PRIu64 " items of Python lists point into heap blocks where no object starts (the first: list at %#" PRIx64 ", item %#" PRIx64 "): those objects are corrupt and left untyped",
+			    c.stray, c.stray_list, c.stray_item);
+	for (size_t i = 0; i < heap->nallocs; i++) {
+		uint32_t k = c.p->kind[i];
+		if (k == HS_PY_NONE)
+			continue;
+		struct hs_pytype *t = &c.p->types[hs_py_type_index(k)];
+		t->count++;
+		t->bytes += heap->allocs[i].size;
+	}
+	*ret = c.p;
+	c.p = NULL;
+out:
+	hs_python_destroy(c.p);
+	free(c.map);
+	return err;
+}

@@ -1,0 +1,78 @@
+/* CPython's objects in the heap: which blocks hold one, of which type.
+ *
+ * A Python object starts with ob_refcnt and ob_type; ob_type points to a
+ * type object, whose own ob_type is `type` (PyType_Type, an exported
+ * symbol of the interpreter) or a metaclass of it.  A block holds an
+ * object at an offset fixed by its type (the pre-header, CPython's
+ * _PyType_PreHeaderSize):
+ *
+ *   3.8-3.10  16 (the GC head) for types with Py_TPFLAGS_HAVE_GC, else 0
+ *   3.11      that, plus 16 for Py_TPFLAGS_MANAGED_DICT (dict, values)
+ *   3.12+     GC head, plus 16 for MANAGED_DICT or MANAGED_WEAKREF
+ *
+ * So a used block (pymalloc's or malloc's) holds an object when, at the
+ * offset its candidate type gives, ob_refcnt is a count (1 to 2^40),
+ * ob_type is a ready type object (Py_TPFLAGS_READY, tp_basicsize 16 to
+ * 16 MiB, a readable tp_name), and the type's basic size fits the block.
+ * The type's name is tp_name ("dict", "collections.OrderedDict"); a class
+ * defined in Python (Py_TPFLAGS_HEAPTYPE) is named with its module,
+ * __module__ in its dict ("__main__.Order"), on 3.11 and 3.12 whose dict
+ * and string layouts this reads.
+ *
+ * The variable parts of some containers are blocks of their own, named
+ * for their owner: a dict's keys table and values array ("dict (keys)",
+ * "dict (values)"), a list's item array ("list (items)") and a set's hash
+ * table ("set (table)").
+ *
+ * Type objects in the heap are objects of type `type` (or a metaclass).
+ * Everything read is checked: a type pointer outside the core, or a name
+ * that is not a string, makes the block not an object.
+ */
+#ifndef HS_PYTHON_H
+#define HS_PYTHON_H
+
+#include <stdint.h>
+
+#include "analyzers/alloc/heap.h"
+#include "formats/dwarf.h"
+#include "formats/elfcore.h"
+#include "src/error.h"
+#include "src/log.h"
+
+#define HS_PY_NONE UINT32_MAX
+
+struct hs_pytype {
+	uint64_t addr;          /* the type object; 0 for a part */
+	char *name;             /* "dict", "__main__.Order", "list (items)" */
+	uint64_t flags, basicsize;
+	uint64_t count, bytes;  /* blocks, their usable bytes */
+};
+
+struct hs_pyobjects {
+	unsigned minor;         /* 3.minor */
+	struct hs_pytype *types;
+	size_t ntypes;
+	/* per allocation: HS_PY_NONE, or the type's index << 2 | where the
+	 * object starts (0: +0, 1: +16, 2: +32; a part: 0) */
+	uint32_t *kind;
+	uint64_t objects, parts;        /* blocks */
+};
+
+static inline uint32_t hs_py_type_index(uint32_t kind)
+{
+	return kind >> 2;
+}
+static inline uint64_t hs_py_offset(uint32_t kind)
+{
+	return (kind & 3) * 16;
+}
+
+/* The objects of the heap's used blocks; *ret NULL when the program has
+ * no CPython (or its type `type` cannot be found). */
+struct hs_error *hs_python_objects(const struct hs_core *core,
+				   struct hs_dwarf *dw,
+				   const struct hs_heap *heap, struct hs_log *log,
+				   struct hs_pyobjects **ret);
+void hs_python_destroy(struct hs_pyobjects *p);
+
+#endif
