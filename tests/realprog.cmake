@@ -14,3 +14,7 @@ if(HS_SQLITE3_INCLUDE AND HS_SQLITE3_LIB)
 else()
   message(STATUS "No sqlite3.h: rp_sqlite_host is not built (test_realprog.py skips it)")
 endif()
+
+# CPython's pymalloc and objects against the interpreter's own counts
+# (tests/test_python.py, tests/fixtures/py_population.py)
+hs_pytest(python test_python.py)

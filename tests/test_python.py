@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""CPython's heap: pymalloc's pools and the objects' types, against the
+interpreter's own counts.
+
+tests/fixtures/py_population.py runs under Debian's python3 and builds
+known populations (instances of three classes, a 20,000-entry dict, lists
+of strings, cycles kept alive), records them and blocks.  The test stops
+it with gdb, writes the core (gcore), and in the same stop asks the
+interpreter for its counts: _PyObject_DebugMallocStats (what
+sys._debugmallocstats() prints: per size class, pools, blocks in use and
+available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
+
+  - `info`: pymalloc's table equals the interpreter's, class by class
+    (pools, blocks in use, blocks available), and so do the totals;
+    sys.getallocatedblocks() is pymalloc's blocks in use plus the objects
+    over 512 bytes that pymalloc handed to malloc (its raw blocks), which
+    are malloc's blocks: the difference is at least 0 and at most the
+    number of malloc's used blocks;
+  - `types`: the count of each class of the fixture equals the number of
+    its instances among gc.get_objects(); the big dict's block is a
+    `dict` and its keys table a `dict (keys)`, the list of orders a `list`
+    and its item array a `list (items)`;
+  - `leaks`: nothing leaked;
+  - bad input, on copies of the core: a pool whose free list is broken is
+    left out with a warning (its blocks in use missing from the total,
+    nothing else), a pool header overwritten between two pools of its
+    arena is reported, and an object whose ob_type points outside the
+    core is left untyped with a warning, the other counts unchanged.
+
+Skipped when /usr/bin/python3 or gdb is missing.  Standard library only.
+Prints "N passed, M failed" last.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import corrupt_core  # noqa: E402
+import hstest  # noqa: E402
+
+HS = hstest.HEAPSIFT
+WORK = os.path.join(hstest.WORKDIR, "python")
+R = hstest.Checker()
+PYTHON = "/usr/bin/python3"
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "fixtures", "py_population.py")
+POOL = 16384
+
+GDB_SCRIPT = """set pagination off
+set confirm off
+gcore {core}
+print ((long(*)(void))_Py_GetAllocatedBlocks)()
+call ((int(*)(void*))_PyObject_DebugMallocStats)(*(void**)&stderr)
+detach
+quit
+"""
+
+
+def take():
+    """Run the fixture, stop it with gdb: (core, record, stats text,
+    getallocatedblocks)."""
+    rec_path = os.path.join(WORK, "record.json")
+    err_path = os.path.join(WORK, "stderr.txt")
+    core = os.path.join(WORK, "python.core")
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([PYTHON, FIXTURE, rec_path], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err)
+    try:
+        deadline = time.monotonic() + 120
+        line = b""
+        while b"ready" not in line:
+            if time.monotonic() > deadline:
+                raise hstest.HsError("the fixture never got ready")
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                raise hstest.HsError("the fixture exited with %s" % proc.returncode)
+        time.sleep(0.2)  # blocked in read(2) by now
+        script = os.path.join(WORK, "stop.gdb")
+        with open(script, "w") as f:
+            f.write(GDB_SCRIPT.format(core=core))
+        r = hstest.run(["gdb", "-p", str(proc.pid), "-batch", "-nx", "-x", script],
+                       timeout=hstest.GCORE_TIMEOUT)
+        m = re.search(r"^\$1 = (\d+)$", r.out, re.M)
+        if r.rc != 0 or not os.path.exists(core) or not m:
+            raise hstest.HsError("gdb failed: %s\n%s" % (r.describe(), r.out[-2000:]))
+        blocks = int(m.group(1))
+    finally:
+        hstest.kill_process(proc)
+    with open(err_path) as f:
+        stats = f.read()
+    return core, hstest.load_json(rec_path, "the fixture's record"), stats, blocks
+
+
+def parse_stats(text):
+    """The rows of _PyObject_DebugMallocStats: {index: (size, pools, used,
+    avail)}."""
+    rows = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 5 and all(x.isdigit() for x in f):
+            rows[int(f[0])] = tuple(int(x) for x in f[1:])
+    return rows
+
+
+def hs_json(*args):
+    r = hstest.run([HS] + list(args) + ["--format", "json"], timeout=600)
+    if r.rc != 0:
+        raise hstest.HsError("heapsift %s: %s" % (args[0], r.describe()))
+    return json.loads(r.out), r.err
+
+
+def check_info(core, stats, blocks):
+    info, err = hs_json("info", core)
+    py = info.get("pymalloc")
+    if not R.check("info: pymalloc found", py is not None, "no pymalloc object"):
+        return None
+    want = parse_stats(stats)
+    got = {c["index"]: (c["size"], c["pools"], c["used"], c["avail"]) for c in py["classes"]}
+    probs = ["class %d: heapsift %s, interpreter %s (size, pools, used, avail)"
+             % (i, got.get(i), want.get(i)) for i in sorted(set(want) | set(got))
+             if got.get(i) != want.get(i)]
+    if not want:
+        probs.append("the interpreter printed no table:\n" + stats[-1000:])
+    R.case("info: every size class as the interpreter counts it", probs)
+    used = sum(v[2] for v in want.values())
+    avail = sum(v[3] for v in want.values())
+    R.check("info: blocks in use %d, available %d" % (used, avail),
+            (py["used_blocks"], py["free_blocks"]) == (used, avail),
+            "heapsift %d, %d" % (py["used_blocks"], py["free_blocks"]))
+    m = re.search(r"# bytes in allocated blocks\s*=\s*([\d,]+)", stats)
+    R.check("info: bytes in allocated blocks", m and py["used_bytes"] == int(m.group(1).replace(",", "")),
+            "heapsift %d, interpreter %s" % (py["used_bytes"], m and m.group(1)))
+    tot = info["allocator"]["totals"]["by_where"]
+    malloc_used = sum(v["count"] for k, v in tot.items()
+                      if not k.startswith("pymalloc") and k in ("heap", "mmapped"))
+    raw = blocks - py["used_blocks"]
+    R.check("info: sys.getallocatedblocks() %d = %d in pools + %d raw (<= %d malloc blocks)"
+            % (blocks, py["used_blocks"], raw, malloc_used),
+            0 <= raw <= malloc_used)
+    R.check("info: by_where counts pymalloc's blocks",
+            tot.get("pymalloc", {}).get("count") == used and
+            tot.get("pymalloc_free", {}).get("count") == avail, str(tot))
+    R.check("info: no warning, not partial", not info["warnings"] and
+            not info["allocator"]["partial"], "%s %s" % (info["warnings"], err[-500:]))
+    return py
+
+
+def type_counts(core):
+    t, err = hs_json("types", core)
+    return {row["type"]: row["count"] for row in t["types"]}, t, err
+
+
+def block_type(core, addr):
+    s, _ = hs_json("show", core, "%#x" % addr)
+    return s
+
+
+def check_types(core, rec):
+    counts, t, err = type_counts(core)
+    probs = ["%s: heapsift %s, gc.get_objects() %d" % (n, counts.get(n), c)
+             for n, c in sorted(rec["counts"].items()) if counts.get(n) != c]
+    R.case("types: the fixture's classes counted as gc.get_objects() counts them", probs)
+    R.check("types: sources.python counts them", t["sources"]["python"] >= sum(rec["counts"].values()),
+            str(t["sources"]))
+    d = block_type(core, rec["dict"])
+    R.check("types: the dict object is a dict", d.get("type") == "dict", str(d)[:500])
+    keys = [p["allocation"] for p in d.get("points_to", []) if p.get("type") == "dict (keys)"]
+    R.check("types: its keys table is a dict (keys)", len(keys) == 1, str(d.get("points_to"))[:800])
+    lst = block_type(core, rec["orders_list"])
+    R.check("types: the list of orders is a list", lst.get("type") == "list", str(lst)[:500])
+    items = [p for p in lst.get("points_to", []) if p.get("type") == "list (items)"]
+    R.check("types: its items are a list (items)", len(items) == 1, str(lst.get("points_to"))[:800])
+    return counts
+
+
+def check_leaks(core):
+    lk, err = hs_json("leaks", core, "--quiet")
+    sm = lk["summary"]
+    R.check("leaks: nothing leaked", sm["leak_root"]["count"] == 0 and
+            sm["leaked"]["count"] == 0 and sm["indirect"]["count"] == 0,
+            str(sm)[:500])
+
+
+def read_u64(core, addr):
+    segs = corrupt_core.load_segments(core)
+    off = corrupt_core.vaddr_to_offset(segs, addr, 8)
+    with open(core, "rb") as f:
+        f.seek(off)
+        return int.from_bytes(f.read(8), "little")
+
+
+def patched(core, name, patches):
+    out = os.path.join(WORK, name + ".core")
+    shutil.copyfile(core, out)
+    segs = corrupt_core.load_segments(out)
+    with open(out, "r+b") as f:
+        for addr, value in patches:
+            f.seek(corrupt_core.vaddr_to_offset(segs, addr, 8))
+            f.write(value.to_bytes(8, "little"))
+    return out
+
+
+def pools_of(core):
+    """Pool addresses with blocks in use, from list's pymalloc blocks."""
+    r = hstest.run([HS, "list", core, "--format", "json"], timeout=600)
+    pools = {}
+    for a in json.loads(r.out)["allocations"]:
+        if a["where"] == "pymalloc":
+            p = int(a["address"], 16) & ~(POOL - 1)
+            pools[p] = pools.get(p, 0) + 1
+    return pools
+
+
+def check_bad(core, py, rec, counts):
+    pools = pools_of(core)
+    # a pool with room left: its free list's head is not null
+    open_pools = [p for p in sorted(pools) if read_u64(core, p + 8)]
+    if not R.check("bad input: the core has a pool with free blocks", open_pools):
+        return
+    p = open_pools[len(open_pools) // 2]
+    head = read_u64(core, p + 8)
+    bad = patched(core, "freelist", [(head, p + 16)])
+    info, err = hs_json("info", bad)
+    got = info.get("pymalloc") or {}
+    R.check("bad input: a broken free list: warned, partial, that pool's %d blocks left out" % pools[p],
+            got.get("bad_pools") == 1 and info["allocator"]["partial"] and
+            any("free list goes astray" in w for w in info["warnings"]) and
+            got.get("used_blocks") == py["used_blocks"] - pools[p],
+            "%s %s" % (info["warnings"], {k: got.get(k) for k in ("bad_pools", "used_blocks")}))
+
+    # a header overwritten between two pools of one arena
+    inner = [q for q in sorted(pools) if q - POOL in pools and q + POOL in pools]
+    q = inner[len(inner) // 2]
+    bad = patched(core, "header", [(q + 40, 0x7FFF0001_7FFF0001)])
+    info, err = hs_json("info", bad)
+    got = info.get("pymalloc") or {}
+    R.check("bad input: a pool header overwritten: warned, partial, its blocks left out",
+            any("have no pool header" in w for w in info["warnings"]) and
+            info["allocator"]["partial"] and
+            got.get("used_blocks") == py["used_blocks"] - pools[q],
+            "%s %s" % (info["warnings"], got.get("used_blocks")))
+
+    # an Order whose ob_type points outside the core; the list of orders
+    # still holds it
+    lst = block_type(core, rec["orders_list"])
+    items = [int(x["allocation"], 16) for x in lst.get("points_to", [])
+             if x.get("type") == "list (items)"]
+    if not R.check("bad input: the orders' item array found", items):
+        return
+    victim = read_u64(core, items[0] + 8 * 7)
+    bad = patched(core, "obtype", [(victim + 8, 0xdead0000)])
+    r = hstest.run([HS, "types", bad, "--format", "json"], timeout=600)
+    ok = r.rc == 0
+    got = {row["type"]: row["count"] for row in json.loads(r.out)["types"]} if ok else {}
+    want = dict(counts)
+    want["__main__.Order"] -= 1
+    changed = {n: (got.get(n), c) for n, c in rec["counts"].items() if got.get(n) != want[n]}
+    R.check("bad input: an ob_type outside the core: that object untyped, warned, the rest unchanged",
+            ok and not changed and "no object starts" in r.err,
+            "%s %s %s" % (r.describe(), changed, r.err[-500:]))
+
+
+def main():
+    if not os.path.exists(PYTHON) or not shutil.which("gdb"):
+        R.skip("python", "needs %s and gdb" % PYTHON)
+        return R.finish()
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    try:
+        core, rec, stats, blocks = take()
+    except hstest.HsError as e:
+        R.check("the fixture's core and the interpreter's counts", False, str(e))
+        return R.finish()
+    print("python %s, sys.getallocatedblocks() %d" % (rec["python"], blocks))
+    py = check_info(core, stats, blocks)
+    counts = check_types(core, rec)
+    check_leaks(core)
+    if py:
+        check_bad(core, py, rec, counts)
+    status = R.finish()
+    if status == 0:
+        shutil.rmtree(WORK, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
