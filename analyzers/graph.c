@@ -280,8 +280,11 @@ static void *scan_part(void *arg)
 			continue;
 		uint64_t nwords = a->size / 8;
 		const uint64_t *w = hs_core_ptr(p->core, a->addr, nwords * 8);
+		struct hs_py_skip skip = hs_graph_skip(g, src);
 		for (uint64_t k = 0; k < nwords; k++) {
 			uint64_t v;
+			if (k - skip.at < skip.n)
+				continue;  /* not references */
 			if (w)
 				v = w[k];
 			else if (!hs_core_read_u64(p->core, a->addr + 8 * k, &v)) {
@@ -341,8 +344,11 @@ static void apply_learned(const struct hs_core *core, struct hs_graph *g)
 		if (!any)
 			continue;
 		const struct hs_alloc *a = &allocs[src];
+		struct hs_py_skip skip = hs_graph_skip(g, src);
 		for (uint64_t w = 0; w < a->size / 8; w++) {
 			uint64_t v;
+			if (w - skip.at < skip.n)
+				continue;
 			if (!hs_core_read_u64(core, a->addr + 8 * w, &v))
 				break;
 			if (v < g->map.lo || v >= g->map.hi)

@@ -71,6 +71,15 @@ static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
 	return a->where < HS_WHERE_INTERNAL;  /* used by the program */
 }
 
+/* The words of allocation src that are not references (CPython's GC
+ * heads and values prefixes: analyzers/python.h): [at, at + n).  The
+ * scan, and whoever lists a block's pointers, skips them. */
+static inline struct hs_py_skip hs_graph_skip(const struct hs_graph *g, uint32_t src)
+{
+	return g->rules && g->rules->py ? hs_py_skip_of(g->rules->py, src) :
+	       (struct hs_py_skip){0, 0};
+}
+
 /* The allocation whose usable range holds addr (any state), or HS_NO_ALLOC. */
 uint32_t hs_addrmap_lookup(const struct hs_addrmap *map, uint64_t addr);
 

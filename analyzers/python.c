@@ -21,7 +21,7 @@ enum {
 	F_MANAGED_DICT = 1 << 4,
 	F_HEAPTYPE = 1 << 9,
 	F_READY = 1 << 12,
-	F_HAVE_GC = 1 << 14,
+	F_HAVE_GC = HS_PY_HAVE_GC,
 	F_LIST_SUBCLASS = 1 << 25,
 	F_DICT_SUBCLASS = 1 << 29,
 	F_TYPE_SUBCLASS = 1u << 31,
@@ -277,7 +277,7 @@ static struct hs_error *classify(struct ctx *c, const struct hs_alloc *a,
 		 * its type's (the compact forms) */
 		if (preheader(c, pt->flags) != off)
 			continue;
-		*ret = ti << 2 | (uint32_t)(off / 16);
+		*ret = ti << 4 | (uint32_t)(off / 16);
 		return NULL;
 	}
 	return NULL;
@@ -310,7 +310,8 @@ static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
 	int64_t b = block_at(c->heap, at);
 	if (b < 0 && within && at) {
 		const struct hs_alloc *a = hs_heap_find(c->heap, at);
-		if (a && at - a->addr <= within && hs_alloc_state(a) == HS_STATE_USED)
+		if (a && at - a->addr <= within && !((at - a->addr) % 8) &&
+		    hs_alloc_state(a) == HS_STATE_USED)
 			b = a - c->heap->allocs;
 	}
 	if (b < 0 || c->p->kind[b] != HS_PY_NONE)
@@ -319,7 +320,8 @@ static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
 	struct hs_error *err = part_type(c, name, &ti);
 	if (err || ti == HS_PY_NONE)
 		return err;
-	c->p->kind[b] = ti << 2;
+	uint64_t prefix = at - c->heap->allocs[b].addr;
+	c->p->kind[b] = ti << 4 | HS_PY_PART | (uint32_t)(prefix / 8);
 	c->p->parts++;
 	return NULL;
 }
@@ -378,11 +380,12 @@ static struct hs_error *parts(struct ctx *c)
 		} else if (c->p->minor == 11 && (t->flags & F_MANAGED_DICT) &&
 			   hs_py_offset(k) == 32) {
 			/* 3.11's pre-header: the instance's attribute values
-			 * (past a prefix of at most 64 bytes), then its dict */
+			 * (past a prefix of at most 56 bytes: insertion order
+			 * bytes, and its size in the last), then its dict */
 			char name[MAX_NAME + 16];
 			snprintf(name, sizeof(name), "%s (values)", t->name);
 			if (rd(c, obj - 32, &v))
-				err = mark_part(c, v, name, 64);
+				err = mark_part(c, v, name, 56);
 		} else if (c->set_type && t->addr == c->set_type) {
 			/* PySetObject: table at +40, smalltable inline at +64 */
 			if (rd(c, obj + 40, &v) && v != obj + 64)

@@ -52,19 +52,47 @@ struct hs_pyobjects {
 	unsigned minor;         /* 3.minor */
 	struct hs_pytype *types;
 	size_t ntypes;
-	/* per allocation: HS_PY_NONE, or the type's index << 2 | where the
-	 * object starts (0: +0, 1: +16, 2: +32; a part: 0) */
+	/* per allocation: HS_PY_NONE, or the type's index << 4, then for an
+	 * object where it starts (0: +0, 1: +16, 2: +32), for a part
+	 * HS_PY_PART and the words before its contents (3.11's values
+	 * prefix: bytes that are not references) */
 	uint32_t *kind;
 	uint64_t objects, parts;        /* blocks */
 };
 
+enum { HS_PY_PART = 8 };
+
 static inline uint32_t hs_py_type_index(uint32_t kind)
 {
-	return kind >> 2;
+	return kind >> 4;
 }
+/* Where the object starts in its block (0 for a part). */
 static inline uint64_t hs_py_offset(uint32_t kind)
 {
-	return (kind & 3) * 16;
+	return kind & HS_PY_PART ? 0 : (kind & 7) * 16;
+}
+
+/* Py_TPFLAGS_HAVE_GC: the type's objects have a GC head before them */
+#define HS_PY_HAVE_GC (1u << 14)
+
+/* Words of a block that are not references: a GC head (16 bytes: the
+ * collector's links to its neighbours in a generation's list), or a
+ * values array's prefix.  at, n: words [at, at + n); n 0 when none. */
+struct hs_py_skip {
+	uint64_t at, n;
+};
+static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
+					      uint32_t id)
+{
+	uint32_t k = py->kind[id];
+	if (k == HS_PY_NONE)
+		return (struct hs_py_skip){0, 0};
+	if (k & HS_PY_PART)
+		return (struct hs_py_skip){0, k & 7};
+	const struct hs_pytype *t = &py->types[hs_py_type_index(k)];
+	if (!hs_py_offset(k) || !(t->flags & HS_PY_HAVE_GC))
+		return (struct hs_py_skip){0, 0};
+	return (struct hs_py_skip){hs_py_offset(k) / 8 - 2, 2};
 }
 
 /* The objects of the heap's used blocks; *ret NULL when the program has

@@ -15,6 +15,7 @@ const char *const hs_rule_names[HS_RULE_COUNT] = {
 	[HS_RULE_NEWARRAY] = "newarray",
 	[HS_RULE_MULTIPLE_INHERITANCE] = "multipleinheritance",
 	[HS_RULE_SDS] = "sds",
+	[HS_RULE_PYOBJECT] = "pyobject",
 	[HS_RULE_LEARNED] = "learned",
 	[HS_RULE_TYPED] = "typed",
 };
@@ -401,6 +402,11 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 		return HS_RULE_NONE;
 	uint64_t off = v - a->addr, w0, w1;
 	unsigned on = r->enabled;
+	if (r->py && (on & 1u << HS_RULE_PYOBJECT)) {
+		uint32_t k = r->py->kind[a - r->heap->allocs];
+		if (k != HS_PY_NONE && hs_py_offset(k) == off)
+			return HS_RULE_PYOBJECT;
+	}
 	struct head hd = head_of(r, a);
 	if ((on & 1u << HS_RULE_STDSTRING) && off == 24 &&
 	    head_word(r, a, &hd, a->addr + 8, &w1) && w1 < a->size &&

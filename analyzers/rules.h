@@ -31,6 +31,13 @@
  *                        8 to 64 the header's len <= alloc, and header +
  *                        alloc + the terminating NUL fit the block
  *
+ * a CPython object past its block's start:
+ *
+ *   pyobject             at +16 or +32: the block holds a Python object
+ *                        there (analyzers/python.h: past its GC head, and
+ *                        on 3.11 the managed dict's words); every
+ *                        reference to an object points to it
+ *
  * and one learned from the heap itself:
  *
  *   typed                a pointer whose DWARF type is T * (known through
@@ -62,6 +69,7 @@
 #include "formats/dwarf.h"
 #include "formats/elfcore.h"
 #include "src/error.h"
+#include "analyzers/python.h"
 
 enum hs_rule {
 	HS_RULE_NONE,
@@ -70,6 +78,7 @@ enum hs_rule {
 	HS_RULE_NEWARRAY,
 	HS_RULE_MULTIPLE_INHERITANCE,
 	HS_RULE_SDS,
+	HS_RULE_PYOBJECT,
 	HS_RULE_LEARNED,
 	HS_RULE_TYPED,
 	HS_RULE_COUNT
@@ -115,6 +124,8 @@ struct hs_rules {
 	 * unique once hs_rules_typed_done has run */
 	uint64_t *typed;
 	size_t ntyped, captyped;
+	/* CPython's objects (the pyobject rule), or NULL */
+	const struct hs_pyobjects *py;
 };
 
 /* Adds v, a typed pointer's value into a block's interior, to the typed

@@ -29,6 +29,7 @@ struct ctx {
 	struct hs_dwarf *dw;
 	const struct hs_heap *heap;
 	const struct hs_graph *graph;
+	const struct hs_pyobjects *py;
 	struct hs_log *log;
 	struct hs_types *t;
 	/* per allocation: 0 none, 1 dwarf, 2 vtable; NULL while inferring
@@ -480,17 +481,14 @@ static struct hs_error *seed_vtables(struct ctx *c)
  * Python type (analyzers/python.h), as strong as a vtable. */
 static struct hs_error *seed_python(struct ctx *c)
 {
-	struct hs_pyobjects *py;
-	struct hs_error *err = hs_python_objects(c->core, c->dw, c->heap,
-						 c->log, &py);
-	if (err || !py)
-		return err;
+	const struct hs_pyobjects *py = c->py;
+	struct hs_error *err = NULL;
+	if (!py)
+		return NULL;
 	struct hs_types *t = c->t;
 	struct hs_dtype **d = calloc(py->ntypes ? py->ntypes : 1, sizeof(*d));
-	if (!d) {
-		hs_python_destroy(py);
+	if (!d)
 		return &hs_error_nomem;
-	}
 	for (uint32_t id = 0; id < c->graph->n && !err; id++) {
 		uint32_t k = py->kind[id];
 		if (k == HS_PY_NONE)
@@ -505,7 +503,6 @@ static struct hs_error *seed_python(struct ctx *c)
 			t->from_python++;
 	}
 	free(d);
-	hs_python_destroy(py);
 	return err;
 }
 
@@ -646,13 +643,14 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 				  struct hs_dwarf *dw,
 				  const struct hs_heap *heap,
 				  const struct hs_graph *graph,
+				  const struct hs_pyobjects *py,
 				  struct hs_log *log, struct hs_types **ret)
 {
 	struct hs_types *t = calloc(1, sizeof(*t));
 	if (!t)
 		return &hs_error_nomem;
 	struct ctx c = {.core = core, .dw = dw, .heap = heap, .graph = graph,
-			.log = log, .t = t};
+			.py = py, .log = log, .t = t};
 	struct hs_error *err = hs_dtypes_create(dw, &t->reg);
 	if (err)
 		goto out;

@@ -52,6 +52,7 @@
 #include "analyzers/graph.h"
 #include "analyzers/alloc/heap.h"
 #include "analyzers/mark.h"
+#include "analyzers/python.h"
 #include "formats/dwtypes.h"
 #include "src/rankset.h"
 
@@ -118,6 +119,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 				  struct hs_dwarf *dw,
 				  const struct hs_heap *heap,
 				  const struct hs_graph *graph,
+				  const struct hs_pyobjects *py,
 				  struct hs_log *log, struct hs_types **ret);
 void hs_types_destroy(struct hs_types *t);
 

@@ -7,6 +7,7 @@
 
 #include "analyzers/alloc/backend.h"
 #include "analyzers/alloc/pymalloc.h"
+#include "analyzers/python.h"
 
 double hs_now(void)
 {
@@ -69,6 +70,7 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 	hs_error_destroy(snap->mark_err);
 	hs_graph_destroy(snap->graph);
 	hs_rules_fini(&snap->rules);
+	hs_python_destroy(snap->python);
 	hs_error_destroy(snap->graph_err);
 	hs_roots_destroy(snap->roots);
 	hs_error_destroy(snap->roots_err);
@@ -245,6 +247,11 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 					dw = NULL;
 				snap->graph_err = hs_rules_init(&snap->rules, snap->core,
 								heap, dw, on);
+				if (!snap->graph_err && dw)
+					snap->graph_err = hs_python_objects(snap->core, dw, heap,
+									    &snap->log,
+									    &snap->python);
+				snap->rules.py = snap->python;
 				if (!snap->graph_err)
 					snap->graph_err = hs_graph_build(snap->core, heap,
 									 &snap->rules, n,
@@ -352,8 +359,8 @@ static const struct hs_error *types_base(struct hs_snapshot *snap)
 		} else {
 			double t0 = hs_now();
 			snap->types_err = hs_types_compute(snap->core, dw, snap->heap,
-							   graph, &snap->log,
-							   &snap->types);
+							   graph, snap->python,
+							   &snap->log, &snap->types);
 			hs_log_progress_end(&snap->log);
 			snap->t_types = hs_now() - t0;
 		}

@@ -62,6 +62,9 @@ struct hs_snapshot {
 	struct hs_graph *graph;
 	struct hs_error *graph_err;
 	struct hs_rules rules;          /* header rules the graph applies */
+	/* CPython's objects (analyzers/python.h), computed with the graph
+	 * (its scan skips their GC heads); NULL: no CPython */
+	struct hs_pyobjects *python;
 	struct hs_mark *mark;
 	struct hs_error *mark_err;
 	struct hs_retain *retain;
