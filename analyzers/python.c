@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "analyzers/alloc/pymalloc.h"
+#include "analyzers/graph.h"
+#include "analyzers/roots.h"
 
 /* PyTypeObject (Include/cpython/object.h; the same offsets from 3.8 to
  * 3.13) and the flags this reads */
@@ -262,8 +264,12 @@ static struct hs_error *classify(struct ctx *c, const struct hs_alloc *a,
 	*ret = HS_PY_NONE;
 	for (uint64_t off = 0; off <= 32 && off + 16 <= a->size; off += 16) {
 		uint64_t refcnt, type;
+		/* a count, not an address (a large count that is one is
+		 * taken for a pointer: a block that starts with a pointer
+		 * and then one to a type is no object) */
 		if (!hs_core_read_u64(c->core, a->addr + off, &refcnt) ||
 		    !refcnt || refcnt > 1ULL << 40 ||
+		    (refcnt >= 1 << 16 && hs_core_find_segment(c->core, refcnt)) ||
 		    !hs_core_read_u64(c->core, a->addr + off + OB_TYPE, &type))
 			continue;
 		uint32_t ti;
@@ -469,4 +475,108 @@ out:
 	hs_python_destroy(c.p);
 	free(c.map);
 	return err;
+}
+
+/* One word: a pointer to an object's start counts for it. */
+static inline void count_ref(const struct hs_pyobjects *py,
+			     const struct hs_graph *g, uint32_t *counts,
+			     uint64_t v)
+{
+	if (v < g->map.lo || v >= g->map.hi)
+		return;
+	uint32_t id = hs_addrmap_lookup(&g->map, v);
+	if (id == HS_NO_ALLOC || id >= g->n)
+		return;
+	uint32_t k = py->kind[id];
+	if (k == HS_PY_NONE || (k & HS_PY_PART) ||
+	    g->map.heap->allocs[id].addr + hs_py_offset(k) != v)
+		return;
+	if (counts[id] != UINT32_MAX)
+		counts[id]++;
+}
+
+void hs_pyrefs_destroy(struct hs_pyrefs *r)
+{
+	if (!r)
+		return;
+	free(r->v);
+	free(r);
+}
+
+struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
+				const struct hs_core *core,
+				const struct hs_heap *heap,
+				const struct hs_graph *g,
+				const struct hs_roots *roots,
+				struct hs_pyrefs **ret)
+{
+	*ret = NULL;
+	struct hs_pyrefs *r = calloc(1, sizeof(*r));
+	uint32_t *counts = calloc(g->n ? g->n : 1, sizeof(*counts));
+	if (!r || !counts) {
+		free(r);
+		free(counts);
+		return &hs_error_nomem;
+	}
+	for (uint32_t src = 0; src < g->n; src++) {
+		const struct hs_alloc *a = &heap->allocs[src];
+		if (!hs_alloc_in_graph(a))
+			continue;
+		struct hs_py_skip skip = hs_py_skip_of(py, src);
+		uint64_t nwords = a->size / 8;
+		const uint64_t *w = hs_core_ptr(core, a->addr, nwords * 8);
+		for (uint64_t k = 0; k < nwords; k++) {
+			uint64_t v;
+			if (k - skip.at < skip.n)
+				continue;
+			if (w)
+				v = w[k];
+			else if (!hs_core_read_u64(core, a->addr + 8 * k, &v))
+				break;
+			count_ref(py, g, counts, v);
+		}
+	}
+	for (size_t i = 0; i < roots->n; i++) {
+		const struct hs_root *rt = &roots->roots[i];
+		if (hs_root_is_value(rt)) {
+			count_ref(py, g, counts, rt->value);
+			continue;
+		}
+		for (uint64_t at = (rt->start + 7) & ~7ULL; at + 8 <= rt->end; at += 8) {
+			uint64_t v;
+			if (hs_core_read_u64(core, at, &v))
+				count_ref(py, g, counts, v);
+		}
+	}
+	size_t cap = 0;
+	struct hs_error *err = NULL;
+	for (uint32_t id = 0; id < g->n && !err; id++) {
+		uint32_t k = py->kind[id];
+		if (k == HS_PY_NONE || (k & HS_PY_PART))
+			continue;
+		uint64_t refcnt;
+		if (!hs_core_read_u64(core, heap->allocs[id].addr + hs_py_offset(k), &refcnt))
+			continue;
+		r->checked++;
+		if (refcnt <= counts[id] || (py->minor >= 12 && refcnt >= 0xffffffffULL))
+			continue;
+		if (r->n == cap) {
+			size_t c = cap ? 2 * cap : 64;
+			struct hs_py_outside *v = realloc(r->v, c * sizeof(*v));
+			if (!v) {
+				err = &hs_error_nomem;
+				break;
+			}
+			r->v = v;
+			cap = c;
+		}
+		r->v[r->n++] = (struct hs_py_outside){id, counts[id], refcnt};
+	}
+	free(counts);
+	if (err) {
+		hs_pyrefs_destroy(r);
+		return err;
+	}
+	*ret = r;
+	return NULL;
 }

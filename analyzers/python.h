@@ -103,4 +103,33 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 				   struct hs_pyobjects **ret);
 void hs_python_destroy(struct hs_pyobjects *p);
 
+/* Reference counts as evidence.  Every owning reference to an object is a
+ * pointer to its start somewhere: in a block, a root's memory (stacks,
+ * globals, unexplained memory) or a register.  An object whose ob_refcnt
+ * is larger than the pointers to it found there is held from outside the
+ * heap: a reference that C code took and never gave back (or one kept
+ * where heapsift does not look).  Pointers are counted in the used
+ * blocks' words (less the words that are no references: GC heads) and in
+ * every root, stale ones included: a count too high only hides evidence.
+ * Immortal objects (3.12+, a count of 2^32 - 1 and more) are left out. */
+struct hs_py_outside {
+	uint32_t id;            /* the block */
+	uint32_t found;         /* pointers found */
+	uint64_t refcnt;
+};
+struct hs_pyrefs {
+	struct hs_py_outside *v;        /* by address */
+	size_t n;
+	uint64_t checked;       /* objects looked at */
+};
+struct hs_graph;
+struct hs_roots;
+struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
+				const struct hs_core *core,
+				const struct hs_heap *heap,
+				const struct hs_graph *graph,
+				const struct hs_roots *roots,
+				struct hs_pyrefs **ret);
+void hs_pyrefs_destroy(struct hs_pyrefs *r);
+
 #endif

@@ -73,6 +73,115 @@ static void json_total(struct hs_jsonw *w, const char *key,
 	hs_jsonw_object_end(w);
 }
 
+/* CPython's objects held from outside the heap, by type: most first. */
+struct outside_row {
+	uint32_t type;          /* registry index, HS_NO_TYPE */
+	uint64_t count, extra;  /* objects, references beyond those found */
+};
+
+static int cmp_outside(const void *a, const void *b)
+{
+	const struct outside_row *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return x->type < y->type ? -1 : x->type > y->type;
+}
+
+static struct outside_row *outside_rows(const struct hs_heap *heap,
+					const struct hs_types *types,
+					const struct hs_pyrefs *r, size_t *n)
+{
+	(void)heap;
+	struct outside_row *v = calloc(r->n, sizeof(*v));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		uint32_t t = types ? hs_types_index(types, r->v[i].id) : HS_NO_TYPE;
+		size_t j = 0;
+		while (j < k && v[j].type != t)
+			j++;
+		if (j == k)
+			v[k++] = (struct outside_row){.type = t};
+		v[j].count++;
+		v[j].extra += r->v[i].refcnt - r->v[i].found;
+	}
+	hs_sort(v, k, sizeof(*v), cmp_outside);
+	*n = k;
+	return v;
+}
+
+static const char *outside_name(const struct hs_types *types, uint32_t t)
+{
+	return t != HS_NO_TYPE ? types->reg->v[t]->name : "(untyped)";
+}
+
+enum { OUTSIDE_LIST_MAX = 1000 };
+
+static void outside_json(struct hs_jsonw *w, const struct hs_heap *heap,
+			 const struct hs_types *types, const struct hs_pyrefs *r,
+			 const struct outside_row *rows, size_t nrows)
+{
+	hs_jsonw_key(w, "python_outside");
+	if (!r) {
+		hs_jsonw_null(w);
+		return;
+	}
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kuint(w, "checked", r->checked);
+	hs_jsonw_kuint(w, "count", r->n);
+	hs_jsonw_key(w, "by_type");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < nrows; i++) {
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kstring(w, "type", outside_name(types, rows[i].type));
+		hs_jsonw_kuint(w, "count", rows[i].count);
+		hs_jsonw_kuint(w, "extra_refs", rows[i].extra);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_key(w, "objects");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < r->n && i < OUTSIDE_LIST_MAX; i++) {
+		const struct hs_py_outside *o = &r->v[i];
+		uint32_t t = types ? hs_types_index(types, o->id) : HS_NO_TYPE;
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kaddr(w, "address", heap->allocs[o->id].addr);
+		hs_jsonw_kstring(w, "type", outside_name(types, t));
+		hs_jsonw_kuint(w, "refcnt", o->refcnt);
+		hs_jsonw_kuint(w, "found", o->found);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_object_end(w);
+}
+
+static void outside_text(const struct hs_cli *cli, const struct hs_heap *heap,
+			 const struct hs_types *types, const struct hs_pyrefs *r,
+			 const struct outside_row *rows, size_t nrows)
+{
+	if (!r || !r->n)
+		return;
+	printf("\nPython objects held from outside the heap: %zu of %" PRIu64
+	       " have a reference count above the references found to them in the heap, the stacks, the registers and the globals (a reference C code kept)\n",
+	       r->n, r->checked);
+	printf("%-32s %8s %12s\n", "TYPE", "OBJECTS", "EXTRA REFS");
+	for (size_t i = 0; i < nrows; i++)
+		printf("%-32s %8" PRIu64 " %12" PRIu64 "\n",
+		       outside_name(types, rows[i].type), rows[i].count, rows[i].extra);
+	if (!cli->list) {
+		printf("(--list shows the objects)\n");
+		return;
+	}
+	for (size_t i = 0; i < r->n; i++) {
+		const struct hs_py_outside *o = &r->v[i];
+		uint32_t t = types ? hs_types_index(types, o->id) : HS_NO_TYPE;
+		printf("%12s %#" PRIx64 " %s: refcount %" PRIu64 ", %u references found\n",
+		       "", (uint64_t)heap->allocs[o->id].addr,
+		       outside_name(types, t), o->refcnt, o->found);
+	}
+}
+
 int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	struct hs_results res;
@@ -91,6 +200,13 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 	if (rerr)
 		res.retain = NULL;
 	const struct hs_types *types = res.types;
+	const struct hs_pyrefs *pyrefs;
+	if (hs_snapshot_pyrefs(snap, &pyrefs))
+		pyrefs = NULL;
+	struct outside_row *outside = NULL;
+	size_t noutside = 0;
+	if (pyrefs && pyrefs->n && !(outside = outside_rows(heap, types, pyrefs, &noutside)))
+		return hs_cli_fail(cli, &hs_error_nomem);
 
 	size_t n = mark->nleak_roots;
 	size_t *order = malloc((n ? n : 1) * sizeof(*order));
@@ -98,6 +214,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 	if (!order || !groups) {
 		free(order);
 		free(groups);
+		free(outside);
 		return hs_cli_fail(cli, &hs_error_nomem);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -178,6 +295,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_object_end(&w);
 		}
 		hs_jsonw_array_end(&w);
+		outside_json(&w, heap, types, pyrefs, outside, noutside);
 		hs_jsonw_key(&w, "roots");
 		hs_jsonw_object_begin(&w);
 		hs_jsonw_kuint(&w, "count", roots->n);
@@ -255,7 +373,9 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (!cli->list)
 				printf("(--list shows the addresses; heapsift show CORE ADDR explains one)\n");
 		}
+		outside_text(cli, heap, types, pyrefs, outside, noutside);
 	}
+	free(outside);
 	free(order);
 	free(groups);
 	return HS_EXIT_OK;

@@ -70,6 +70,8 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 	hs_error_destroy(snap->mark_err);
 	hs_graph_destroy(snap->graph);
 	hs_rules_fini(&snap->rules);
+	hs_pyrefs_destroy(snap->pyrefs);
+	hs_error_destroy(snap->pyrefs_err);
 	hs_python_destroy(snap->python);
 	hs_error_destroy(snap->graph_err);
 	hs_roots_destroy(snap->roots);
@@ -320,6 +322,29 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 	}
 	*ret = snap->mark;
 	return snap->mark_err;
+}
+
+const struct hs_error *hs_snapshot_pyrefs(struct hs_snapshot *snap,
+					  const struct hs_pyrefs **ret)
+{
+	if (!snap->pyrefs_done) {
+		snap->pyrefs_done = true;
+		const struct hs_graph *graph;
+		const struct hs_roots *roots;
+		const struct hs_error *e;
+		if ((e = hs_snapshot_graph(snap, &graph)) ||
+		    (e = hs_snapshot_roots(snap, &roots)))
+			snap->pyrefs_err = copy_error(e);
+		else if (snap->python) {
+			double t0 = hs_now();
+			snap->pyrefs_err = hs_python_refs(snap->python, snap->core,
+							  snap->heap, graph, roots,
+							  &snap->pyrefs);
+			snap->t_mark += hs_now() - t0;
+		}
+	}
+	*ret = snap->pyrefs;
+	return snap->pyrefs_err;
 }
 
 const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,

@@ -65,6 +65,10 @@ struct hs_snapshot {
 	/* CPython's objects (analyzers/python.h), computed with the graph
 	 * (its scan skips their GC heads); NULL: no CPython */
 	struct hs_pyobjects *python;
+	/* reference counts against the references found (hs_python_refs) */
+	struct hs_pyrefs *pyrefs;
+	struct hs_error *pyrefs_err;
+	bool pyrefs_done;
 	struct hs_mark *mark;
 	struct hs_error *mark_err;
 	struct hs_retain *retain;
@@ -137,6 +141,10 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 					const struct hs_mark **ret);
 /* Dominators and retained sizes; needs the mark. */
+/* CPython's objects held from outside the heap (analyzers/python.h);
+ * *ret NULL when the program has no CPython. */
+const struct hs_error *hs_snapshot_pyrefs(struct hs_snapshot *snap,
+					  const struct hs_pyrefs **ret);
 const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 					  const struct hs_retain **ret);
 /* What each allocation is (C++ vtables, DWARF types); needs the graph. */

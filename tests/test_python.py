@@ -208,6 +208,62 @@ def check_leaks(core, rec):
             sm["via"]["pyobject"]["count"] > rec["orders"] + rec["slotted"], str(sm["via"]))
 
 
+def check_outside(core, rec):
+    """The Holder's count was raised through the C API and nothing holds
+    that reference: it is the one object held from outside the heap."""
+    lk, _ = hs_json("leaks", core, "--quiet")
+    out = lk.get("python_outside") or {}
+    objs = out.get("objects", [])
+    holder = [o for o in objs if int(o["address"], 16) + 32 == rec["held"]]
+    R.check("leaks: the Holder is held from outside the heap (refcount 1, 0 references found)",
+            len(holder) == 1 and holder[0]["refcnt"] == 1 and holder[0]["found"] == 0 and
+            holder[0]["type"] == "__main__.Holder", str(objs)[:800])
+    R.check("leaks: nothing else is (%d objects checked)" % out.get("checked", 0),
+            out.get("count") == 1 and out.get("checked", 0) > rec["orders"], str(out)[:800])
+
+
+def find_chap():
+    c = os.environ.get("HS_CHAP")
+    if c:
+        return c if os.access(c, os.X_OK) else None
+    import glob
+    found = sorted(glob.glob("/var/cache/heapsift-chap/chap-*/build/chap"))
+    return found[-1] if found else None
+
+
+def check_chap(core, info):
+    """chap (built by scripts/build-chap.sh; skipped without it) reads the
+    same pools.  It counts glibc's thread-cache chunks as used (heapsift:
+    free, `tcache`), and it counts each pool an arena has not carved yet as
+    one free 16 KiB allocation (it reads obmalloc's arena objects; those
+    pools have no header for heapsift to find).  So chap's used count is
+    heapsift's plus the tcache chunks, and its free count heapsift's less
+    them plus its 16 KiB free allocations."""
+    chap = find_chap()
+    if not chap:
+        R.skip("chap: pymalloc's blocks side by side", "chap is not built (scripts/build-chap.sh, or HS_CHAP)")
+        return
+    cmds = os.path.join(WORK, "chap.cmds")
+    with open(cmds, "w") as f:
+        f.write("count used\ncount free\nsummarize free\n")
+    with open(cmds) as f:
+        r = hstest.run([chap, core], timeout=600, stdin=f)
+    out = r.out
+    # count used, count free, then summarize free's own total
+    counts = [int(x) for x in re.findall(r"^(\d+) allocations use", out, re.M)][:2]
+    pools = re.search(r"allocations of size 0x4000 have (\d+) instances", out)
+    if not R.check("chap: counted used and free", len(counts) == 2, out[-800:]):
+        return
+    t = info["allocator"]["totals"]
+    tcache = t["by_where"].get("tcache", {}).get("count", 0)
+    uncarved = int(pools.group(1)) if pools else 0
+    R.check("chap: used %d = heapsift's %d + %d tcache chunks" % (counts[0], t["used_count"], tcache),
+            counts[0] == t["used_count"] + tcache)
+    R.check("chap: free %d = heapsift's %d - %d tcache chunks + %d pools not carved yet"
+            % (counts[1], t["free_count"], tcache, uncarved),
+            counts[1] == t["free_count"] - tcache + uncarved)
+
+
 def read_u64(core, addr):
     segs = corrupt_core.load_segments(core)
     off = corrupt_core.vaddr_to_offset(segs, addr, 8)
@@ -302,6 +358,9 @@ def main():
     py = check_info(core, stats, blocks)
     counts = check_types(core, rec)
     check_leaks(core, rec)
+    check_outside(core, rec)
+    if py:
+        check_chap(core, hs_json("info", core)[0])
     if py:
         check_bad(core, py, rec, counts)
     status = R.finish()
