@@ -540,12 +540,137 @@ static uint64_t array_count(Dwarf_Die *arr, Dwarf_Die *elem)
 	return size / esize;
 }
 
+/* ---- libstdc++'s node-based containers ----
+ *
+ * std::map, std::set, std::list and std::unordered_* link their nodes
+ * through a base class that has no value: _Rb_tree_node_base's _M_left,
+ * _List_node_base's _M_next, _Hash_node_base's _M_nxt.  What a node
+ * really is (_Rb_tree_node<V>, _List_node<V>, _Hash_node<V, c>) is only
+ * known from the template around the pointer: the container
+ * (_Rb_tree<K, V, ...>, _List_base<V, A>, _Hashtable<K, V, ...>), an
+ * iterator, or the node itself.  Flattening such a template, a pointer
+ * to the base node is taken as a pointer to the node of its V, found by
+ * name in the module's DWARF (libstdc++ 9 to 14: stl_tree.h, stl_list.h,
+ * hashtable_policy.h).  A node keeps its value in
+ * __gnu_cxx::__aligned_membuf<V> or __aligned_buffer<V>, bytes to the
+ * compiler: flattened as the V they hold. */
+
+struct node_ctx {
+	const char *base;       /* the base node: "std::_Rb_tree_node_base" */
+	struct hs_dtype *node;  /* what a pointer to it points to */
+};
+
+static const struct node_kind {
+	const char *tmpl;       /* the template's own name, up to its '<' */
+	int arg;                /* V's place in its type parameters; -1: the
+				 * template is the node itself */
+	const char *node;       /* the node's qualified name, up to its '<' */
+	const char *base;
+} node_kinds[] = {
+	{"_Rb_tree<", 1, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
+	{"_Rb_tree_iterator<", 0, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
+	{"_Rb_tree_const_iterator<", 0, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
+	{"_Rb_tree_node<", -1, NULL, "std::_Rb_tree_node_base"},
+	{"_List_base<", 0, "std::__cxx11::_List_node<", "std::__detail::_List_node_base"},
+	{"_List_iterator<", 0, "std::__cxx11::_List_node<", "std::__detail::_List_node_base"},
+	{"_List_const_iterator<", 0, "std::__cxx11::_List_node<",
+	 "std::__detail::_List_node_base"},
+	{"_List_node<", -1, NULL, "std::__detail::_List_node_base"},
+	{"_Hashtable<", 1, "std::__detail::_Hash_node<", "std::__detail::_Hash_node_base"},
+	{"_Hash_node<", -1, NULL, "std::__detail::_Hash_node_base"},
+};
+
+/* The type of die's k-th template type parameter. */
+static bool template_arg(Dwarf_Die *die, int k, Dwarf_Die *ret)
+{
+	Dwarf_Die child;
+	if (dwarf_child(die, &child) != 0)
+		return false;
+	int i = 0;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_template_type_parameter)
+			continue;
+		if (i++ == k)
+			return type_of(&child, ret);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* The definition named prefix...> in m whose first template type
+ * parameter is named vname. */
+static struct hs_error *find_instance(struct hs_dtypes *t, struct hs_module *m,
+				      const char *prefix, const char *vname,
+				      struct hs_dtype **ret)
+{
+	*ret = NULL;
+	struct name_index *ix;
+	struct hs_error *err = name_index(t, m, &ix);
+	if (err)
+		return err;
+	size_t plen = strlen(prefix), lo = 0, hi = ix->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(ix->v[mid].name, prefix) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* bounded: one look per definition of that template in the module */
+	for (; lo < ix->n && !strncmp(ix->v[lo].name, prefix, plen); lo++) {
+		Dwarf_Die def, arg;
+		char name[512];
+		if (!dwarf_offdie(ix->dbg, ix->v[lo].off, &def) || !template_arg(&def, 0, &arg))
+			continue;
+		type_name(&arg, name, sizeof(name), 0);
+		if (!strcmp(name, vname))
+			return from_die(t, m, &def, ret);
+	}
+	return NULL;
+}
+
+/* Whether the struct at die (named name) is one of node_kinds; *ret then
+ * says what its base-node pointers point to. */
+static struct hs_error *node_context(struct hs_dtypes *t, struct hs_module *m,
+				     Dwarf_Die *die, const char *name,
+				     struct node_ctx *ret, bool *found)
+{
+	*found = false;
+	for (size_t k = 0; k < sizeof(node_kinds) / sizeof(node_kinds[0]); k++) {
+		const struct node_kind *nk = &node_kinds[k];
+		if (strncmp(name, nk->tmpl, strlen(nk->tmpl)))
+			continue;
+		struct hs_dtype *node = NULL;
+		struct hs_error *err;
+		if (nk->arg < 0) {
+			err = from_die(t, m, die, &node);
+		} else {
+			Dwarf_Die v;
+			char vname[512];
+			if (!template_arg(die, nk->arg, &v))
+				return NULL;
+			type_name(&v, vname, sizeof(vname), 0);
+			err = find_instance(t, m, nk->node, vname, &node);
+		}
+		if (err)
+			return err;
+		if (!node || !node->size)
+			return NULL;
+		ret->base = nk->base;
+		ret->node = node;
+		*found = true;
+		return NULL;
+	}
+	return NULL;
+}
+
 /* Pointer slots of the type at die, at base; an array of them with
  * (stride, count) when inside an array.  Recursion is bounded by
- * MAX_DEPTH: it follows the nesting of types, not data. */
+ * MAX_DEPTH: it follows the nesting of types, not data.  nc: the
+ * innermost node-based container around (see node_kinds), or NULL. */
 static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 				Dwarf_Die *die, uint64_t base, uint64_t stride,
-				uint32_t count, struct flat *f, int depth)
+				uint32_t count, struct flat *f, int depth,
+				const struct node_ctx *nc)
 {
 	if (depth > MAX_DEPTH || ++f->visits > MAX_VISITS)
 		return NULL;
@@ -560,6 +685,8 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 			return err;
 		if (!pointee)
 			return NULL;  /* void * or a function pointer */
+		if (nc && !strcmp(pointee->name, nc->base))
+			pointee = nc->node;
 		return flat_add(f, (struct hs_dptr){base, stride, count, pointee});
 	}
 	case DW_TAG_array_type: {
@@ -571,7 +698,8 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 		if (!n || !esize)
 			return NULL;
 		if (count == 1)
-			return flatten(t, m, &inner, base, esize, (uint32_t)n, f, depth + 1);
+			return flatten(t, m, &inner, base, esize, (uint32_t)n, f, depth + 1,
+				       nc);
 		/* an array in an array: unroll the outer one, as long as its
 		 * elements hold pointers (the first one tells: they all have
 		 * the same type; an array of 10^9 structs of scalars must not
@@ -579,7 +707,7 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 		for (uint32_t i = 0; i < count && f->n < MAX_PTRS; i++) {
 			size_t before = f->n;
 			if ((err = flatten(t, m, &inner, base + i * stride, esize,
-					   (uint32_t)n, f, depth + 1)))
+					   (uint32_t)n, f, depth + 1, nc)))
 				return err;
 			if (f->n == before)
 				break;
@@ -598,6 +726,20 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 			if (!index_find(ix, full, &def))
 				return NULL;
 			peeled = def;
+		}
+		const char *sn = is_cxx(&peeled) ? dwarf_diename(&peeled) : NULL;
+		struct node_ctx mine;
+		if (sn) {
+			/* a node's value, bytes to the compiler */
+			Dwarf_Die v;
+			if ((!strncmp(sn, "__aligned_membuf<", 17) ||
+			     !strncmp(sn, "__aligned_buffer<", 17)) && template_arg(&peeled, 0, &v))
+				return flatten(t, m, &v, base, stride, count, f, depth + 1, nc);
+			bool found;
+			if ((err = node_context(t, m, &peeled, sn, &mine, &found)))
+				return err;
+			if (found)
+				nc = &mine;
 		}
 		Dwarf_Die member;
 		if (dwarf_child(&peeled, &member) != 0)
@@ -624,7 +766,7 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 			if (!type_of(&member, &inner))
 				continue;
 			if ((err = flatten(t, m, &inner, base + off, stride, count, f,
-					   depth + 1)))
+					   depth + 1, nc)))
 				return err;
 		} while (dwarf_siblingof(&member, &member) == 0);
 		return NULL;
@@ -643,7 +785,8 @@ struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
 		Dwarf_Die die;
 		if (type->dbg && dwarf_offdie(type->dbg, type->die, &die)) {
 			struct flat f = {0};
-			struct hs_error *err = flatten(t, type->mod, &die, 0, 0, 1, &f, 0);
+			struct hs_error *err = flatten(t, type->mod, &die, 0, 0, 1, &f, 0,
+						       NULL);
 			if (err) {
 				free(f.v);
 				return err;
