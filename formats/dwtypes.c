@@ -62,6 +62,7 @@ void hs_dtypes_destroy(struct hs_dtypes *t)
 	for (size_t i = 0; i < t->n; i++) {
 		free(t->v[i]->name);
 		free(t->v[i]->ptrs);
+		free(t->v[i]->containers);
 		free(t->v[i]->scalar_words);
 		free(t->v[i]);
 	}
@@ -798,6 +799,195 @@ struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
 	}
 	*ret = type->ptrs;
 	*n = type->nptrs;
+	return NULL;
+}
+
+/* ---- libstdc++ containers in a type ---- */
+
+static const struct container_kind {
+	const char *prefix;     /* the qualified name, up to its '<' */
+	uint8_t kind;
+	uint64_t size;          /* sizeof the container in libstdc++ */
+	const char *node;       /* tree, hash: the node template */
+} container_kinds[] = {
+	{"std::vector<", HS_DC_VECTOR, 24, NULL},
+	{"std::__cxx11::basic_string<", HS_DC_STRING, 32, NULL},
+	{"std::unordered_map<", HS_DC_HASH, 56, "std::__detail::_Hash_node<"},
+	{"std::unordered_set<", HS_DC_HASH, 56, "std::__detail::_Hash_node<"},
+	{"std::unordered_multimap<", HS_DC_HASH, 56, "std::__detail::_Hash_node<"},
+	{"std::unordered_multiset<", HS_DC_HASH, 56, "std::__detail::_Hash_node<"},
+	{"std::map<", HS_DC_TREE, 48, "std::_Rb_tree_node<"},
+	{"std::set<", HS_DC_TREE, 48, "std::_Rb_tree_node<"},
+	{"std::multimap<", HS_DC_TREE, 48, "std::_Rb_tree_node<"},
+	{"std::multiset<", HS_DC_TREE, 48, "std::_Rb_tree_node<"},
+	{"std::deque<", HS_DC_DEQUE, 80, NULL},
+};
+
+struct conts {
+	struct hs_dcontainer *v;
+	size_t n, cap;
+	size_t visits;
+};
+
+/* The element size of a container of kind ck whose definition is die:
+ * sizeof T, or sizeof the node of its value (the value type is the
+ * second template parameter of its one member, _Rb_tree or _Hashtable). */
+static struct hs_error *container_esize(struct hs_dtypes *t, struct hs_module *m,
+					Dwarf_Die *die, const struct container_kind *ck,
+					uint64_t *ret)
+{
+	*ret = 0;
+	Dwarf_Die arg, impl, v;
+	Dwarf_Word size = 0;
+	if (!ck->node) {
+		if (template_arg(die, 0, &arg) && dwarf_aggregate_size(&arg, &size) == 0)
+			*ret = size;
+		return NULL;
+	}
+	Dwarf_Die member;
+	if (dwarf_child(die, &member) != 0)
+		return NULL;
+	do {
+		if (dwarf_tag(&member) != DW_TAG_member)
+			continue;
+		Dwarf_Attribute a;
+		if (!dwarf_attr(&member, DW_AT_data_member_location, &a) || !type_of(&member, &impl) ||
+		    dwarf_peel_type(&impl, &impl) != 0 || !template_arg(&impl, 1, &v))
+			continue;
+		char vname[512];
+		type_name(&v, vname, sizeof(vname), 0);
+		struct hs_dtype *node;
+		struct hs_error *err = find_instance(t, m, ck->node, vname, &node);
+		if (err)
+			return err;
+		if (node)
+			*ret = node->size;
+		return NULL;
+	} while (dwarf_siblingof(&member, &member) == 0);
+	return NULL;
+}
+
+/* Containers in the type at die, at base (see flatten, whose walk this
+ * follows). */
+static struct hs_error *find_containers(struct hs_dtypes *t, struct hs_module *m,
+					Dwarf_Die *die, uint64_t base, uint64_t stride,
+					uint32_t count, struct conts *c, int depth)
+{
+	if (depth > MAX_DEPTH || ++c->visits > MAX_VISITS || c->n >= MAX_PTRS)
+		return NULL;
+	Dwarf_Die peeled, inner;
+	if (dwarf_peel_type(die, &peeled) != 0)
+		return NULL;
+	struct hs_error *err;
+	int tag = dwarf_tag(&peeled);
+	if (tag == DW_TAG_array_type) {
+		if (!type_of(&peeled, &inner))
+			return NULL;
+		uint64_t n = array_count(&peeled, &inner);
+		Dwarf_Word esize = 0;
+		dwarf_aggregate_size(&inner, &esize);
+		if (!n || !esize)
+			return NULL;
+		if (count == 1)
+			return find_containers(t, m, &inner, base, esize, (uint32_t)n, c,
+					       depth + 1);
+		for (uint32_t i = 0; i < count && c->n < MAX_PTRS; i++) {
+			size_t before = c->n;
+			if ((err = find_containers(t, m, &inner, base + i * stride, esize,
+						   (uint32_t)n, c, depth + 1)))
+				return err;
+			if (c->n == before)
+				break;
+		}
+		return NULL;
+	}
+	if (tag != DW_TAG_structure_type && tag != DW_TAG_class_type)
+		return NULL;
+	if (is_decl(&peeled)) {
+		char full[512];
+		type_name(&peeled, full, sizeof(full), 0);
+		struct name_index *ix;
+		if ((err = name_index(t, m, &ix)))
+			return err;
+		Dwarf_Die def;
+		if (!index_find(ix, full, &def))
+			return NULL;
+		peeled = def;
+	}
+	if (!is_cxx(&peeled))
+		return NULL;
+	const char *sn = dwarf_diename(&peeled);
+	Dwarf_Die v;
+	if (sn && (!strncmp(sn, "__aligned_membuf<", 17) ||
+		   !strncmp(sn, "__aligned_buffer<", 17)) && template_arg(&peeled, 0, &v))
+		return find_containers(t, m, &v, base, stride, count, c, depth + 1);
+	char name[512];
+	type_name(&peeled, name, sizeof(name), 0);
+	for (size_t k = 0; k < sizeof(container_kinds) / sizeof(container_kinds[0]); k++) {
+		const struct container_kind *ck = &container_kinds[k];
+		if (strncmp(name, ck->prefix, strlen(ck->prefix)))
+			continue;
+		if (!strncmp(name, "std::vector<bool,", 17))
+			return NULL;  /* bits, not elements */
+		Dwarf_Word size = 0;
+		uint64_t esize;
+		if (dwarf_aggregate_size(&peeled, &size) != 0 || size != ck->size)
+			return NULL;
+		if ((err = container_esize(t, m, &peeled, ck, &esize)))
+			return err;
+		struct hs_dtype *d;
+		if (!esize || (err = from_die(t, m, &peeled, &d)) || !d)
+			return err;
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? 2 * c->cap : 8;
+			struct hs_dcontainer *w = realloc(c->v, cap * sizeof(*w));
+			if (!w)
+				return &hs_error_nomem;
+			c->v = w;
+			c->cap = cap;
+		}
+		c->v[c->n++] = (struct hs_dcontainer){base, stride, count, ck->kind, esize, d};
+		return NULL;
+	}
+	Dwarf_Die member;
+	if (dwarf_child(&peeled, &member) != 0)
+		return NULL;
+	do {
+		int mt = dwarf_tag(&member);
+		if (mt != DW_TAG_member && mt != DW_TAG_inheritance)
+			continue;
+		Dwarf_Attribute a;
+		Dwarf_Word off = 0;
+		if (!dwarf_attr(&member, DW_AT_data_member_location, &a) ||
+		    dwarf_formudata(&a, &off) != 0 || dwarf_attr(&member, DW_AT_bit_size, &a) ||
+		    !type_of(&member, &inner))
+			continue;
+		if ((err = find_containers(t, m, &inner, base + off, stride, count, c,
+					   depth + 1)))
+			return err;
+	} while (dwarf_siblingof(&member, &member) == 0);
+	return NULL;
+}
+
+struct hs_error *hs_dtype_containers(struct hs_dtypes *t, struct hs_dtype *type,
+				     const struct hs_dcontainer **ret, size_t *n)
+{
+	if (!type->containers_done) {
+		type->containers_done = true;
+		Dwarf_Die die;
+		if (type->dbg && dwarf_offdie(type->dbg, type->die, &die)) {
+			struct conts c = {0};
+			struct hs_error *err = find_containers(t, type->mod, &die, 0, 0, 1, &c, 0);
+			if (err) {
+				free(c.v);
+				return err;
+			}
+			type->containers = c.v;
+			type->ncontainers = c.n;
+		}
+	}
+	*ret = type->containers;
+	*n = type->ncontainers;
 	return NULL;
 }
 
