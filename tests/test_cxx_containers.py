@@ -162,7 +162,8 @@ def check_containers(ck, snap, record, what):
 
 
 def check_node_types(ck, snap, record, what):
-    """The nodes of the maps and hash tables are named by their value."""
+    """The nodes of the maps, hash tables and lists are named by their
+    value, shared_ptr's control blocks by what they hold."""
     try:
         out = hstest.heapsift_json("types", snap)
     except hstest.HsError as e:
@@ -177,12 +178,19 @@ def check_node_types(ck, snap, record, what):
         "std::__detail::_Hash_node<std::pair<long const, long>, false>":
             sum(c["size"] for c in record["containers"]
                 if c["label"] == "unordered_map<long,long>"),
+        "std::_List_node<long>": record["list"],
+        # g_unique's and g_shared2's (g_shared's is in its control block)
+        "Bag": 3,
+        "std::_Sp_counted_ptr_inplace<Bag, std::allocator<void>, "
+        "(__gnu_cxx::_Lock_policy)2>": 1,
+        "std::_Sp_counted_ptr<Bag*, (__gnu_cxx::_Lock_policy)2>": 1,
     }
     for name, n in want.items():
         got = rows.get(name, {}).get("count")
         ck.check("%s: types: %d blocks of %s" % (what, n, name), got == n,
                  "count %s; rows %s" % (got, sorted(rows)[:40]))
-    for base in ("std::_Rb_tree_node_base", "std::__detail::_Hash_node_base"):
+    for base in ("std::_Rb_tree_node_base", "std::__detail::_Hash_node_base",
+                 "std::__detail::_List_node_base"):
         ck.check("%s: types: no block left as the base node %s" % (what, base),
                  base not in rows, str(rows.get(base)))
 
