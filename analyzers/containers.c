@@ -9,6 +9,13 @@
 HS_HASH_SET(cx_seen)
 HS_HASH_MAP(cx_rowmap, uint32_t)
 
+/* the live part of a block that is a vector's buffer or a deque's chunk:
+ * [lo, hi) bytes from its start */
+struct cx_live {
+	uint64_t lo, hi;
+};
+HS_HASH_MAP(cx_livemap, struct cx_live)
+
 struct cx {
 	const struct hs_core *core;
 	const struct hs_heap *heap;
@@ -18,6 +25,17 @@ struct cx {
 	struct cx_seen seen;
 	struct cx_rowmap rowof;         /* type index + 1 -> row + 1 */
 	size_t caprows;
+	/* Two passes over the same containers.  A vector's buffer holds
+	 * capacity - size slots past its elements, a deque's chunks free
+	 * slots at both ends: what is there is no object (zeros, or a
+	 * destroyed one), but the block's type covers them.  The first pass
+	 * (collect) notes the live part of every such block, the second
+	 * counts, and looks into those blocks' live parts only. */
+	bool collect;
+	struct cx_livemap live;         /* block id + 1 -> its live part */
+	struct hs_error *err;           /* of a note in collect */
+	struct hs_dvar *vars;           /* the typed roots */
+	size_t nvars;
 };
 
 unsigned hs_cx_bucket(uint64_t n)
@@ -46,6 +64,65 @@ const char *hs_cx_kind_name(uint8_t kind)
 	return kind < HS_DC_NKINDS ? names[kind] : "?";
 }
 
+/* Removes ", std::allocator<...>" and the other defaulted arguments
+ * (less, hash, equal_to, char_traits) from a name, at any depth, spells
+ * std::__cxx11::basic_string<char> std::string, and drops the space GCC
+ * leaves before a '>' that no longer follows one. */
+void hs_cx_short_name(const char *name, char *buf, size_t len)
+{
+	static const char *const drop[] = {
+		", std::allocator<", ", std::less<", ", std::hash<", ", std::equal_to<",
+		", std::char_traits<",
+	};
+	static const char str[] = "std::__cxx11::basic_string<char>";
+	char tmp[600];
+	size_t o = 0;
+	if (!len)
+		return;
+	for (const char *p = name; *p && o + 1 < sizeof(tmp);) {
+		bool skipped = false;
+		for (size_t k = 0; k < sizeof(drop) / sizeof(drop[0]) && !skipped; k++) {
+			size_t dl = strlen(drop[k]);
+			if (strncmp(p, drop[k], dl))
+				continue;
+			/* to the matching '>' */
+			const char *q = p + dl;
+			int depth = 1;
+			for (; *q && depth; q++)
+				depth += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+			if (!depth) {
+				p = q;
+				skipped = true;
+			}
+		}
+		if (skipped)
+			continue;
+		tmp[o++] = *p++;
+	}
+	tmp[o] = 0;
+	/* the spaces, then std::string, then the spaces that leaves */
+	for (int pass = 0; pass < 3; pass++) {
+		char *out = pass == 2 ? buf : tmp;
+		size_t cap = pass == 2 ? len : sizeof(tmp), w = 0;
+		char src[600];
+		memcpy(src, tmp, o + 1);
+		for (size_t i = 0; src[i] && w + 1 < cap; i++) {
+			if (pass == 1 && !strncmp(src + i, str, sizeof(str) - 1)) {
+				w += (size_t)snprintf(out + w, cap - w, "std::string");
+				w = w < cap ? w : cap - 1;
+				i += sizeof(str) - 2;
+				continue;
+			}
+			if (pass != 1 && src[i] == ' ' && src[i + 1] == '>' &&
+			    (!w || out[w - 1] != '>'))
+				continue;
+			out[w++] = src[i];
+		}
+		out[w] = 0;
+		o = w;
+	}
+}
+
 /* The used block that starts at v, HS_NO_ALLOC otherwise. */
 static uint32_t block_at(const struct cx *c, uint64_t v)
 {
@@ -67,13 +144,25 @@ static bool words(const struct cx *c, uint64_t addr, uint64_t *w, size_t n)
 	return true;
 }
 
+/* The live part of block id, as the first container that owns it says. */
+static void note_live(struct cx *c, uint32_t id, uint64_t lo, uint64_t hi)
+{
+	if (!c->collect || c->err)
+		return;
+	struct cx_live *slot;
+	bool fresh;
+	c->err = cx_livemap_insert(&c->live, (uint64_t)id + 1, &slot, &fresh);
+	if (!c->err && fresh)
+		*slot = (struct cx_live){lo, hi};
+}
+
 struct found {
 	uint64_t size, element_bytes, unused_bytes, bucket_bytes;
 };
 
 /* Reads one container; false when it fails the checks.  *skip: a string
  * in its inline buffer, not counted. */
-static bool read_vector(const struct cx *c, uint64_t addr, uint64_t esize,
+static bool read_vector(struct cx *c, uint64_t addr, uint64_t esize,
 			struct found *f)
 {
 	uint64_t w[3];
@@ -87,6 +176,7 @@ static bool read_vector(const struct cx *c, uint64_t addr, uint64_t esize,
 	uint32_t id = block_at(c, s);
 	if (id == HS_NO_ALLOC || e > block_end(c, id))
 		return false;
+	note_live(c, id, 0, fin - s);
 	f->size = (fin - s) / esize;
 	f->element_bytes = fin - s;
 	f->unused_bytes = e - fin;
@@ -167,7 +257,7 @@ static bool read_tree(const struct cx *c, uint64_t addr, uint64_t esize,
 	return true;
 }
 
-static bool read_deque(const struct cx *c, uint64_t addr, uint64_t esize,
+static bool read_deque(struct cx *c, uint64_t addr, uint64_t esize,
 		       struct found *f)
 {
 	uint64_t w[10];
@@ -199,6 +289,24 @@ static bool read_deque(const struct cx *c, uint64_t addr, uint64_t esize,
 		size = (fcur - scur) / esize;
 	} else {
 		size = (nchunks - 2) * chunk + used_first + used_last;
+	}
+	if (c->collect) {
+		/* the chunks' live parts: from cur in the first, to cur in
+		 * the last */
+		for (uint64_t n = snode; n <= fnode; n += 8) {
+			uint64_t chunk_addr;
+			if (!hs_core_read_u64(c->core, n, &chunk_addr))
+				break;
+			uint32_t cid = block_at(c, chunk_addr);
+			if (cid == HS_NO_ALLOC)
+				continue;
+			uint64_t lo = n == snode ? scur - sfirst : 0;
+			uint64_t hi = n == fnode ? fcur - ffirst : chunk * esize;
+			if ((n == snode && chunk_addr != sfirst) ||
+			    (n == fnode && chunk_addr != ffirst))
+				continue;
+			note_live(c, cid, lo, hi);
+		}
 	}
 	f->size = size;
 	f->element_bytes = size * esize;
@@ -244,6 +352,16 @@ static struct hs_error *one(struct cx *c, const struct hs_dcontainer *dc, uint64
 	if (err || !fresh)
 		return err;
 	struct found f = {0};
+	if (c->collect) {
+		/* only what owns blocks whose contents are typed */
+		if (dc->kind == HS_DC_VECTOR)
+			read_vector(c, addr, dc->esize, &f);
+		else if (dc->kind == HS_DC_DEQUE)
+			read_deque(c, addr, dc->esize, &f);
+		err = c->err;
+		c->err = NULL;
+		return err;
+	}
 	bool ok, skip = false;
 	switch (dc->kind) {
 	case HS_DC_VECTOR: ok = read_vector(c, addr, dc->esize, &f); break;
@@ -309,18 +427,16 @@ static bool in_allocator_state(const struct hs_heap *heap, uint64_t addr,
 
 /* Typed roots: variables with a fixed address, TLS variables of every
  * thread, locals of every unwound frame (as analyzers/types seeds them). */
-static struct hs_error *scan_roots(struct cx *c, struct hs_dwarf *dw)
+static struct hs_error *find_roots(struct cx *c, struct hs_dwarf *dw)
 {
 	struct hs_dtypes *reg = c->types->reg;
-	struct hs_dvar *vars = NULL;
-	size_t nvars = 0;
 	struct hs_error *err = NULL;
 	for (size_t i = 0; i < hs_dwarf_num_modules(dw) && !err; i++) {
 		struct hs_module *m = hs_dwarf_module(dw, i);
 		hs_dwarf_check_debug(dw, m);
 		if (m->debug_source == HS_DEBUG_NONE)
 			continue;
-		err = hs_dtypes_variables(reg, m, &vars, &nvars);
+		err = hs_dtypes_variables(reg, m, &c->vars, &c->nvars);
 	}
 	struct hs_thread_frames *tf = NULL;
 	size_t ntf = 0;
@@ -336,31 +452,36 @@ static struct hs_error *scan_roots(struct cx *c, struct hs_dwarf *dw)
 			if (!m || m->debug_source == HS_DEBUG_NONE || !tf[k].frames[f + 1].sp)
 				continue;
 			err = hs_dtypes_frame_locals(reg, m, fr->pc, fr->activation || f == 0,
-						     tf[k].frames[f + 1].sp, &vars, &nvars);
+						     tf[k].frames[f + 1].sp, &c->vars, &c->nvars);
 		}
 	}
 	hs_dwarf_frames_free(tf, ntf);
-	for (size_t i = 0; i < nvars && !err; i++) {
-		struct hs_dvar *v = &vars[i];
+	return err;
+}
+
+static struct hs_error *scan_roots(struct cx *c, struct hs_dwarf *dw)
+{
+	struct hs_error *err = NULL;
+	for (size_t i = 0; i < c->nvars && !err; i++) {
+		struct hs_dvar *v = &c->vars[i];
 		uint64_t limit = v->type->size;
 		if (!limit)
 			continue;
 		if (!v->tls) {
 			if (in_allocator_state(c->heap, v->addr, limit))
 				continue;
-			c->out->roots++;
+			c->out->roots += !c->collect;
 			err = scan(c, v->type, v->addr, limit);
 			continue;
 		}
 		for (size_t k = 0; k < c->core->nthreads && !err; k++) {
 			uint64_t fs = c->core->threads[k].regs[HS_REG_FS_BASE], block;
 			if (fs && hs_dwarf_tls_block(dw, c->core, v->mod, fs, &block)) {
-				c->out->roots++;
+				c->out->roots += !c->collect;
 				err = scan(c, v->type, block + v->addr, limit);
 			}
 		}
 	}
-	hs_dvars_free(vars, nvars);
 	return err;
 }
 
@@ -378,14 +499,24 @@ static struct hs_error *scan_blocks(struct cx *c)
 			return err;
 		if (!n)
 			continue;
-		c->out->blocks++;
+		if (!c->collect)
+			c->out->blocks++;
 		const struct hs_alloc *a = &heap->allocs[id];
 		uint64_t start = hs_types_start(c->types, id);
 		uint64_t k = hs_types_count(c->types, heap, id);
+		uint64_t lo = 0, hi = a->size;
+		const struct cx_live *live = c->collect ? NULL :
+			cx_livemap_find(&c->live, (uint64_t)id + 1);
+		if (live) {
+			lo = live->lo;
+			hi = live->hi < hi ? live->hi : hi;
+		}
 		for (uint64_t e = 0; e < k; e++) {
 			uint64_t off = start + e * d->size;
-			if (off + d->size > a->size)
+			if (off + d->size > hi)
 				break;
+			if (off < lo)
+				continue;
 			if ((err = scan(c, d, a->addr + off, d->size)))
 				return err;
 		}
@@ -417,11 +548,18 @@ struct hs_error *hs_containers_compute(const struct hs_core *core,
 		return &hs_error_nomem;
 	struct cx c = {.core = core, .heap = heap, .graph = graph, .types = types,
 		       .out = out};
-	struct hs_error *err = scan_roots(&c, dw);
-	if (!err)
-		err = scan_blocks(&c);
+	struct hs_error *err = find_roots(&c, dw);
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		c.collect = pass == 0;
+		cx_seen_free(&c.seen);
+		err = scan_roots(&c, dw);
+		if (!err)
+			err = scan_blocks(&c);
+	}
 	cx_seen_free(&c.seen);
 	cx_rowmap_free(&c.rowof);
+	cx_livemap_free(&c.live);
+	hs_dvars_free(c.vars, c.nvars);
 	if (err) {
 		hs_containers_destroy(out);
 		return err;

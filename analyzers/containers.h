@@ -77,6 +77,9 @@ static inline uint64_t hs_cx_sbo_size(unsigned k)
 	return 1ull << k;
 }
 const char *hs_cx_kind_name(uint8_t kind);
+/* The name without libstdc++'s defaulted arguments: "std::map<int, long>",
+ * "std::vector<std::string>". */
+void hs_cx_short_name(const char *name, char *buf, size_t len);
 
 struct hs_error *hs_containers_compute(const struct hs_core *core,
 				       struct hs_dwarf *dw,

@@ -10,7 +10,10 @@
 static void json_row(struct hs_jsonw *w, const struct hs_container_row *r)
 {
 	hs_jsonw_object_begin(w);
+	char name[600];
+	hs_cx_short_name(r->name, name, sizeof(name));
 	hs_jsonw_kstring(w, "type", r->name);
+	hs_jsonw_kstring(w, "name", name);
 	hs_jsonw_kstring(w, "kind", hs_cx_kind_name(r->kind));
 	hs_jsonw_kuint(w, "count", r->count);
 	hs_jsonw_kuint(w, "elements", r->elements);
@@ -46,8 +49,9 @@ static void json_row(struct hs_jsonw *w, const struct hs_container_row *r)
 
 static void text_row(const struct hs_container_row *r)
 {
-	char b1[32], b2[32], b3[32];
-	printf("%s (%s)\n", r->name, hs_cx_kind_name(r->kind));
+	char b1[32], b2[32], b3[32], name[600];
+	hs_cx_short_name(r->name, name, sizeof(name));
+	printf("%s (%s)\n", name, hs_cx_kind_name(r->kind));
 	printf("  %" PRIu64 " containers, %" PRIu64 " elements: %s in elements, %s unused, "
 	       "%s in bucket arrays\n", r->count, r->elements,
 	       hs_fmt_size(b1, r->element_bytes), hs_fmt_size(b2, r->unused_bytes),

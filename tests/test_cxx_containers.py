@@ -19,6 +19,8 @@ the blocks typed, and the rows of `types` for the map's nodes, the
 Sessions, their strings' and vectors' buffers equal to the record, as
 are the rows of `containers`.
 
+The JSON is checked against docs/schema.json too.
+
 Usage: test_cxx_containers.py [-v]
 Environment: HEAPSIFT, FIXTURES, WORKDIR (see hstest.py).
 """
@@ -35,6 +37,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import hstest  # noqa: E402
+from test_schema import SCHEMA, validate  # noqa: E402
 
 WORKDIR = os.path.join(hstest.WORKDIR, "cxx_containers")
 
@@ -55,6 +58,16 @@ LABELS = {
     "vector<deque<int>>": r"std::vector<std::deque<int, ",
     "vector<double>": r"std::vector<double, ",
     "map<int,int>": r"std::map<int, int, ",
+}
+
+# the short names (without the defaulted arguments) of some
+SHORT = {
+    "string": "std::string",
+    "vector<int>": "std::vector<int>",
+    "vector<vector<int>>": "std::vector<std::vector<int> >",
+    "unordered_set<string>": "std::unordered_set<std::string>",
+    "map<int,long>": "std::map<int, long>",
+    "vector<string>": "std::vector<std::string>",
 }
 
 SBO = [1, 2, 4, 8, 16]
@@ -110,6 +123,9 @@ def check_containers(ck, snap, record, what):
     except hstest.HsError as e:
         ck.check("%s: containers --format json" % what, False, str(e))
         return
+    errors = []
+    validate(out, SCHEMA["commands"]["containers"], "containers", errors)
+    ck.case("%s: containers --format json against docs/schema.json" % what, errors)
     want = expected_rows(record)
     got = {}
     problems = []
@@ -128,6 +144,8 @@ def check_containers(ck, snap, record, what):
         if g is None:
             continue
         problems = []
+        if label in SHORT and g["name"] != SHORT[label]:
+            problems.append("name %r, not %r" % (g["name"], SHORT[label]))
         for k in ("kind", "count", "elements", "element_bytes", "unused_bytes",
                   "bucket_bytes"):
             if g[k] != w[k]:
@@ -139,7 +157,8 @@ def check_containers(ck, snap, record, what):
         sbo = {s["n"]: [s["count"], s["bytes"]] for s in g["small_buffer"]}
         if sbo != w["small_buffer"]:
             problems.append("small_buffer %s, recorded %s" % (sbo, w["small_buffer"]))
-        ck.case("%s: %s: count, elements, bytes, histogram, small buffers" % (what, label),
+        ck.case("%s: %s: name, count, elements, bytes, histogram, small buffers"
+                % (what, label),
                 problems)
     inline = sum(1 for c in record["containers"] if c["inline"])
     ck.check("%s: strings in their inline buffer (%d) not counted" % (what, inline),
@@ -155,7 +174,7 @@ def check_containers(ck, snap, record, what):
     problems = [] if r.rc == 0 else [r.describe()]
     for row in out["containers"]:
         head = "%s (%s)\n  %d containers, %d elements:" % (
-            row["type"], row["kind"], row["count"], row["elements"])
+            row["name"], row["kind"], row["count"], row["elements"])
         if head not in r.out:
             problems.append("no %r" % head)
     ck.case("%s: text shows every row" % what, problems)
