@@ -275,8 +275,12 @@ static void print_options(FILE *f, const struct command *cmd, bool mine)
 static int full_usage(void)
 {
 	printf("usage: heapsift COMMAND CORE [options]\n\ncommands:\n");
+	int width = 0;  /* the longest name, and two spaces */
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		printf("  %-7s %s\n", commands[i].name, commands[i].summary);
+		if ((int)strlen(commands[i].name) + 1 > width)
+			width = (int)strlen(commands[i].name) + 1;
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("  %-*s %s\n", width, commands[i].name, commands[i].summary);
 	printf("\noptions of every command:\n");
 	print_options(stdout, NULL, false);
 	printf("  %-22s %s\n", "--version", "heapsift's version");
