@@ -36,6 +36,12 @@ struct cx {
 	struct hs_error *err;           /* of a note in collect */
 	struct hs_dvar *vars;           /* the typed roots */
 	size_t nvars;
+	/* steps left, in one pass, for walking hash tables' node lists and
+	 * deques' maps: the nodes and chunks of different containers are
+	 * different blocks, so the walks of a sound heap take at most one
+	 * step per block; lists a hostile core makes long, or shares, run
+	 * out of it */
+	uint64_t steps;
 };
 
 unsigned hs_cx_bucket(uint64_t n)
@@ -205,7 +211,7 @@ static bool read_string(const struct cx *c, uint64_t addr, uint64_t esize,
 	return true;
 }
 
-static bool read_hash(const struct cx *c, uint64_t addr, uint64_t esize,
+static bool read_hash(struct cx *c, uint64_t addr, uint64_t esize,
 		      struct found *f)
 {
 	uint64_t w[4];
@@ -224,6 +230,9 @@ static bool read_hash(const struct cx *c, uint64_t addr, uint64_t esize,
 		f->bucket_bytes = nb * 8;
 	}
 	/* the nodes: count of them, then the end of the list */
+	if (count > c->steps)
+		return false;
+	c->steps -= count;
 	uint64_t p = first;
 	for (uint64_t i = 0; i < count; i++) {
 		uint32_t id = block_at(c, p);
@@ -290,7 +299,8 @@ static bool read_deque(struct cx *c, uint64_t addr, uint64_t esize,
 	} else {
 		size = (nchunks - 2) * chunk + used_first + used_last;
 	}
-	if (c->collect) {
+	if (c->collect && nchunks <= c->steps) {
+		c->steps -= nchunks;
 		/* the chunks' live parts: from cur in the first, to cur in
 		 * the last */
 		for (uint64_t n = snode; n <= fnode; n += 8) {
@@ -352,6 +362,12 @@ static struct hs_error *one(struct cx *c, const struct hs_dcontainer *dc, uint64
 	if (err || !fresh)
 		return err;
 	struct found f = {0};
+	/* an element size from DWARF: count * esize must not wrap (counts
+	 * are at most the heap's blocks, below 2^32) */
+	if (!dc->esize || dc->esize >= 1ull << 31) {
+		c->out->invalid += !c->collect;
+		return NULL;
+	}
 	if (c->collect) {
 		/* only what owns blocks whose contents are typed */
 		if (dc->kind == HS_DC_VECTOR)
@@ -551,6 +567,7 @@ struct hs_error *hs_containers_compute(const struct hs_core *core,
 	struct hs_error *err = find_roots(&c, dw);
 	for (int pass = 0; pass < 2 && !err; pass++) {
 		c.collect = pass == 0;
+		c.steps = 2 * (uint64_t)heap->nallocs + 4096;
 		cx_seen_free(&c.seen);
 		err = scan_roots(&c, dw);
 		if (!err)

@@ -14,8 +14,10 @@
  *              buffer (capacity + 1 characters) must be a used block
  *   hash       _M_buckets, _M_bucket_count, _M_before_begin._M_nxt,
  *              _M_element_count (0, 8, 16, 24); _M_single_bucket at 48.
- *              The node list is walked (at most _M_element_count + 1
- *              steps, each a used block holding a node) to check the count
+ *              The node list is walked (_M_element_count steps, each a
+ *              used block holding a node, then null) to check the count;
+ *              the walks of one pass take at most 2 steps per block of
+ *              the heap in all, and a table past that fails its checks
  *   tree       _M_header._M_parent (16) and _M_node_count (40): a root
  *              block when there are nodes, none when there are not
  *   deque      _M_map, _M_map_size, _M_start and _M_finish (iterators of
