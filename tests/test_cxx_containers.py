@@ -19,6 +19,11 @@ the blocks typed, and the rows of `types` for the map's nodes, the
 Sessions, their strings' and vectors' buffers equal to the record, as
 are the rows of `containers`.
 
+A copy of cx_containers' core with five containers made to lie (a cycle
+in a hash table's nodes, a vector's end past its capacity, a string's
+capacity past its buffer, a tree's count past the heap, a deque's node
+outside its map): those five fail their checks, the rest is unchanged.
+
 The JSON is checked against docs/schema.json too.
 
 Usage: test_cxx_containers.py [-v]
@@ -214,6 +219,60 @@ def check_node_types(ck, snap, record, what):
                  base not in rows, str(rows.get(base)))
 
 
+def read_u64(core, vaddr):
+    r = hstest.run([sys.executable, os.path.join(HERE, "corrupt_core.py"), core,
+                    "--read", "%#x:8" % vaddr])
+    if r.rc != 0:
+        raise hstest.HsError(r.describe())
+    return int.from_bytes(bytes.fromhex(r.out.strip()), "little")
+
+
+# label of the container each corruption breaks
+BROKEN = {"unordered_map<long,long>": 1, "vector<int>": 1, "string": 1,
+          "map<int,long>": 1, "deque<int>": 1}
+
+
+def check_corrupt(ck, snap, record):
+    """A copy of the core where five containers lie: a hash table whose
+    first node points to itself (a cycle), a vector whose end is past its
+    capacity, a string whose capacity passes its buffer, a tree with more
+    nodes than the heap has blocks, a deque whose first node is outside its
+    map.  Each fails its checks; the others are counted as before."""
+    cor = {k: hstest.hx(v) for k, v in record["corrupt"].items()}
+    node = read_u64(snap.core, cor["hash_node"])
+    eos = read_u64(snap.core, cor["vector_eos"])
+    dmap = read_u64(snap.core, cor["deque_map"])
+    out_core = snap.core + ".corrupt"
+    argv = [sys.executable, os.path.join(HERE, "corrupt_core.py"), snap.core, out_core,
+            "--u64", "%#x=%#x" % (node, node),
+            "--u64", "%#x=%#x" % (cor["vector_finish"], eos + 4096),
+            "--u64", "%#x=%#x" % (cor["string_cap"], 1 << 40),
+            "--u64", "%#x=%#x" % (cor["tree_count"], 1 << 40),
+            "--u64", "%#x=%#x" % (cor["deque_node"], dmap - 8)]
+    r = hstest.run(argv)
+    if r.rc != 0:
+        ck.check("corrupt: the copy of the core", False, r.describe())
+        return
+    bad = hstest.Snapshot(snap.name, snap.binary, out_core, None, None, snap.kind)
+    try:
+        out = hstest.heapsift_json("containers", bad)
+    except hstest.HsError as e:
+        ck.check("corrupt: containers --format json", False, str(e))
+        return
+    ck.check("corrupt: the five that lie fail their checks", out["invalid"] == 5,
+             "invalid %s" % out["invalid"])
+    want = expected_rows(record)
+    got = {label_of(r["type"]): r for r in out["containers"]}
+    problems = []
+    for label, w in want.items():
+        n = w["count"] - BROKEN.get(label, 0)
+        g = got.get(label, {}).get("count")
+        if g != n:
+            problems.append("%s: %s, expected %d" % (label, g, n))
+    ck.case("corrupt: the other containers counted as before", problems)
+    os.unlink(out_core)
+
+
 # ------------------------------------------------------------------ cx_oom
 
 
@@ -325,6 +384,7 @@ def main():
             check_node_types(ck, s, record, what)
         if not isinstance(snap.kernel, hstest.Snapshot):
             ck.skip("cx_containers (kernel)", str(snap.kernel))
+        check_corrupt(ck, snap, record)
     except hstest.HsError as e:
         ck.check("cx_containers: core", False, str(e))
     try:
