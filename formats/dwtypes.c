@@ -559,6 +559,7 @@ static uint64_t array_count(Dwarf_Die *arr, Dwarf_Die *elem)
 struct node_ctx {
 	const char *base;       /* the base node: "std::_Rb_tree_node_base" */
 	struct hs_dtype *node;  /* what a pointer to it points to */
+	const char *keep;       /* a member left a pointer to the base, or NULL */
 };
 
 static const struct node_kind {
@@ -567,11 +568,15 @@ static const struct node_kind {
 				 * template is the node itself */
 	const char *node;       /* the node's qualified name, up to its '<' */
 	const char *base;
+	/* a member of the base that may point to the container's own
+	 * sentinel, inside the object holding the container, rather than to
+	 * a node: a tree node's _M_parent (the root's is the header) */
+	const char *keep;
 } node_kinds[] = {
 	{"_Rb_tree<", 1, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
 	{"_Rb_tree_iterator<", 0, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
 	{"_Rb_tree_const_iterator<", 0, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
-	{"_Rb_tree_node<", -1, NULL, "std::_Rb_tree_node_base"},
+	{"_Rb_tree_node<", -1, NULL, "std::_Rb_tree_node_base", "_M_parent"},
 	{"_List_base<", 0, "std::_List_node<", "std::__detail::_List_node_base"},
 	{"_List_iterator<", 0, "std::_List_node<", "std::__detail::_List_node_base"},
 	{"_List_const_iterator<", 0, "std::_List_node<",
@@ -658,6 +663,7 @@ static struct hs_error *node_context(struct hs_dtypes *t, struct hs_module *m,
 			return NULL;
 		ret->base = nk->base;
 		ret->node = node;
+		ret->keep = nk->keep;
 		*found = true;
 		return NULL;
 	}
@@ -766,8 +772,9 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 				continue;
 			if (!type_of(&member, &inner))
 				continue;
+			bool keep = nc && nc->keep && mn && !strcmp(mn, nc->keep);
 			if ((err = flatten(t, m, &inner, base + off, stride, count, f,
-					   depth + 1, nc)))
+					   depth + 1, keep ? NULL : nc)))
 				return err;
 		} while (dwarf_siblingof(&member, &member) == 0);
 		return NULL;

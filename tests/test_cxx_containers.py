@@ -193,6 +193,8 @@ def check_node_types(ck, snap, record, what):
     except hstest.HsError as e:
         ck.check("%s: types --format json" % what, False, str(e))
         return
+    ck.check("%s: types: no block given two types" % what, out["conflicts"] == 0,
+             "conflicts %s" % out["conflicts"])
     rows = {r["type"]: r for r in out["types"] if r["type"]}
     want = {
         "std::_Rb_tree_node<std::pair<int const, long> >":
@@ -324,6 +326,8 @@ def check_oom(ck, snap, record):
     except hstest.HsError as e:
         ck.check("cx_oom: types --format json", False, str(e))
         return
+    ck.check("cx_oom: types: no block given two types", types["conflicts"] == 0,
+             "conflicts %s" % types["conflicts"])
     share = types["typed_count"] / max(1, types["used_count"])
     print("cx_oom: %d of %d blocks typed (%.4f%%)" % (
         types["typed_count"], types["used_count"], 100 * share))
