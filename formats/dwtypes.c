@@ -552,7 +552,8 @@ static uint64_t array_count(Dwarf_Die *arr, Dwarf_Die *elem)
  * iterator, or the node itself.  Flattening such a template, a pointer
  * to the base node is taken as a pointer to the node of its V, found by
  * name in the module's DWARF (libstdc++ 9 to 14: stl_tree.h, stl_list.h,
- * hashtable_policy.h).  A node keeps its value in
+ * hashtable_policy.h), but for a tree node's _M_parent: the root's points
+ * to the header, inside the object that holds the map.  A node keeps its value in
  * __gnu_cxx::__aligned_membuf<V> or __aligned_buffer<V>, bytes to the
  * compiler: flattened as the V they hold. */
 
