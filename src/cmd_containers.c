@@ -52,8 +52,9 @@ static void text_row(const struct hs_container_row *r)
 	char b1[32], b2[32], b3[32], name[600];
 	hs_cx_short_name(r->name, name, sizeof(name));
 	printf("%s (%s)\n", name, hs_cx_kind_name(r->kind));
-	printf("  %" PRIu64 " containers, %" PRIu64 " elements: %s in elements, %s unused, "
-	       "%s in bucket arrays\n", r->count, r->elements,
+	printf("  %" PRIu64 " %s, %" PRIu64 " elements: %s in elements, %s unused, "
+	       "%s in bucket arrays\n", r->count, r->count == 1 ? "container" : "containers",
+	       r->elements,
 	       hs_fmt_size(b1, r->element_bytes), hs_fmt_size(b2, r->unused_bytes),
 	       hs_fmt_size(b3, r->bucket_bytes));
 	printf("  elements:");

@@ -178,8 +178,9 @@ def check_containers(ck, snap, record, what):
     r = hstest.run_heapsift(["containers", snap.core, "--exe", snap.binary])
     problems = [] if r.rc == 0 else [r.describe()]
     for row in out["containers"]:
-        head = "%s (%s)\n  %d containers, %d elements:" % (
-            row["name"], row["kind"], row["count"], row["elements"])
+        head = "%s (%s)\n  %d %s, %d elements:" % (
+            row["name"], row["kind"], row["count"],
+            "container" if row["count"] == 1 else "containers", row["elements"])
         if head not in r.out:
             problems.append("no %r" % head)
     ck.case("%s: text shows every row" % what, problems)
