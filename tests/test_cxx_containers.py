@@ -62,6 +62,7 @@ LABELS = {
     "deque<int>": r"std::deque<int, ",
     "vector<deque<int>>": r"std::vector<std::deque<int, ",
     "vector<double>": r"std::vector<double, ",
+    "vector<long>": r"std::vector<long, ",
     "map<int,int>": r"std::map<int, int, ",
 }
 
