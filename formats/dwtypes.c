@@ -62,6 +62,7 @@ void hs_dtypes_destroy(struct hs_dtypes *t)
 	for (size_t i = 0; i < t->n; i++) {
 		free(t->v[i]->name);
 		free(t->v[i]->ptrs);
+		free(t->v[i]->containers);
 		free(t->v[i]->scalar_words);
 		free(t->v[i]);
 	}
@@ -540,12 +541,144 @@ static uint64_t array_count(Dwarf_Die *arr, Dwarf_Die *elem)
 	return size / esize;
 }
 
+/* ---- libstdc++'s node-based containers ----
+ *
+ * std::map, std::set, std::list and std::unordered_* link their nodes
+ * through a base class that has no value: _Rb_tree_node_base's _M_left,
+ * _List_node_base's _M_next, _Hash_node_base's _M_nxt.  What a node
+ * really is (_Rb_tree_node<V>, _List_node<V>, _Hash_node<V, c>) is only
+ * known from the template around the pointer: the container
+ * (_Rb_tree<K, V, ...>, _List_base<V, A>, _Hashtable<K, V, ...>), an
+ * iterator, or the node itself.  Flattening such a template, a pointer
+ * to the base node is taken as a pointer to the node of its V, found by
+ * name in the module's DWARF (libstdc++ 9 to 14: stl_tree.h, stl_list.h,
+ * hashtable_policy.h), but for a tree node's _M_parent: the root's points
+ * to the header, inside the object that holds the map.  A node keeps its value in
+ * __gnu_cxx::__aligned_membuf<V> or __aligned_buffer<V>, bytes to the
+ * compiler: flattened as the V they hold. */
+
+struct node_ctx {
+	const char *base;       /* the base node: "std::_Rb_tree_node_base" */
+	struct hs_dtype *node;  /* what a pointer to it points to */
+	const char *keep;       /* a member left a pointer to the base, or NULL */
+};
+
+static const struct node_kind {
+	const char *tmpl;       /* the template's own name, up to its '<' */
+	int arg;                /* V's place in its type parameters; -1: the
+				 * template is the node itself */
+	const char *node;       /* the node's qualified name, up to its '<' */
+	const char *base;
+	/* a member of the base that may point to the container's own
+	 * sentinel, inside the object holding the container, rather than to
+	 * a node: a tree node's _M_parent (the root's is the header) */
+	const char *keep;
+} node_kinds[] = {
+	{"_Rb_tree<", 1, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
+	{"_Rb_tree_iterator<", 0, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
+	{"_Rb_tree_const_iterator<", 0, "std::_Rb_tree_node<", "std::_Rb_tree_node_base"},
+	{"_Rb_tree_node<", -1, NULL, "std::_Rb_tree_node_base", "_M_parent"},
+	{"_List_base<", 0, "std::_List_node<", "std::__detail::_List_node_base"},
+	{"_List_iterator<", 0, "std::_List_node<", "std::__detail::_List_node_base"},
+	{"_List_const_iterator<", 0, "std::_List_node<",
+	 "std::__detail::_List_node_base"},
+	{"_List_node<", -1, NULL, "std::__detail::_List_node_base"},
+	{"_Hashtable<", 1, "std::__detail::_Hash_node<", "std::__detail::_Hash_node_base"},
+	{"_Hash_node<", -1, NULL, "std::__detail::_Hash_node_base"},
+};
+
+/* The type of die's k-th template type parameter. */
+static bool template_arg(Dwarf_Die *die, int k, Dwarf_Die *ret)
+{
+	Dwarf_Die child;
+	if (dwarf_child(die, &child) != 0)
+		return false;
+	int i = 0;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_template_type_parameter)
+			continue;
+		if (i++ == k)
+			return type_of(&child, ret);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* The definition named prefix...> in m whose first template type
+ * parameter is named vname. */
+static struct hs_error *find_instance(struct hs_dtypes *t, struct hs_module *m,
+				      const char *prefix, const char *vname,
+				      struct hs_dtype **ret)
+{
+	*ret = NULL;
+	struct name_index *ix;
+	struct hs_error *err = name_index(t, m, &ix);
+	if (err)
+		return err;
+	size_t plen = strlen(prefix), lo = 0, hi = ix->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(ix->v[mid].name, prefix) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* bounded: one look per definition of that template in the module */
+	for (; lo < ix->n && !strncmp(ix->v[lo].name, prefix, plen); lo++) {
+		Dwarf_Die def, arg;
+		char name[512];
+		if (!dwarf_offdie(ix->dbg, ix->v[lo].off, &def) || !template_arg(&def, 0, &arg))
+			continue;
+		type_name(&arg, name, sizeof(name), 0);
+		if (!strcmp(name, vname))
+			return from_die(t, m, &def, ret);
+	}
+	return NULL;
+}
+
+/* Whether the struct at die (named name) is one of node_kinds; *ret then
+ * says what its base-node pointers point to. */
+static struct hs_error *node_context(struct hs_dtypes *t, struct hs_module *m,
+				     Dwarf_Die *die, const char *name,
+				     struct node_ctx *ret, bool *found)
+{
+	*found = false;
+	for (size_t k = 0; k < sizeof(node_kinds) / sizeof(node_kinds[0]); k++) {
+		const struct node_kind *nk = &node_kinds[k];
+		if (strncmp(name, nk->tmpl, strlen(nk->tmpl)))
+			continue;
+		struct hs_dtype *node = NULL;
+		struct hs_error *err;
+		if (nk->arg < 0) {
+			err = from_die(t, m, die, &node);
+		} else {
+			Dwarf_Die v;
+			char vname[512];
+			if (!template_arg(die, nk->arg, &v))
+				return NULL;
+			type_name(&v, vname, sizeof(vname), 0);
+			err = find_instance(t, m, nk->node, vname, &node);
+		}
+		if (err)
+			return err;
+		if (!node || !node->size)
+			return NULL;
+		ret->base = nk->base;
+		ret->node = node;
+		ret->keep = nk->keep;
+		*found = true;
+		return NULL;
+	}
+	return NULL;
+}
+
 /* Pointer slots of the type at die, at base; an array of them with
  * (stride, count) when inside an array.  Recursion is bounded by
- * MAX_DEPTH: it follows the nesting of types, not data. */
+ * MAX_DEPTH: it follows the nesting of types, not data.  nc: the
+ * innermost node-based container around (see node_kinds), or NULL. */
 static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 				Dwarf_Die *die, uint64_t base, uint64_t stride,
-				uint32_t count, struct flat *f, int depth)
+				uint32_t count, struct flat *f, int depth,
+				const struct node_ctx *nc)
 {
 	if (depth > MAX_DEPTH || ++f->visits > MAX_VISITS)
 		return NULL;
@@ -560,6 +693,8 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 			return err;
 		if (!pointee)
 			return NULL;  /* void * or a function pointer */
+		if (nc && !strcmp(pointee->name, nc->base))
+			pointee = nc->node;
 		return flat_add(f, (struct hs_dptr){base, stride, count, pointee});
 	}
 	case DW_TAG_array_type: {
@@ -571,7 +706,8 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 		if (!n || !esize)
 			return NULL;
 		if (count == 1)
-			return flatten(t, m, &inner, base, esize, (uint32_t)n, f, depth + 1);
+			return flatten(t, m, &inner, base, esize, (uint32_t)n, f, depth + 1,
+				       nc);
 		/* an array in an array: unroll the outer one, as long as its
 		 * elements hold pointers (the first one tells: they all have
 		 * the same type; an array of 10^9 structs of scalars must not
@@ -579,7 +715,7 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 		for (uint32_t i = 0; i < count && f->n < MAX_PTRS; i++) {
 			size_t before = f->n;
 			if ((err = flatten(t, m, &inner, base + i * stride, esize,
-					   (uint32_t)n, f, depth + 1)))
+					   (uint32_t)n, f, depth + 1, nc)))
 				return err;
 			if (f->n == before)
 				break;
@@ -598,6 +734,20 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 			if (!index_find(ix, full, &def))
 				return NULL;
 			peeled = def;
+		}
+		const char *sn = is_cxx(&peeled) ? dwarf_diename(&peeled) : NULL;
+		struct node_ctx mine;
+		if (sn) {
+			/* a node's value, bytes to the compiler */
+			Dwarf_Die v;
+			if ((!strncmp(sn, "__aligned_membuf<", 17) ||
+			     !strncmp(sn, "__aligned_buffer<", 17)) && template_arg(&peeled, 0, &v))
+				return flatten(t, m, &v, base, stride, count, f, depth + 1, nc);
+			bool found;
+			if ((err = node_context(t, m, &peeled, sn, &mine, &found)))
+				return err;
+			if (found)
+				nc = &mine;
 		}
 		Dwarf_Die member;
 		if (dwarf_child(&peeled, &member) != 0)
@@ -623,8 +773,9 @@ static struct hs_error *flatten(struct hs_dtypes *t, struct hs_module *m,
 				continue;
 			if (!type_of(&member, &inner))
 				continue;
+			bool keep = nc && nc->keep && mn && !strcmp(mn, nc->keep);
 			if ((err = flatten(t, m, &inner, base + off, stride, count, f,
-					   depth + 1)))
+					   depth + 1, keep ? NULL : nc)))
 				return err;
 		} while (dwarf_siblingof(&member, &member) == 0);
 		return NULL;
@@ -643,7 +794,8 @@ struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
 		Dwarf_Die die;
 		if (type->dbg && dwarf_offdie(type->dbg, type->die, &die)) {
 			struct flat f = {0};
-			struct hs_error *err = flatten(t, type->mod, &die, 0, 0, 1, &f, 0);
+			struct hs_error *err = flatten(t, type->mod, &die, 0, 0, 1, &f, 0,
+						       NULL);
 			if (err) {
 				free(f.v);
 				return err;
@@ -655,6 +807,195 @@ struct hs_error *hs_dtype_pointers(struct hs_dtypes *t, struct hs_dtype *type,
 	}
 	*ret = type->ptrs;
 	*n = type->nptrs;
+	return NULL;
+}
+
+/* ---- libstdc++ containers in a type ---- */
+
+static const struct container_kind {
+	const char *prefix;     /* the qualified name, up to its '<' */
+	uint8_t kind;
+	uint64_t size;          /* sizeof the container in libstdc++ */
+	const char *node;       /* tree, hash: the node template */
+} container_kinds[] = {
+	{"std::vector<", HS_DC_VECTOR, 24, NULL},
+	{"std::__cxx11::basic_string<", HS_DC_STRING, 32, NULL},
+	{"std::unordered_map<", HS_DC_HASH, 56, "std::__detail::_Hash_node<"},
+	{"std::unordered_set<", HS_DC_HASH, 56, "std::__detail::_Hash_node<"},
+	{"std::unordered_multimap<", HS_DC_HASH, 56, "std::__detail::_Hash_node<"},
+	{"std::unordered_multiset<", HS_DC_HASH, 56, "std::__detail::_Hash_node<"},
+	{"std::map<", HS_DC_TREE, 48, "std::_Rb_tree_node<"},
+	{"std::set<", HS_DC_TREE, 48, "std::_Rb_tree_node<"},
+	{"std::multimap<", HS_DC_TREE, 48, "std::_Rb_tree_node<"},
+	{"std::multiset<", HS_DC_TREE, 48, "std::_Rb_tree_node<"},
+	{"std::deque<", HS_DC_DEQUE, 80, NULL},
+};
+
+struct conts {
+	struct hs_dcontainer *v;
+	size_t n, cap;
+	size_t visits;
+};
+
+/* The element size of a container of kind ck whose definition is die:
+ * sizeof T, or sizeof the node of its value (the value type is the
+ * second template parameter of its one member, _Rb_tree or _Hashtable). */
+static struct hs_error *container_esize(struct hs_dtypes *t, struct hs_module *m,
+					Dwarf_Die *die, const struct container_kind *ck,
+					uint64_t *ret)
+{
+	*ret = 0;
+	Dwarf_Die arg, impl, v;
+	Dwarf_Word size = 0;
+	if (!ck->node) {
+		if (template_arg(die, 0, &arg) && dwarf_aggregate_size(&arg, &size) == 0)
+			*ret = size;
+		return NULL;
+	}
+	Dwarf_Die member;
+	if (dwarf_child(die, &member) != 0)
+		return NULL;
+	do {
+		if (dwarf_tag(&member) != DW_TAG_member)
+			continue;
+		Dwarf_Attribute a;
+		if (!dwarf_attr(&member, DW_AT_data_member_location, &a) || !type_of(&member, &impl) ||
+		    dwarf_peel_type(&impl, &impl) != 0 || !template_arg(&impl, 1, &v))
+			continue;
+		char vname[512];
+		type_name(&v, vname, sizeof(vname), 0);
+		struct hs_dtype *node;
+		struct hs_error *err = find_instance(t, m, ck->node, vname, &node);
+		if (err)
+			return err;
+		if (node)
+			*ret = node->size;
+		return NULL;
+	} while (dwarf_siblingof(&member, &member) == 0);
+	return NULL;
+}
+
+/* Containers in the type at die, at base (see flatten, whose walk this
+ * follows). */
+static struct hs_error *find_containers(struct hs_dtypes *t, struct hs_module *m,
+					Dwarf_Die *die, uint64_t base, uint64_t stride,
+					uint32_t count, struct conts *c, int depth)
+{
+	if (depth > MAX_DEPTH || ++c->visits > MAX_VISITS || c->n >= MAX_PTRS)
+		return NULL;
+	Dwarf_Die peeled, inner;
+	if (dwarf_peel_type(die, &peeled) != 0)
+		return NULL;
+	struct hs_error *err;
+	int tag = dwarf_tag(&peeled);
+	if (tag == DW_TAG_array_type) {
+		if (!type_of(&peeled, &inner))
+			return NULL;
+		uint64_t n = array_count(&peeled, &inner);
+		Dwarf_Word esize = 0;
+		dwarf_aggregate_size(&inner, &esize);
+		if (!n || !esize)
+			return NULL;
+		if (count == 1)
+			return find_containers(t, m, &inner, base, esize, (uint32_t)n, c,
+					       depth + 1);
+		for (uint32_t i = 0; i < count && c->n < MAX_PTRS; i++) {
+			size_t before = c->n;
+			if ((err = find_containers(t, m, &inner, base + i * stride, esize,
+						   (uint32_t)n, c, depth + 1)))
+				return err;
+			if (c->n == before)
+				break;
+		}
+		return NULL;
+	}
+	if (tag != DW_TAG_structure_type && tag != DW_TAG_class_type)
+		return NULL;
+	if (is_decl(&peeled)) {
+		char full[512];
+		type_name(&peeled, full, sizeof(full), 0);
+		struct name_index *ix;
+		if ((err = name_index(t, m, &ix)))
+			return err;
+		Dwarf_Die def;
+		if (!index_find(ix, full, &def))
+			return NULL;
+		peeled = def;
+	}
+	if (!is_cxx(&peeled))
+		return NULL;
+	const char *sn = dwarf_diename(&peeled);
+	Dwarf_Die v;
+	if (sn && (!strncmp(sn, "__aligned_membuf<", 17) ||
+		   !strncmp(sn, "__aligned_buffer<", 17)) && template_arg(&peeled, 0, &v))
+		return find_containers(t, m, &v, base, stride, count, c, depth + 1);
+	char name[512];
+	type_name(&peeled, name, sizeof(name), 0);
+	for (size_t k = 0; k < sizeof(container_kinds) / sizeof(container_kinds[0]); k++) {
+		const struct container_kind *ck = &container_kinds[k];
+		if (strncmp(name, ck->prefix, strlen(ck->prefix)))
+			continue;
+		if (!strncmp(name, "std::vector<bool,", 17))
+			return NULL;  /* bits, not elements */
+		Dwarf_Word size = 0;
+		uint64_t esize;
+		if (dwarf_aggregate_size(&peeled, &size) != 0 || size != ck->size)
+			return NULL;
+		if ((err = container_esize(t, m, &peeled, ck, &esize)))
+			return err;
+		struct hs_dtype *d;
+		if (!esize || (err = from_die(t, m, &peeled, &d)) || !d)
+			return err;
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? 2 * c->cap : 8;
+			struct hs_dcontainer *w = realloc(c->v, cap * sizeof(*w));
+			if (!w)
+				return &hs_error_nomem;
+			c->v = w;
+			c->cap = cap;
+		}
+		c->v[c->n++] = (struct hs_dcontainer){base, stride, count, ck->kind, esize, d};
+		return NULL;
+	}
+	Dwarf_Die member;
+	if (dwarf_child(&peeled, &member) != 0)
+		return NULL;
+	do {
+		int mt = dwarf_tag(&member);
+		if (mt != DW_TAG_member && mt != DW_TAG_inheritance)
+			continue;
+		Dwarf_Attribute a;
+		Dwarf_Word off = 0;
+		if (!dwarf_attr(&member, DW_AT_data_member_location, &a) ||
+		    dwarf_formudata(&a, &off) != 0 || dwarf_attr(&member, DW_AT_bit_size, &a) ||
+		    !type_of(&member, &inner))
+			continue;
+		if ((err = find_containers(t, m, &inner, base + off, stride, count, c,
+					   depth + 1)))
+			return err;
+	} while (dwarf_siblingof(&member, &member) == 0);
+	return NULL;
+}
+
+struct hs_error *hs_dtype_containers(struct hs_dtypes *t, struct hs_dtype *type,
+				     const struct hs_dcontainer **ret, size_t *n)
+{
+	if (!type->containers_done) {
+		type->containers_done = true;
+		Dwarf_Die die;
+		if (type->dbg && dwarf_offdie(type->dbg, type->die, &die)) {
+			struct conts c = {0};
+			struct hs_error *err = find_containers(t, type->mod, &die, 0, 0, 1, &c, 0);
+			if (err) {
+				free(c.v);
+				return err;
+			}
+			type->containers = c.v;
+			type->ncontainers = c.n;
+		}
+	}
+	*ret = type->containers;
+	*n = type->ncontainers;
 	return NULL;
 }
 

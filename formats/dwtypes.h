@@ -46,6 +46,31 @@ struct hs_dtype {
 	 * each, for types of at most HS_DSTRUCT_MAX_SIZE bytes */
 	bool scalar_done;
 	uint64_t *scalar_words;
+	/* the libstdc++ containers it holds (hs_dtype_containers) */
+	bool containers_done;
+	struct hs_dcontainer *containers;
+	size_t ncontainers;
+};
+
+/* libstdc++ containers, as hs_dtype_containers finds them in a type. */
+enum hs_dcontainer_kind {
+	HS_DC_VECTOR,           /* std::vector<T> (not vector<bool>) */
+	HS_DC_STRING,           /* std::__cxx11::basic_string<C> */
+	HS_DC_HASH,             /* std::unordered_{map,set,multimap,multiset} */
+	HS_DC_TREE,             /* std::{map,set,multimap,multiset} */
+	HS_DC_DEQUE,            /* std::deque<T> */
+	HS_DC_NKINDS,
+};
+
+struct hs_dcontainer {
+	uint64_t offset;        /* of the first one */
+	uint64_t stride;        /* between those of an array (0: one) */
+	uint32_t count;         /* in the array (1: one) */
+	uint8_t kind;           /* enum hs_dcontainer_kind */
+	/* the size of an element: T for a vector, a string (its character)
+	 * and a deque; the node for a tree or a hash table */
+	uint64_t esize;
+	struct hs_dtype *type;  /* the container's own type */
 };
 
 struct hs_dvar {
@@ -131,6 +156,14 @@ struct hs_error *hs_dtypes_structs_sized(struct hs_dtypes *t, uint64_t lo,
  * *ret NULL when unknown (too big, no layout). */
 struct hs_error *hs_dtype_scalar_words(struct hs_dtypes *t, struct hs_dtype *type,
 				       const uint64_t **ret);
+
+/* The libstdc++ containers inside the type (members, bases, arrays, the
+ * values of nodes: not the containers' own insides), computed once.  Only
+ * containers whose type has the size of libstdc++'s layout (GCC 5's ABI
+ * onwards: vector 24 bytes, string 32, hash table 56, tree 48, deque 80)
+ * and whose element size is known are listed. */
+struct hs_error *hs_dtype_containers(struct hs_dtypes *t, struct hs_dtype *type,
+				     const struct hs_dcontainer **ret, size_t *n);
 
 /* A struct, class or union (or a class a vtable names), not a scalar, a
  * pointer or an enum. */

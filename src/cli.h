@@ -58,6 +58,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_containers(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap);

@@ -212,6 +212,14 @@ static const struct command commands[] = {
 	 "Per type (C++ vtables, DWARF types, leaked blocks typed from their\n"
 	 "contents): count, bytes, retained and leaked.",
 	 "heapsift types demo.core -n 8"},
+	{"containers", hs_cmd_containers, TAKES_N, "heapsift containers CORE [-n N] [options]",
+	 "C++ containers (libstdc++): sizes, bytes, what inline storage would hold",
+	 "Every std::vector, std::string (heap buffer), std::unordered_map/set,\n"
+	 "std::map/set and std::deque in a typed root or block, per container\n"
+	 "type: count, histogram of element counts, bytes in elements, unused\n"
+	 "capacity and bucket arrays, and what a small-buffer variant of 1 to 16\n"
+	 "elements would hold inline.",
+	 "heapsift containers service.core -n 10"},
 	{"redact", hs_cmd_redact, TAKES_OUT,
 	 "heapsift redact CORE -o OUT [--keep-strings] [options]",
 	 "a copy of the core without the program's data, that analyzes the same",
@@ -267,8 +275,12 @@ static void print_options(FILE *f, const struct command *cmd, bool mine)
 static int full_usage(void)
 {
 	printf("usage: heapsift COMMAND CORE [options]\n\ncommands:\n");
+	int width = 0;  /* the longest name, and two spaces */
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		printf("  %-7s %s\n", commands[i].name, commands[i].summary);
+		if ((int)strlen(commands[i].name) + 1 > width)
+			width = (int)strlen(commands[i].name) + 1;
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("  %-*s %s\n", width, commands[i].name, commands[i].summary);
 	printf("\noptions of every command:\n");
 	print_options(stdout, NULL, false);
 	printf("  %-22s %s\n", "--version", "heapsift's version");
