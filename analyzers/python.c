@@ -55,7 +55,7 @@ struct ctx {
 static bool rd(struct ctx *c, uint64_t addr, uint64_t *v)
 {
 	return hs_core_read_u64(c->core, addr, v) ||
-	       hs_dwarf_read_file(c->dw, addr, v, sizeof(*v));
+	       (c->dw && hs_dwarf_read_file(c->dw, addr, v, sizeof(*v)));
 }
 
 /* A NUL-terminated printable string of at most MAX_NAME bytes. */
@@ -65,7 +65,7 @@ static bool rd_cstr(struct ctx *c, uint64_t addr, char *buf, size_t len)
 	for (; i + 1 < len; i++) {
 		char ch;
 		if (!hs_core_read_quiet(c->core, addr + i, &ch, 1) &&
-		    !hs_dwarf_read_file(c->dw, addr + i, &ch, 1))
+		    (!c->dw || !hs_dwarf_read_file(c->dw, addr + i, &ch, 1)))
 			return false;
 		if (!ch)
 			break;
@@ -299,19 +299,25 @@ static int64_t block_at(const struct hs_heap *heap, uint64_t addr)
 }
 
 /* A part's type (created on first use). */
-static struct hs_error *part_type(struct ctx *c, const char *name, uint32_t *ret)
+static struct hs_error *part_type(struct ctx *c, const char *name, uint8_t part,
+				  uint64_t owner, uint32_t *ret)
 {
 	for (size_t i = 0; i < c->p->ntypes; i++)
 		if (!c->p->types[i].addr && !strcmp(c->p->types[i].name, name)) {
 			*ret = (uint32_t)i;
 			return NULL;
 		}
-	return add_type(c, 0, name, 0, 0, ret);
+	struct hs_error *err = add_type(c, 0, name, 0, 0, ret);
+	if (!err && *ret != HS_PY_NONE) {
+		c->p->types[*ret].part = part;
+		c->p->types[*ret].owner = owner;
+	}
+	return err;
 }
 
 /* within: a pointer up to that many bytes into the block names it */
 static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
-				  uint64_t within)
+				  uint8_t part, uint64_t owner, uint64_t within)
 {
 	int64_t b = block_at(c->heap, at);
 	if (b < 0 && within && at) {
@@ -323,7 +329,7 @@ static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
 	if (b < 0 || c->p->kind[b] != HS_PY_NONE)
 		return NULL;
 	uint32_t ti;
-	struct hs_error *err = part_type(c, name, &ti);
+	struct hs_error *err = part_type(c, name, part, owner, &ti);
 	if (err || ti == HS_PY_NONE)
 		return err;
 	uint64_t prefix = at - c->heap->allocs[b].addr;
@@ -375,12 +381,12 @@ static struct hs_error *parts(struct ctx *c)
 		uint64_t obj = c->heap->allocs[i].addr + hs_py_offset(k), v;
 		if (t->addr == c->dict_type || (t->flags & F_DICT_SUBCLASS)) {
 			if (rd(c, obj + 32, &v))
-				err = mark_part(c, v, "dict (keys)", 0);
+				err = mark_part(c, v, "dict (keys)", HS_PY_PART_KEYS, 0, 0);
 			if (!err && rd(c, obj + 40, &v))
-				err = mark_part(c, v, "dict (values)", 0);
+				err = mark_part(c, v, "dict (values)", HS_PY_PART_OTHER, 0, 0);
 		} else if (t->addr == c->list_type || (t->flags & F_LIST_SUBCLASS)) {
 			if (rd(c, obj + 24, &v)) {
-				err = mark_part(c, v, "list (items)", 0);
+				err = mark_part(c, v, "list (items)", HS_PY_PART_ITEMS, 0, 0);
 				check_items(c, obj, v);
 			}
 		} else if (c->p->minor == 11 && (t->flags & F_MANAGED_DICT) &&
@@ -391,11 +397,11 @@ static struct hs_error *parts(struct ctx *c)
 			char name[MAX_NAME + 16];
 			snprintf(name, sizeof(name), "%s (values)", t->name);
 			if (rd(c, obj - 32, &v))
-				err = mark_part(c, v, name, 56);
+				err = mark_part(c, v, name, HS_PY_PART_VALUES, t->addr, 56);
 		} else if (c->set_type && t->addr == c->set_type) {
 			/* PySetObject: table at +40, smalltable inline at +64 */
 			if (rd(c, obj + 40, &v) && v != obj + 64)
-				err = mark_part(c, v, "set (table)", 0);
+				err = mark_part(c, v, "set (table)", HS_PY_PART_OTHER, 0, 0);
 		}
 	}
 	return err;
@@ -578,5 +584,80 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 		return err;
 	}
 	*ret = r;
+	return NULL;
+}
+
+/* The entries of the keys object at keys: where they start, their size,
+ * how many (3.11 and 3.12's layout, dict_get). */
+static bool keys_entries(struct ctx *c, uint64_t keys, uint64_t *at,
+			 uint64_t *esz, uint64_t *n, unsigned *kind)
+{
+	uint64_t w1;
+	if (!rd(c, keys + 8, &w1) || !rd(c, keys + 24, n))
+		return false;
+	unsigned log2_index_bytes = w1 >> 8 & 0xff;
+	*kind = w1 >> 16 & 0xff;
+	if (log2_index_bytes > 32 || *kind > 2)
+		return false;
+	*at = keys + 32 + (1ULL << log2_index_bytes);
+	*esz = *kind == 0 ? 24 : 16;
+	return true;
+}
+
+/* A key's text: a str's, or a one-digit int's. */
+static char *key_text(struct ctx *c, uint64_t key, bool attribute)
+{
+	char buf[MAX_NAME], *out = NULL;
+	uint64_t size, digit;
+	if (rd_ascii(c, key, buf, sizeof(buf))) {
+		if (asprintf(&out, attribute ? ".%s" : "['%s']", buf) < 0)
+			out = NULL;
+	} else if (!attribute && rd(c, key + 16, &size) && (size == 1 || size == (uint64_t)-1) &&
+		   rd(c, key + 24, &digit)) {
+		long long v = (long long)(digit & 0x3fffffff);
+		if (asprintf(&out, "[%lld]", size == 1 ? v : -v) < 0)
+			out = NULL;
+	}
+	return out;
+}
+
+char *hs_python_field(const struct hs_pyobjects *py, const struct hs_core *core,
+		      const struct hs_heap *heap, uint32_t id, uint64_t offset)
+{
+	uint32_t k = py->kind[id];
+	if (k == HS_PY_NONE || !(k & HS_PY_PART))
+		return NULL;
+	const struct hs_pytype *t = &py->types[hs_py_type_index(k)];
+	char *out = NULL;
+	if (t->part == HS_PY_PART_ITEMS)
+		return asprintf(&out, "[%llu]", (unsigned long long)(offset / 8)) < 0 ?
+		       NULL : out;
+	if (py->minor < 11 || py->minor > 12)
+		return NULL;
+	struct hs_pyobjects copy = *py;
+	struct ctx c = {.core = core, .heap = heap, .p = &copy};
+	uint64_t block = heap->allocs[id].addr, at, esz, n, key;
+	unsigned kind;
+	if (t->part == HS_PY_PART_KEYS) {
+		if (!keys_entries(&c, block, &at, &esz, &n, &kind) ||
+		    block + offset < at || (block + offset - at) / esz >= n)
+			return NULL;
+		uint64_t i = (block + offset - at) / esz;
+		if (!rd(&c, at + i * esz + (esz == 24 ? 8 : 0), &key) || !key)
+			return NULL;
+		return key_text(&c, key, false);
+	}
+	if (t->part == HS_PY_PART_VALUES && py->minor == 11 && t->owner) {
+		/* the owner type's shared keys (ht_cached_keys, 3.11's
+		 * PyHeapTypeObject) name the values by index */
+		uint64_t keys, prefix = (uint64_t)(k & 7) * 8;
+		if (offset < prefix || !rd(&c, t->owner + 872, &keys) || !keys ||
+		    !keys_entries(&c, keys, &at, &esz, &n, &kind) || kind != 2)
+			return NULL;
+		uint64_t i = (offset - prefix) / 8;
+		if (i >= n || !rd(&c, at + i * esz, &key) || !key)
+			return NULL;
+		return key_text(&c, key, true);
+	}
 	return NULL;
 }

@@ -46,7 +46,13 @@ struct hs_pytype {
 	char *name;             /* "dict", "__main__.Order", "list (items)" */
 	uint64_t flags, basicsize;
 	uint64_t count, bytes;  /* blocks, their usable bytes */
+	/* a part: its kind; for values, the owner's type object (its shared
+	 * keys name the values) */
+	uint8_t part;
+	uint64_t owner;
 };
+
+enum { HS_PY_PART_KEYS = 1, HS_PY_PART_VALUES, HS_PY_PART_ITEMS, HS_PY_PART_OTHER };
 
 struct hs_pyobjects {
 	unsigned minor;         /* 3.minor */
@@ -102,6 +108,14 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 				   const struct hs_heap *heap, struct hs_log *log,
 				   struct hs_pyobjects **ret);
 void hs_python_destroy(struct hs_pyobjects *p);
+
+/* What the word at offset of allocation id is, when the block is a
+ * dict's keys table, an instance's values (3.11) or a list's items:
+ * "['name']" (a str key), "[42]" (an int key, an item's index), ".name"
+ * (an attribute); NULL otherwise.
+ * Malloc'ed. */
+char *hs_python_field(const struct hs_pyobjects *py, const struct hs_core *core,
+		      const struct hs_heap *heap, uint32_t id, uint64_t offset);
 
 /* Reference counts as evidence.  Every owning reference to an object is a
  * pointer to its start somewhere: in a block, a root's memory (stacks,

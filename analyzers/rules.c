@@ -404,7 +404,10 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 	unsigned on = r->enabled;
 	if (r->py && (on & 1u << HS_RULE_PYOBJECT)) {
 		uint32_t k = r->py->kind[a - r->heap->allocs];
-		if (k != HS_PY_NONE && hs_py_offset(k) == off)
+		/* an object past its block's start, or 3.11's attribute
+		 * values past their prefix */
+		if (k != HS_PY_NONE && ((k & HS_PY_PART) ? (k & 7) * 8 == off :
+					 hs_py_offset(k) == off))
 			return HS_RULE_PYOBJECT;
 	}
 	struct head hd = head_of(r, a);

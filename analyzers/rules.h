@@ -36,7 +36,9 @@
  *   pyobject             at +16 or +32: the block holds a Python object
  *                        there (analyzers/python.h: past its GC head, and
  *                        on 3.11 the managed dict's words); every
- *                        reference to an object points to it
+ *                        reference to an object points to it.  And an
+ *                        instance's attribute values (3.11), pointed to
+ *                        past their prefix
  *
  * and one learned from the heap itself:
  *

@@ -17,6 +17,16 @@ const char *hs_cli_reach(const struct hs_results *res, uint32_t id)
 char *hs_cli_field(const struct hs_results *res, uint32_t id, uint64_t offset)
 {
 	struct hs_dtype *d = hs_types_of(res->types, id);
+	const struct hs_pyobjects *py = res->rules ? res->rules->py : NULL;
+	if (d && !d->size && py) {
+		/* a dict's keys table, an instance's values */
+		char *f = hs_python_field(py, res->core, res->heap, id, offset);
+		char *out = NULL;
+		if (f && asprintf(&out, "%s%s", d->name, f) < 0)
+			out = NULL;
+		free(f);
+		return out;
+	}
 	if (!d || !d->size)
 		return NULL;
 	uint64_t start = hs_types_start(res->types, id);

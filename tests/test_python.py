@@ -20,6 +20,9 @@ available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
     its instances among gc.get_objects(); the big dict's block is a
     `dict` and its keys table a `dict (keys)`, the list of orders a `list`
     and its item array a `list (items)`;
+  - `path` to an instance's attribute and to a dict's value names the
+    attribute (`__main__.Order (values).name`) and the key
+    (`dict (keys)['k5']`);
   - `leaks`: the garbage cycles (the collector is disabled) and the
     Holder whose only reference the fixture leaked through the C API are
     leaked; the GC heads' links are not references; nothing the program
@@ -180,6 +183,15 @@ def check_types(core, rec):
     items = [p for p in lst.get("points_to", []) if p.get("type") == "list (items)"]
     R.check("types: its items are a list (items)", len(items) == 1, str(lst.get("points_to"))[:800])
     return counts
+
+
+def check_paths(core, rec):
+    """path names the attribute and the dict key it goes through."""
+    for what, addr, want in (("orders[7].name", rec["order7_name"], "__main__.Order (values).name"),
+                             ("table['k5']", rec["k5_value"], "dict (keys)['k5']")):
+        r = hstest.run([HS, "path", core, "%#x" % addr], timeout=600)
+        R.check("path to %s goes through %s" % (what, want), r.rc == 0 and want in r.out,
+                r.describe() + "\n" + r.out[-1500:])
 
 
 def check_leaks(core, rec):
@@ -357,6 +369,7 @@ def main():
     print("python %s, sys.getallocatedblocks() %d" % (rec["python"], blocks))
     py = check_info(core, stats, blocks)
     counts = check_types(core, rec)
+    check_paths(core, rec)
     check_leaks(core, rec)
     check_outside(core, rec)
     if py:
