@@ -661,3 +661,28 @@ char *hs_python_field(const struct hs_pyobjects *py, const struct hs_core *core,
 	}
 	return NULL;
 }
+
+void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
+		     struct hs_dwarf *dw, const struct hs_heap *heap)
+{
+	struct hs_pyobjects fresh = {.minor = py->minor};
+	struct ctx c = {.core = core, .dw = dw, .heap = heap, .p = &fresh};
+	unsigned minor;
+	struct hs_module *m = hs_pymalloc_python(dw, &minor);
+	if (!m || !(c.type_type = symbol(dw, m, "PyType_Type")))
+		return;
+	for (size_t i = 0; i < py->ntypes; i++) {
+		uint32_t ti;
+		if (py->types[i].addr && type_at(&c, py->types[i].addr, &ti))
+			break;  /* out of memory: what was touched stays */
+	}
+	for (size_t i = 0; i < heap->nallocs; i++) {
+		uint32_t k = py->kind[i];
+		if (k != HS_PY_NONE && !(k & HS_PY_PART))
+			hs_core_touch(core, heap->allocs[i].addr + hs_py_offset(k), 16);
+	}
+	for (size_t i = 0; i < fresh.ntypes; i++)
+		free(fresh.types[i].name);
+	free(fresh.types);
+	free(c.map);
+}

@@ -109,6 +109,14 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 				   struct hs_pyobjects **ret);
 void hs_python_destroy(struct hs_pyobjects *p);
 
+/* For redaction (analyzers/redact.h): reads again, through the core's
+ * trace, what the objects' types and names need (each type object's
+ * fields, its name, its module's name), and marks each object's count and
+ * type words as read, so that a redacted core types them the same.  The
+ * contents of the objects stay out. */
+void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
+		     struct hs_dwarf *dw, const struct hs_heap *heap);
+
 /* What the word at offset of allocation id is, when the block is a
  * dict's keys table, an instance's values (3.11) or a list's items:
  * "['name']" (a str key), "[42]" (an int key, an item's index), ".name"

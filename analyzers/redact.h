@@ -9,6 +9,10 @@
  *   - its value points into a mapped range of the process (a segment of the
  *     core or a file mapping): pointers make the graph, the roots, vtable
  *     pointers, return addresses for unwinding;
+ *   - CPython's (analyzers/python.h): a pool's header, an object's count
+ *     and type words, and what its type's name needs (the type object's
+ *     fields, its name, its module's name), read again through the trace
+ *     once the objects are known;
  *   - it is part of a C string, with --keep-strings.
  * Every other word of writable memory is zeroed.  Read-only segments
  * (module images, RELRO, the vdso) are copied as they are, and so are the

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "analyzers/redact.h"
+#include "analyzers/python.h"
 #include "formats/jsonw.h"
 #include "src/cli.h"
 #include "src/cli_retain.h"
@@ -39,7 +40,24 @@ int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap)
 		return hs_cli_fail(cli, err);
 	}
 	hs_redact_touch_modules(core, dw);
+	/* CPython's objects: found with the trace off (the words of the
+	 * blocks that are not objects stay out), then their count and type
+	 * words and their types read through it */
 	core->trace = NULL;
+	struct hs_pyobjects *py = NULL;
+	struct hs_error *perr = hs_python_objects(core, dw, heap, &snap->log, &py);
+	if (perr) {
+		free(trace);
+		int rc = hs_cli_fail(cli, perr);
+		hs_error_destroy(perr);
+		return rc;
+	}
+	if (py) {
+		core->trace = trace;
+		hs_python_touch(py, core, dw, heap);
+		core->trace = NULL;
+		hs_python_destroy(py);
+	}
 	struct hs_redact_options o = {.keep_strings = cli->keep_strings};
 	struct hs_redact_stats st = {0};
 	struct hs_error *werr = hs_redact_write(core, trace, &o, cli->out, &st);

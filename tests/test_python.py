@@ -20,6 +20,8 @@ available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
     its instances among gc.get_objects(); the big dict's block is a
     `dict` and its keys table a `dict (keys)`, the list of orders a `list`
     and its item array a `list (items)`;
+  - `redact`: the copy analyzes the same (`info`, `types`, `leaks`), and
+    the strings the program made are not in it;
   - `path` to an instance's attribute and to a dict's value names the
     attribute (`__main__.Order (values).name`) and the key
     (`dict (keys)['k5']`);
@@ -234,6 +236,27 @@ def check_outside(core, rec):
             out.get("count") == 1 and out.get("checked", 0) > rec["orders"], str(out)[:800])
 
 
+def check_redact(core):
+    """A redacted copy (no payload) analyzes the same: pymalloc's pools,
+    the objects' types, the leaks and the objects held from outside; the
+    strings the program made are gone."""
+    red = os.path.join(WORK, "redacted.core")
+    r = hstest.run([HS, "redact", core, "-o", red], timeout=600)
+    if not R.check("redact: wrote a copy", r.rc == 0, r.describe()):
+        return
+    for cmd in ("info", "types", "leaks"):
+        a, _ = hs_json(cmd, core)
+        b, _ = hs_json(cmd, red)
+        a.pop("core", None)
+        b.pop("core", None)
+        R.check("redact: %s the same on the redacted copy" % cmd, a == b,
+                "first differing key: %s" % next((k for k in a if a.get(k) != b.get(k)), None))
+    with open(red, "rb") as f:
+        data = f.read()
+    R.check("redact: the program's strings are gone", b"order-1234" not in data and
+            b"s999-9" not in data)
+
+
 def find_chap():
     c = os.environ.get("HS_CHAP")
     if c:
@@ -372,6 +395,7 @@ def main():
     check_paths(core, rec)
     check_leaks(core, rec)
     check_outside(core, rec)
+    check_redact(core)
     if py:
         check_chap(core, hs_json("info", core)[0])
     if py:

@@ -269,6 +269,8 @@ static struct hs_error *scan_segment(struct layer *l,
 		if (in_regions(l->heap, pool, pool + ps))
 			continue;
 		struct pool_header copy = *h;
+		/* a redaction keeps the pools' headers (hs_core.trace) */
+		hs_core_touch(l->core, pool, sizeof(*h));
 		struct hs_error *err = read_pool(l, pool, &copy);
 		if (err)
 			return err;
