@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh NAME SECONDS [--update] [--merge] [--keep-going]
 #   scripts/fuzz.sh all SECONDS [...]         each harness in turn
 #
-# NAME: core, notes, dwarf, glibc, glibc_mock, jemalloc, jemalloc_mock
+# NAME: core, notes, dwarf, glibc, glibc_mock, jemalloc, jemalloc_mock,
+# pymalloc_mock
 # (fuzz_NAME also works).
 # New inputs go to build-fuzz/fuzz-corpus/NAME (scratch), never to the
 # committed tests/fuzz/corpus/NAME, unless:
@@ -29,7 +30,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build-fuzz"
 FUZZ="$ROOT/tests/fuzz"
-ALL=(core notes dwarf glibc glibc_mock jemalloc jemalloc_mock)
+ALL=(core notes dwarf glibc glibc_mock jemalloc jemalloc_mock pymalloc_mock)
 
 usage() {
 	echo "usage: scripts/fuzz.sh NAME|all SECONDS [--update] [--merge] [--keep-going]" >&2

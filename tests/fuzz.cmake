@@ -7,7 +7,7 @@
 # With HS_FUZZ=ON (clang) the libFuzzer harnesses fuzz_NAME are built too;
 # scripts/fuzz.sh runs them.
 set(HS_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-set(HS_FUZZ_NAMES core notes dwarf glibc glibc_mock jemalloc_mock)
+set(HS_FUZZ_NAMES core notes dwarf glibc glibc_mock jemalloc_mock pymalloc_mock)
 # the jemalloc walker's base core needs Debian's libjemalloc2 (the library
 # the core names, read for its code and TLS relocations)
 find_library(HS_JEMALLOC jemalloc)
@@ -20,7 +20,7 @@ foreach(name ${HS_FUZZ_NAMES})
   if(name STREQUAL "glibc" OR name STREQUAL "jemalloc")
     list(APPEND src ${HS_FUZZ_DIR}/fz_base.c)
   endif()
-  if(name MATCHES "^(glibc|jemalloc)")
+  if(name MATCHES "^(glibc|jemalloc|pymalloc)")
     # the walkers' harnesses: checks of the heap, the mocks' word patches
     list(APPEND src ${HS_FUZZ_DIR}/fz_heap.c)
   endif()
@@ -32,6 +32,11 @@ foreach(name ${HS_FUZZ_NAMES})
     # the hand-built heap of the unit tests (tests/unit/glibc_heap.h)
     list(APPEND src ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c
       ${CMAKE_CURRENT_SOURCE_DIR}/unit/glibc_heap.c)
+  endif()
+  if(name STREQUAL "pymalloc_mock")
+    # the hand-built pools of the unit tests (tests/unit/pymalloc_pools.h)
+    list(APPEND src ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/pymalloc_pools.c)
   endif()
   if(name STREQUAL "jemalloc_mock")
     # the hand-built heap of the unit tests (tests/unit/jemalloc_heap.h);

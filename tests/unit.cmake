@@ -7,7 +7,7 @@ foreach(t test_dominators test_trend test_escape test_containers test_fmt)
 endforeach()
 
 # Unit tests on synthetic cores (tests/unit/mockcore.h).
-foreach(t test_elfcore test_backend test_glibc test_jemalloc)
+foreach(t test_elfcore test_backend test_glibc test_jemalloc test_pymalloc)
   add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/mockcore.c)
   target_link_libraries(${t} PRIVATE heapsift_core)
@@ -15,5 +15,7 @@ foreach(t test_elfcore test_backend test_glibc test_jemalloc)
 endforeach()
 # the hand-built glibc heap (tests/unit/glibc_heap.h)
 target_sources(test_glibc PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/glibc_heap.c)
+# the hand-built pymalloc pools (tests/unit/pymalloc_pools.h)
+target_sources(test_pymalloc PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/pymalloc_pools.c)
 # the hand-built jemalloc heap (tests/unit/jemalloc_heap.h)
 target_sources(test_jemalloc PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/jemalloc_heap.c)

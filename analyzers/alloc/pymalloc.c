@@ -278,23 +278,23 @@ static struct hs_error *scan_segment(struct layer *l,
 	return NULL;
 }
 
-/* Py_Version (3.11+): 0xMMmmppRS */
-static void read_version(struct layer *l, struct hs_dwarf *dw,
-			 struct hs_module *m)
+/* Py_Version (3.11+): 0xMMmmppRS; else "3.minor" */
+static void read_version(const struct hs_core *core, struct hs_dwarf *dw,
+			 struct hs_module *m, unsigned minor, char *buf,
+			 size_t len)
 {
 	uint64_t at, v;
 	struct hs_error *err = hs_dwarf_symbol(dw, m, "Py_Version", &at, NULL, NULL);
 	/* read-only data: in the module's file when the core left it out */
-	if (!err && (hs_core_read_u64(l->core, at, &v) ||
+	if (!err && (hs_core_read_u64(core, at, &v) ||
 		     hs_dwarf_read_file(dw, at, &v, sizeof(v))) &&
-	    (v >> 24 & 0xff) == 3 &&
-	    (v >> 16 & 0xff) == l->py->minor) {
-		snprintf(l->py->version, sizeof(l->py->version), "3.%u.%u",
-			 (unsigned)(v >> 16 & 0xff), (unsigned)(v >> 8 & 0xff));
+	    (v >> 24 & 0xff) == 3 && (v >> 16 & 0xff) == minor) {
+		snprintf(buf, len, "3.%u.%u", (unsigned)(v >> 16 & 0xff),
+			 (unsigned)(v >> 8 & 0xff));
 		return;
 	}
 	hs_error_destroy(err);
-	snprintf(l->py->version, sizeof(l->py->version), "3.%u", l->py->minor);
+	snprintf(buf, len, "3.%u", minor);
 }
 
 static int cmp_alloc(const void *a, const void *b)
@@ -309,19 +309,10 @@ static const struct hs_place py_places[] = {
 	[HS_PY_EMPTY] = {"pymalloc_pool", "pymalloc"},
 };
 
-struct hs_error *hs_pymalloc_layer(const struct hs_core *core,
-				   struct hs_dwarf *dw, struct hs_log *log,
-				   struct hs_heap *heap)
+struct hs_error *hs_pymalloc_read(const struct hs_core *core,
+				  struct hs_log *log, struct hs_heap *heap,
+				  unsigned minor, const char *version)
 {
-	unsigned minor;
-	struct hs_module *m = hs_pymalloc_python(dw, &minor);
-	if (!m)
-		return NULL;
-	if (minor < 8) {
-		hs_log_warn(log, "Python 3.%u's pymalloc (8-byte size classes) is not read: its objects stay inside unexplained memory",
-			    minor);
-		return NULL;
-	}
 	for (int w = HS_PY_BLOCK; w <= HS_PY_EMPTY; w++)
 		if (py_places[w].name && heap->places[w].name) {
 			hs_log_warn(log, "the %s backend uses pymalloc's places: pymalloc is not read",
@@ -334,6 +325,7 @@ struct hs_error *hs_pymalloc_layer(const struct hs_core *core,
 	if (!l.py)
 		return &hs_error_nomem;
 	l.py->minor = minor;
+	snprintf(l.py->version, sizeof(l.py->version), "%s", version);
 	/* obmalloc.c: 16 KiB pools in 1 MiB arenas since 3.10 (the radix
 	 * tree's large pools), 4 KiB in 256 KiB before */
 	l.py->pool_size = minor >= 10 ? 16384 : 4096;
@@ -343,7 +335,6 @@ struct hs_error *hs_pymalloc_layer(const struct hs_core *core,
 		err = &hs_error_nomem;
 		goto out;
 	}
-	read_version(&l, dw, m);
 	for (size_t i = 0; i < core->nsegs && !err; i++) {
 		const struct hs_core_segment *s = &core->segs[i];
 		if ((s->flags & HS_SEG_W) && s->file < 0)
@@ -403,6 +394,24 @@ out:
 	free(l.arenas);
 	free(l.freebits);
 	return err;
+}
+
+struct hs_error *hs_pymalloc_layer(const struct hs_core *core,
+				   struct hs_dwarf *dw, struct hs_log *log,
+				   struct hs_heap *heap)
+{
+	unsigned minor;
+	struct hs_module *m = hs_pymalloc_python(dw, &minor);
+	if (!m)
+		return NULL;
+	if (minor < 8) {
+		hs_log_warn(log, "Python 3.%u's pymalloc (8-byte size classes) is not read: its objects stay inside unexplained memory",
+			    minor);
+		return NULL;
+	}
+	char version[32];
+	read_version(core, dw, m, minor, version, sizeof(version));
+	return hs_pymalloc_read(core, log, heap, minor, version);
 }
 
 void hs_pymalloc_json(struct hs_jsonw *w, const struct hs_pymalloc *py)

@@ -83,6 +83,13 @@ struct hs_error *hs_pymalloc_layer(const struct hs_core *core,
 				   struct hs_dwarf *dw, struct hs_log *log,
 				   struct hs_heap *heap);
 
+/* The layer's reader proper, from the core's memory alone: CPython 3.minor
+ * (8 or later) whose version is version.  hs_pymalloc_layer calls it once
+ * it knows both; the tests call it on synthetic cores. */
+struct hs_error *hs_pymalloc_read(const struct hs_core *core,
+				  struct hs_log *log, struct hs_heap *heap,
+				  unsigned minor, const char *version);
+
 /* info's "pymalloc" object, and its lines of text. */
 void hs_pymalloc_json(struct hs_jsonw *w, const struct hs_pymalloc *py);
 void hs_pymalloc_text(FILE *out, const struct hs_pymalloc *py);
