@@ -8,25 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Successors of v: *p .. *e, each (x & mask) + shift. */
-static inline void succ(const struct hs_domgraph *g, uint32_t v,
-			const uint32_t **p, const uint32_t **e, uint32_t *shift,
-			uint32_t *mask)
-{
-	if (v < g->na) {
-		*p = g->head_adj + g->head_off[v];
-		*e = g->head_adj + g->head_off[v + 1];
-		*shift = 0;
-		*mask = UINT32_MAX;
-	} else {
-		uint32_t k = v - g->na;
-		*p = g->tail_adj + g->tail_off[k];
-		*e = g->tail_adj + g->tail_off[k + 1];
-		*shift = g->na;
-		*mask = g->tail_mask;
-	}
-}
-
 /* Building the predecessor lists: a part of the nodes [from, to), its
  * count (then fill cursor) per row, and the edges it saw.  Only the
  * numbers in `into` (those some edge other than a DFS tree edge enters)
