@@ -310,9 +310,11 @@ struct hs_error *hs_heap_merge(struct hs_heap *heap,
 	size_t i = 0, j = 0, k = 0;
 	while (i < m && j < n)
 		out[k++] = a[i].addr < blocks[j].addr ? a[i++] : blocks[j++];
-	memcpy(out + k, a + i, (m - i) * sizeof(*out));
+	if (m > i)      /* a may be NULL: a heap without a block */
+		memcpy(out + k, a + i, (m - i) * sizeof(*out));
 	k += m - i;
-	memcpy(out + k, blocks + j, (n - j) * sizeof(*out));
+	if (n > j)
+		memcpy(out + k, blocks + j, (n - j) * sizeof(*out));
 	struct hs_alloc *old = heap->allocs;
 	size_t oldcap = heap->cap, overlap;
 	heap->allocs = out;
