@@ -81,6 +81,10 @@ def check_streams(ck, label, snap, doc, bad=False):
 def check_good(ck, label, snap):
     doc = hstest.heapsift_json("files", snap)
     check_streams(ck, label, snap, doc)
+    import test_schema
+    errors = []
+    test_schema.validate(doc, test_schema.SCHEMA["commands"]["files"], "files", errors)
+    ck.case("%s: files' JSON follows docs/schema.json" % label, errors)
     static = {s["name"]: s for s in doc["streams"] if s["kind"] == "static"}
     ck.check("%s: stdin, stdout, stderr are static with fds 0, 1, 2" % label,
              {k: v["fd"] for k, v in static.items()} == {"stdin": 0, "stdout": 1, "stderr": 2},
@@ -92,6 +96,9 @@ def check_good(ck, label, snap):
 
     # leaks: the leaked streams, as a JSON array and a line of text
     leaks = hstest.heapsift_json("leaks", snap)
+    errors = []
+    test_schema.validate(leaks, test_schema.SCHEMA["commands"]["leaks"], "leaks", errors)
+    ck.case("%s: leaks' JSON follows docs/schema.json" % label, errors)
     want = sorted((hx(r["address"]), r["fd"]) for r in snap.record["streams"] if r["leaked"])
     got = sorted((hx(x["address"]), x["fd"]) for x in leaks.get("leaked_files", []))
     ck.check("%s: leaks names the 10 leaked streams and their fds" % label, got == want,
