@@ -94,6 +94,15 @@ def check_good(ck, label, snap):
              repr(doc["list"]))
     ck.check("%s: no warnings" % label, doc["warnings"] == [], repr(doc["warnings"]))
 
+    # without libc's debug info: the table's layout, the same streams
+    nodebug = hstest.heapsift_json("files", snap, "--no-system-debug")
+    ck.check("%s: --no-system-debug: the layout comes from the table" % label,
+             nodebug["layout"] == "table" and doc["layout"] == "dwarf",
+             "%s / %s" % (nodebug["layout"], doc["layout"]))
+    strip = lambda d: [{k: v for k, v in s.items() if k != "held_by"} for s in d["streams"]]
+    ck.check("%s: --no-system-debug: the same streams, fds, buffers and classes" % label,
+             strip(nodebug) == strip(doc))
+
     # leaks: the leaked streams, as a JSON array and a line of text
     leaks = hstest.heapsift_json("leaks", snap)
     errors = []
