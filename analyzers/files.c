@@ -312,6 +312,13 @@ struct hs_error *hs_files_find(const struct hs_core *core, struct hs_dwarf *dw,
 		}
 		if (!err && (s.vt_lo || s.file_jumps))
 			err = scan_blocks(&s);
+		/* libc's own streams, when the list did not lead to them */
+		for (int k = 0; k < 3 && !err; k++) {
+			struct hs_file file;
+			if (s.std[k] && !hs_file_seen_has(&s.seen, s.std[k]) &&
+			    read_file(&s, s.std[k], &file))
+				err = push(&s, &file);
+		}
 		/* on 2.41 libc's own streams' _prevchain point into the heap
 		 * streams' _chain: links too */
 		for (int k = 0; k < 3 && s.L.prevchain; k++)

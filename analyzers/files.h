@@ -25,7 +25,8 @@
  * scan, hs_files.not_refs for the roots).  A stream is found on the list
  * (walked bounded, a loop stops it with a warning) and by type: a used
  * block whose word at the vtable's offset points into libc's
- * __libc_IO_vtables section (a stream the list lost).
+ * __libc_IO_vtables section (a stream the list lost).  libc's own stdin,
+ * stdout and stderr are found by their symbols too.
  */
 #ifndef HS_FILES_H
 #define HS_FILES_H

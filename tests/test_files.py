@@ -165,6 +165,10 @@ def check_bad(ck, snap):
     by_addr = {hx(s["address"]): s for s in doc["streams"]}
     off = [i for i in range(50) if by_addr.get(hx(rec[i]["address"]), {}).get("on_list") != (i >= 20)]
     ck.case("bad: streams 20..49 on the list, 0..19 found by type", off)
+    static = sorted((s["name"], s["fd"], s["on_list"]) for s in doc["streams"] if s["kind"] == "static")
+    ck.check("bad: stdin, stdout, stderr found by their symbols past the loop",
+             static == [("stderr", 2, False), ("stdin", 0, False), ("stdout", 1, False)],
+             repr(static))
     t = hstest.run_heapsift(["files", snap.core, "--exe", snap.binary])
     ck.check("bad: text output says the list is damaged",
              t.rc == 0 and "damaged" in t.out and "warning" in t.err, t.describe())
