@@ -794,7 +794,14 @@ static struct hs_error *build(struct builder *b,
 	hs_dwarf_frames_free(tf, ntf);
 	if ((err = end_phase(b)))
 		return err;
-	if ((err = stale_loader_words(b)) || (err = end_phase(b)))
+	if ((err = stale_loader_words(b)))
+		return err;
+	/* words the caller knows are no references (libc's list of stdio
+	 * streams: analyzers/files.h) */
+	for (size_t i = 0; i < opts->nnot_refs; i++)
+		if ((err = iv_add(&b->pending, opts->not_refs[i], opts->not_refs[i] + 8)))
+			return err;
+	if ((err = end_phase(b)))
 		return err;
 	for (size_t i = 0; i < hs_dwarf_num_modules(b->dw); i++)
 		if ((err = module_globals(b, hs_dwarf_module(b->dw, i))))

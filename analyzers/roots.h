@@ -91,6 +91,10 @@ struct hs_roots_options {
 	bool unexplained;       /* include unexplained writable memory */
 	bool conservative;      /* every register and red zone is live (no
 				 * stale roots) */
+	/* words outside the heap that hold no reference, though they point
+	 * into it (libc's head of its list of stdio streams): no root */
+	const uint64_t *not_refs;
+	size_t nnot_refs;
 };
 
 struct hs_error *hs_roots_build(const struct hs_core *core, struct hs_dwarf *dw,

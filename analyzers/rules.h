@@ -72,6 +72,7 @@
 #include "formats/elfcore.h"
 #include "src/error.h"
 #include "analyzers/python.h"
+#include "analyzers/files.h"
 
 enum hs_rule {
 	HS_RULE_NONE,
@@ -128,6 +129,9 @@ struct hs_rules {
 	size_t ntyped, captyped;
 	/* CPython's objects (the pyobject rule), or NULL */
 	const struct hs_pyobjects *py;
+	/* glibc's stdio streams (analyzers/files.h): their list links are
+	 * not references; NULL: none */
+	const struct hs_files *files;
 };
 
 /* Adds v, a typed pointer's value into a block's interior, to the typed

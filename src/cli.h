@@ -63,6 +63,7 @@ int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_files(struct hs_cli *cli, struct hs_snapshot *snap);
 struct hs_jsonw;
 /* Opens its own snapshots (snap is NULL). */
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);

@@ -182,6 +182,58 @@ static void outside_text(const struct hs_cli *cli, const struct hs_heap *heap,
 	}
 }
 
+static bool stream_leaked(const struct hs_mark *mark, const struct hs_file *f)
+{
+	return f->kind == HS_FILE_HEAP && (mark->reach[f->id] == HS_REACH_LEAK_ROOT ||
+					   mark->reach[f->id] == HS_REACH_INDIRECT);
+}
+
+/* Leaked stdio streams: each is a descriptor the program can no longer
+ * close. */
+static void files_json(struct hs_jsonw *w, const struct hs_mark *mark,
+		       const struct hs_files *files)
+{
+	hs_jsonw_key(w, "leaked_files");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; files && i < files->n; i++) {
+		const struct hs_file *f = &files->v[i];
+		if (!stream_leaked(mark, f))
+			continue;
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kaddr(w, "address", f->addr);
+		hs_jsonw_key(w, "fd");
+		if (f->fd == HS_FILE_NO_FD)
+			hs_jsonw_null(w);
+		else
+			hs_jsonw_int(w, f->fd);
+		hs_jsonw_kstring(w, "mode", hs_file_mode(f->flags));
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+}
+
+static void files_text(const struct hs_mark *mark, const struct hs_files *files)
+{
+	size_t n = 0;
+	for (size_t i = 0; files && i < files->n; i++)
+		n += stream_leaked(mark, &files->v[i]);
+	if (!n)
+		return;
+	printf("\nLeaked FILE streams: %zu, each a descriptor the program cannot close any more (fds", n);
+	size_t shown = 0;
+	for (size_t i = 0; i < files->n && shown < 20; i++) {
+		const struct hs_file *f = &files->v[i];
+		if (!stream_leaked(mark, f))
+			continue;
+		if (f->fd == HS_FILE_NO_FD)
+			printf("%s?", shown ? ", " : " ");
+		else
+			printf("%s%d", shown ? ", " : " ", f->fd);
+		shown++;
+	}
+	printf("%s); heapsift files CORE lists them\n", n > shown ? ", ..." : "");
+}
+
 int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	struct hs_results res;
@@ -200,6 +252,9 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 	if (rerr)
 		res.retain = NULL;
 	const struct hs_types *types = res.types;
+	const struct hs_files *files;
+	if (hs_snapshot_files(snap, &files))
+		files = NULL;
 	const struct hs_pyrefs *pyrefs;
 	if (hs_snapshot_pyrefs(snap, &pyrefs))
 		pyrefs = NULL;
@@ -296,6 +351,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		}
 		hs_jsonw_array_end(&w);
 		outside_json(&w, heap, types, pyrefs, outside, noutside);
+		files_json(&w, mark, files);
 		hs_jsonw_key(&w, "roots");
 		hs_jsonw_object_begin(&w);
 		hs_jsonw_kuint(&w, "count", roots->n);
@@ -373,6 +429,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			if (!cli->list)
 				printf("(--list shows the addresses; heapsift show CORE ADDR explains one)\n");
 		}
+		files_text(mark, files);
 		outside_text(cli, heap, types, pyrefs, outside, noutside);
 	}
 	free(outside);

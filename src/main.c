@@ -220,6 +220,13 @@ static const struct command commands[] = {
 	 "capacity and bucket arrays, and what a small-buffer variant of 1 to 16\n"
 	 "elements would hold inline.",
 	 "heapsift containers service.core -n 10"},
+	{"files", hs_cmd_files, 0, "heapsift files CORE [options]",
+	 "every stdio stream (FILE): descriptor, mode, buffer, leaked or held, by whom",
+	 "Every stdio stream (glibc's FILE) of the program: found on libc's list\n"
+	 "of streams (_IO_list_all) and by type.  For each: its descriptor, mode,\n"
+	 "buffer, whether it is reachable or leaked (a leaked stream is a leaked\n"
+	 "descriptor), and what holds it.",
+	 "heapsift files service.core"},
 	{"redact", hs_cmd_redact, TAKES_OUT,
 	 "heapsift redact CORE -o OUT [--keep-strings] [options]",
 	 "a copy of the core without the program's data, that analyzes the same",

@@ -66,6 +66,8 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 	hs_error_destroy(snap->types_err);
 	hs_retain_destroy(snap->retain);
 	hs_error_destroy(snap->retain_err);
+	hs_files_destroy(snap->files);
+	hs_error_destroy(snap->files_err);
 	hs_mark_destroy(snap->mark);
 	hs_error_destroy(snap->mark_err);
 	hs_graph_destroy(snap->graph);
@@ -186,6 +188,31 @@ static struct hs_error *totals_only_error(void)
 			       "the heap was walked for its totals only (hs_options.totals_only): its blocks are not kept");
 }
 
+const struct hs_error *hs_snapshot_files(struct hs_snapshot *snap,
+					 const struct hs_files **ret)
+{
+	if (!snap->files_done) {
+		snap->files_done = true;
+		const struct hs_heap *heap;
+		const struct hs_error *e = hs_snapshot_heap(snap, &heap);
+		struct hs_dwarf *dw = NULL;
+		if (e) {
+			snap->files_err = copy_error(e);
+		} else if (heap->totals_only) {
+			snap->files_err = totals_only_error();
+		} else {
+			if (hs_snapshot_dwarf(snap, &dw))
+				dw = NULL;
+			double t0 = hs_now();
+			snap->files_err = hs_files_find(snap->core, dw, heap, &snap->log,
+							&snap->files);
+			snap->t_roots += hs_now() - t0;
+		}
+	}
+	*ret = snap->files;
+	return snap->files_err;
+}
+
 const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 					 const struct hs_roots **ret)
 {
@@ -199,16 +226,20 @@ const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 			snap->roots_err = copy_error(e);
 		} else if (heap->totals_only) {
 			snap->roots_err = totals_only_error();
+		} else if ((e = hs_snapshot_files(snap, &(const struct hs_files *){NULL}))) {
+			snap->roots_err = copy_error(e);
 		} else {
 			struct hs_roots_options o = {
 				.unexplained = !snap->opts.no_unexplained,
 				.conservative = snap->opts.conservative_roots,
+				.not_refs = snap->files->not_refs,
+				.nnot_refs = snap->files->nnot_refs,
 			};
 			{
 				double t0 = hs_now();
 				snap->roots_err = hs_roots_build(snap->core, dw, heap, &o,
 								 &snap->log, &snap->roots);
-				snap->t_roots = hs_now() - t0;
+				snap->t_roots += hs_now() - t0;
 			}
 		}
 	}
@@ -254,6 +285,12 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 									    &snap->log,
 									    &snap->python);
 				snap->rules.py = snap->python;
+				const struct hs_files *files = NULL;
+				const struct hs_error *fe = NULL;
+				if (!snap->graph_err &&
+				    (fe = hs_snapshot_files(snap, &files)))
+					snap->graph_err = copy_error(fe);
+				snap->rules.files = files;
 				if (!snap->graph_err)
 					snap->graph_err = hs_graph_build(snap->core, heap,
 									 &snap->rules, n,

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "analyzers/files.h"
 #include "analyzers/graph.h"
 #include "analyzers/alloc/heap.h"
 #include "analyzers/mark.h"
@@ -69,6 +70,11 @@ struct hs_snapshot {
 	struct hs_pyrefs *pyrefs;
 	struct hs_error *pyrefs_err;
 	bool pyrefs_done;
+	/* glibc's stdio streams (analyzers/files.h), found before the roots
+	 * and the graph: their list links are no references */
+	struct hs_files *files;
+	struct hs_error *files_err;
+	bool files_done;
 	struct hs_mark *mark;
 	struct hs_error *mark_err;
 	struct hs_retain *retain;
@@ -140,6 +146,9 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
  * are available through their own calls. */
 const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 					const struct hs_mark **ret);
+/* glibc's stdio streams; needs the heap. */
+const struct hs_error *hs_snapshot_files(struct hs_snapshot *snap,
+					 const struct hs_files **ret);
 /* Dominators and retained sizes; needs the mark. */
 /* CPython's objects held from outside the heap (analyzers/python.h);
  * *ret NULL when the program has no CPython. */

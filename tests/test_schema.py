@@ -4,8 +4,8 @@
 A small validator of the schema keywords docs/schema.json uses (type, enum,
 required, properties, items, allOf, $ref, minimum, pattern): objects may hold
 more fields than the schema lists (fields are added, never renamed).  The
-outputs are real: info, list, leaks, show, top, path, dom, types, redact and
-heapdiff on fixture cores.  Prints "N passed, M failed" last.
+outputs are real: info, list, leaks, show, top, path, dom, types, frag, files,
+redact and heapdiff on fixture cores.  Prints "N passed, M failed" last.
 """
 
 import json
@@ -95,7 +95,8 @@ def main():
             R.skip(name, "fixture not built")
             continue
         core = hstest.take_core(binary, WORK, name, record=False).core
-        for cmd in (["info"], ["list", "--state", "all"], ["leaks", "--list"], ["top"], ["types"], ["frag"]):
+        for cmd in (["info"], ["list", "--state", "all"], ["leaks", "--list"], ["top"], ["types"], ["frag"],
+                    ["files"]):
             doc = check("%s: %s" % (name, " ".join(cmd)), cmd[0], [HS] + cmd + [core])
             if cmd[0] == "top" and doc and doc["allocations"]:
                 addr = doc["allocations"][0]["address"]
