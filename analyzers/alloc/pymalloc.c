@@ -43,6 +43,7 @@ struct layer {
 	struct arena_span *arenas;
 	size_t narenas, arenacap;
 	uint64_t *freebits;     /* one pool's carved blocks on its free list */
+	uint64_t *maxend;       /* in_regions' */
 	unsigned warnings;
 };
 
@@ -246,13 +247,21 @@ static struct hs_error *read_pool(struct layer *l, uint64_t pool,
 	return NULL;
 }
 
-/* Is [start, end) inside one of the heap's regions (malloc's heaps)? */
-static bool in_regions(const struct hs_heap *heap, uint64_t start, uint64_t end)
+/* Does [start, end) meet one of the heap's regions (malloc's heaps)?
+ * The regions are sorted by start; maxend[i] is the largest end among
+ * the first i + 1 (they may nest). */
+static bool in_regions(const struct layer *l, uint64_t start, uint64_t end)
 {
-	for (size_t i = 0; i < heap->nregions; i++)
-		if (heap->regions[i].start < end && start < heap->regions[i].end)
-			return true;
-	return false;
+	const struct hs_heap *heap = l->heap;
+	size_t lo = 0, hi = heap->nregions;
+	while (lo < hi) {       /* the regions that start before end: [0, lo) */
+		size_t mid = lo + (hi - lo) / 2;
+		if (heap->regions[mid].start < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && l->maxend[lo - 1] > start;
 }
 
 static struct hs_error *scan_segment(struct layer *l,
@@ -266,7 +275,7 @@ static struct hs_error *scan_segment(struct layer *l,
 			hs_core_ptr(l->core, pool, sizeof(*h));
 		if (!h || !pool_shaped(h, pool, ps))
 			continue;
-		if (in_regions(l->heap, pool, pool + ps))
+		if (in_regions(l, pool, pool + ps))
 			continue;
 		struct pool_header copy = *h;
 		/* a redaction keeps the pools' headers (hs_core.trace) */
@@ -331,9 +340,14 @@ struct hs_error *hs_pymalloc_read(const struct hs_core *core,
 	l.py->pool_size = minor >= 10 ? 16384 : 4096;
 	l.py->arena_size = minor >= 10 ? 1 << 20 : 256 << 10;
 	l.freebits = calloc((l.py->pool_size / 16 + 63) / 64, sizeof(uint64_t));
-	if (!l.freebits) {
+	l.maxend = malloc((heap->nregions ? heap->nregions : 1) * sizeof(uint64_t));
+	if (!l.freebits || !l.maxend) {
 		err = &hs_error_nomem;
 		goto out;
+	}
+	for (size_t i = 0; i < heap->nregions; i++) {
+		uint64_t e = heap->regions[i].end;
+		l.maxend[i] = i && l.maxend[i - 1] > e ? l.maxend[i - 1] : e;
 	}
 	for (size_t i = 0; i < core->nsegs && !err; i++) {
 		const struct hs_core_segment *s = &core->segs[i];
@@ -393,6 +407,7 @@ out:
 	free(l.out.v);
 	free(l.arenas);
 	free(l.freebits);
+	free(l.maxend);
 	return err;
 }
 

@@ -19,8 +19,10 @@ struct run {
 	FILE *devnull;
 };
 
-/* Reads m's pools into a fresh, empty (finished) glibc heap. */
-static void run_read(struct run *r, const struct mock_core *m)
+/* Reads m's pools into a fresh, empty (finished) glibc heap whose
+ * regions (malloc's heaps) are [region, region + region_len), if any. */
+static void run_read_in(struct run *r, const struct mock_core *m,
+			uint64_t region, uint64_t region_len)
 {
 	size_t len;
 	memset(r, 0, sizeof(*r));
@@ -31,9 +33,18 @@ static void run_read(struct run *r, const struct mock_core *m)
 						   &r->core);
 	CHECK(!err);
 	r->heap = hs_heap_create(&hs_glibc_backend);
-	CHECK(r->heap && !hs_heap_finish(r->heap));
+	CHECK(r->heap != NULL);
+	if (region_len)
+		CHECK(!hs_heap_add_region(r->heap, region, region + region_len,
+					  HS_REGION_HEAP));
+	CHECK(!hs_heap_finish(r->heap));
 	err = hs_pymalloc_read(r->core, &r->log, r->heap, 11, "3.11");
 	CHECKF(!err, "read: %s", err ? err->message : "");
+}
+
+static void run_read(struct run *r, const struct mock_core *m)
+{
+	run_read_in(r, m, 0, 0);
 }
 
 static void run_done(struct run *r)
@@ -139,6 +150,23 @@ static void test_corrupt(void)
 	}
 }
 
+/* Pool-shaped memory inside malloc's heaps is malloc's: not read. */
+static void test_in_regions(void)
+{
+	struct mock_core m = {0};
+	py_build(&m);
+	struct run r;
+	run_read_in(&r, &m, ARENA_B_MAP, 0x8000);
+	uint64_t used, pools, empty, avail;
+	py_expected(&used, &pools, &empty, &avail);
+	const struct hs_pymalloc *py = r.heap->pymalloc;
+	CHECK(py && py->used_blocks == used - 5 && py->arenas == 1);
+	CHECK(!r.heap->partial && r.log.nwarnings == 0);
+	CHECK(!hs_heap_find(r.heap, ARENA_B + 48));
+	run_done(&r);
+	mock_free(&m);
+}
+
 /* Without pools (no CPython, or PYTHONMALLOC=malloc): nothing at all. */
 static void test_none(void)
 {
@@ -157,6 +185,7 @@ int main(void)
 {
 	test_sound();
 	test_corrupt();
+	test_in_regions();
 	test_none();
 	return check_finish();
 }
