@@ -104,6 +104,27 @@ static void find_layout(struct finder *s, struct hs_module *libc)
 	hs_error_destroy(err);
 }
 
+/* Without DWARF: glibc 2.41 put _prevchain where 2.31 to 2.40 have a
+ * padding word that is 0 (184, before _mode).  In libc's own streams it
+ * points to the _chain of the stream before, or to _IO_list_all. */
+enum { PREVCHAIN_2_41 = 184 };
+static void infer_prevchain(struct finder *s, uint64_t head)
+{
+	for (int k = 0; k < 3; k++) {
+		uint64_t v;
+		if (!s->std[k] ||
+		    !hs_core_read_u64(s->core, s->std[k] + PREVCHAIN_2_41, &v) || !v)
+			continue;
+		bool link = v == head || hs_core_find_segment(s->core, v);
+		for (int j = 0; j < 3; j++)
+			link |= s->std[j] && v == s->std[j] + s->L.chain;
+		if (link) {
+			s->L.prevchain = PREVCHAIN_2_41;
+			return;
+		}
+	}
+}
+
 /* libc's __libc_IO_vtables section, where every vtable of a stream is
  * (glibc checks a stream's vtable against it, IO_validate_vtable). */
 static void find_vtables(struct finder *s, struct hs_module *libc)
@@ -306,7 +327,10 @@ struct hs_error *hs_files_find(const struct hs_core *core, struct hs_dwarf *dw,
 				s.std[k] = 0;
 		if (!s.vt_lo && !s.file_jumps)
 			hs_log_warn(log, "libc's stream vtables (__libc_IO_vtables, _IO_file_jumps) not found: streams are found through _IO_list_all only");
-		if (symbol(&s, libc, "_IO_list_all", &head)) {
+		bool have_head = symbol(&s, libc, "_IO_list_all", &head);
+		if (!f->from_dwarf)
+			infer_prevchain(&s, have_head ? head : 0);
+		if (have_head) {
 			f->not_refs[f->nnot_refs++] = head;
 			err = walk_list(&s, head);
 		}
