@@ -67,12 +67,7 @@ const char *hs_file_mode(uint32_t flags)
 static bool symbol(struct finder *s, struct hs_module *m, const char *name,
 		   uint64_t *addr)
 {
-	struct hs_error *err = hs_dwarf_symbol(s->dw, m, name, addr, NULL, NULL);
-	if (err) {
-		hs_error_destroy(err);
-		return false;
-	}
-	return true;
+	return hs_dwarf_symbol_addr(s->dw, m, name, addr);
 }
 
 /* The struct's offsets from libc's DWARF, when it has them and they are

@@ -409,10 +409,8 @@ static struct hs_error *parts(struct ctx *c)
 
 static uint64_t symbol(struct hs_dwarf *dw, struct hs_module *m, const char *name)
 {
-	uint64_t v = 0;
-	struct hs_error *err = hs_dwarf_symbol(dw, m, name, &v, NULL, NULL);
-	hs_error_destroy(err);
-	return err ? 0 : v;
+	uint64_t v;
+	return hs_dwarf_symbol_addr(dw, m, name, &v) ? v : 0;
 }
 
 void hs_python_destroy(struct hs_pyobjects *p)

@@ -613,6 +613,14 @@ struct hs_error *hs_dwarf_symbol(struct hs_dwarf *dw, struct hs_module *m,
 			       n <= 0 ? " (no symbol table)" : "");
 }
 
+bool hs_dwarf_symbol_addr(struct hs_dwarf *dw, struct hs_module *m,
+			  const char *name, uint64_t *addr)
+{
+	struct hs_error *err = hs_dwarf_symbol(dw, m, name, addr, NULL, NULL);
+	hs_error_destroy(err);
+	return !err;
+}
+
 bool hs_dwarf_symbolize(struct hs_dwarf *dw, uint64_t addr, const char **name,
 			uint64_t *offset, struct hs_module **modp)
 {

@@ -113,6 +113,10 @@ void hs_dwarf_preload_wait(struct hs_dwarf *dw);
 struct hs_error *hs_dwarf_symbol(struct hs_dwarf *dw, struct hs_module *m,
 				 const char *name, uint64_t *value,
 				 uint64_t *size, bool *is_tls);
+/* hs_dwarf_symbol's run-time address alone: false when m has no such
+ * symbol (the error dropped). */
+bool hs_dwarf_symbol_addr(struct hs_dwarf *dw, struct hs_module *m,
+			  const char *name, uint64_t *addr);
 /* Name of the symbol covering addr and addr's offset into it, or false. */
 bool hs_dwarf_symbolize(struct hs_dwarf *dw, uint64_t addr, const char **name,
 			uint64_t *offset, struct hs_module **mod);

@@ -293,16 +293,15 @@ static void read_version(const struct hs_core *core, struct hs_dwarf *dw,
 			 size_t len)
 {
 	uint64_t at, v;
-	struct hs_error *err = hs_dwarf_symbol(dw, m, "Py_Version", &at, NULL, NULL);
 	/* read-only data: in the module's file when the core left it out */
-	if (!err && (hs_core_read_u64(core, at, &v) ||
-		     hs_dwarf_read_file(dw, at, &v, sizeof(v))) &&
+	if (hs_dwarf_symbol_addr(dw, m, "Py_Version", &at) &&
+	    (hs_core_read_u64(core, at, &v) ||
+	     hs_dwarf_read_file(dw, at, &v, sizeof(v))) &&
 	    (v >> 24 & 0xff) == 3 && (v >> 16 & 0xff) == minor) {
 		snprintf(buf, len, "3.%u.%u", (unsigned)(v >> 16 & 0xff),
 			 (unsigned)(v >> 8 & 0xff));
 		return;
 	}
-	hs_error_destroy(err);
 	snprintf(buf, len, "3.%u", minor);
 }
 
