@@ -432,15 +432,6 @@ static struct hs_error *scan(struct cx *c, struct hs_dtype *d, uint64_t addr,
 	return err;
 }
 
-static bool in_allocator_state(const struct hs_heap *heap, uint64_t addr,
-			       uint64_t len)
-{
-	for (size_t i = 0; i < heap->nregions; i++)
-		if (addr < heap->regions[i].end && addr + len > heap->regions[i].start)
-			return true;
-	return false;
-}
-
 /* Typed roots: variables with a fixed address, TLS variables of every
  * thread, locals of every unwound frame (as analyzers/types seeds them). */
 static struct hs_error *find_roots(struct cx *c, struct hs_dwarf *dw)
@@ -484,7 +475,7 @@ static struct hs_error *scan_roots(struct cx *c, struct hs_dwarf *dw)
 		if (!limit)
 			continue;
 		if (!v->tls) {
-			if (in_allocator_state(c->heap, v->addr, limit))
+			if (hs_heap_in_regions(c->heap, v->addr, limit))
 				continue;
 			c->out->roots += !c->collect;
 			err = scan(c, v->type, v->addr, limit);

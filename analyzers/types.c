@@ -506,15 +506,6 @@ static struct hs_error *seed_python(struct ctx *c)
 	return err;
 }
 
-static bool in_allocator_state(const struct hs_heap *heap, uint64_t addr,
-			       uint64_t len)
-{
-	for (size_t i = 0; i < heap->nregions; i++)
-		if (addr < heap->regions[i].end && addr + len > heap->regions[i].start)
-			return true;
-	return false;
-}
-
 static struct hs_error *seed_variables(struct ctx *c)
 {
 	struct hs_types *t = c->t;
@@ -552,7 +543,7 @@ static struct hs_error *seed_variables(struct ctx *c)
 	for (size_t i = 0; i < nvars && !err; i++) {
 		struct hs_dvar *v = &vars[i];
 		uint64_t limit = v->type->size ? v->type->size : 8;
-		if (!v->tls && in_allocator_state(c->heap, v->addr, limit))
+		if (!v->tls && hs_heap_in_regions(c->heap, v->addr, limit))
 			continue;  /* main_arena, mp_: never a root */
 		if (!v->tls) {
 			err = scan_object(c, v->type, v->addr, limit, HS_NO_ALLOC);

@@ -282,6 +282,14 @@ check:
 	return NULL;
 }
 
+bool hs_heap_in_regions(const struct hs_heap *heap, uint64_t addr, uint64_t len)
+{
+	for (size_t i = 0; i < heap->nregions; i++)
+		if (addr < heap->regions[i].end && addr + len > heap->regions[i].start)
+			return true;
+	return false;
+}
+
 void hs_heap_finish_regions(struct hs_heap *heap)
 {
 	hs_sort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);

@@ -289,6 +289,9 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap);
  * overlaps another is an error, and the heap is left as it was. */
 struct hs_error *hs_heap_merge(struct hs_heap *heap,
 			       const struct hs_alloc *blocks, size_t n);
+/* Does [addr, addr + len) meet one of the allocator's regions (its
+ * heaps, mmapped chunks, its own state)? */
+bool hs_heap_in_regions(const struct hs_heap *heap, uint64_t addr, uint64_t len);
 /* Sorts the regions again, after a layer added its own. */
 void hs_heap_finish_regions(struct hs_heap *heap);
 /* The allocation containing addr (user range [addr, addr+size)), or NULL. */
