@@ -87,11 +87,9 @@ static int cmp_outside(const void *a, const void *b)
 	return x->type < y->type ? -1 : x->type > y->type;
 }
 
-static struct outside_row *outside_rows(const struct hs_heap *heap,
-					const struct hs_types *types,
+static struct outside_row *outside_rows(const struct hs_types *types,
 					const struct hs_pyrefs *r, size_t *n)
 {
-	(void)heap;
 	struct outside_row *v = calloc(r->n, sizeof(*v));
 	if (!v)
 		return NULL;
@@ -260,7 +258,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		pyrefs = NULL;
 	struct outside_row *outside = NULL;
 	size_t noutside = 0;
-	if (pyrefs && pyrefs->n && !(outside = outside_rows(heap, types, pyrefs, &noutside)))
+	if (pyrefs && pyrefs->n && !(outside = outside_rows(types, pyrefs, &noutside)))
 		return hs_cli_fail(cli, &hs_error_nomem);
 
 	size_t n = mark->nleak_roots;
