@@ -29,19 +29,22 @@ uint8_t *mock_segment(struct mock_core *m, uint64_t vaddr, size_t size,
 	return s->data;
 }
 
-void mock_write(struct mock_core *m, uint64_t addr, const void *data, size_t n)
+uint8_t *mock_bytes(struct mock_core *m, uint64_t addr, size_t n)
 {
 	for (size_t i = 0; i < m->nsegs; i++) {
 		struct mock_seg *s = &m->segs[i];
 		if (addr >= s->vaddr && addr - s->vaddr <= s->size &&
-		    n <= s->size - (addr - s->vaddr)) {
-			memcpy(s->data + (addr - s->vaddr), data, n);
-			return;
-		}
+		    n <= s->size - (addr - s->vaddr))
+			return s->data + (addr - s->vaddr);
 	}
 	fprintf(stderr, "mockcore: %#llx+%zu is in no segment\n",
 		(unsigned long long)addr, n);
 	abort();
+}
+
+void mock_write(struct mock_core *m, uint64_t addr, const void *data, size_t n)
+{
+	memcpy(mock_bytes(m, addr, n), data, n);
 }
 
 void mock_put64(struct mock_core *m, uint64_t addr, uint64_t value)

@@ -45,6 +45,8 @@ uint8_t *mock_segment(struct mock_core *m, uint64_t vaddr, size_t size,
 /* Writes at a target address inside a segment. */
 void mock_write(struct mock_core *m, uint64_t addr, const void *data, size_t n);
 void mock_put64(struct mock_core *m, uint64_t addr, uint64_t value);
+/* The n bytes at a target address inside a segment, to read or change. */
+uint8_t *mock_bytes(struct mock_core *m, uint64_t addr, size_t n);
 /* A thread (NT_PRSTATUS); returns its registers (zero), to set. */
 uint64_t *mock_thread(struct mock_core *m, int32_t tid);
 /* The core file's bytes (the caller frees them); notes: each thread's
