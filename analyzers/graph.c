@@ -278,9 +278,9 @@ static void *scan_part(void *arg)
 					src - p->from, p->to - p->from);
 		if (!hs_alloc_in_graph(a))
 			continue;
-		uint64_t nwords = a->size / 8;
-		const uint64_t *w = hs_core_ptr(p->core, a->addr, nwords * 8);
 		struct hs_py_skip skip = hs_graph_skip(g, src);
+		uint64_t nwords = a->size / 8 - skip.tail;
+		const uint64_t *w = hs_core_ptr(p->core, a->addr, nwords * 8);
 		for (uint64_t k = 0; k < nwords; k++) {
 			uint64_t v;
 			if (k - skip.at < skip.n)
@@ -347,7 +347,7 @@ static void apply_learned(const struct hs_core *core, struct hs_graph *g)
 		struct hs_py_skip skip = hs_graph_skip(g, src);
 		for (uint64_t w = 0; w < a->size / 8; w++) {
 			uint64_t v;
-			if (w - skip.at < skip.n)
+			if (hs_py_skip_word(skip, w, a->size / 8))
 				continue;
 			if (!hs_core_read_u64(core, a->addr + 8 * w, &v))
 				break;

@@ -72,19 +72,20 @@ static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
 }
 
 /* The words of allocation src that are not references (CPython's GC
- * heads and values prefixes: analyzers/python.h; a stdio stream's links
- * in libc's list of streams: analyzers/files.h): [at, at + n).  The
- * scan, and whoever lists a block's pointers, skips them. */
+ * heads and values prefixes, and the rounding past an object's end:
+ * analyzers/python.h; a stdio stream's links in libc's list of streams:
+ * analyzers/files.h): [at, at + n) and the last tail words.  The scan,
+ * and whoever lists a block's pointers, skips them (hs_py_skip_word). */
 static inline struct hs_py_skip hs_graph_skip(const struct hs_graph *g, uint32_t src)
 {
 	if (g->rules && g->rules->files) {
 		uint32_t at, n;
 		hs_files_skip(g->rules->files, src, &at, &n);
 		if (n)
-			return (struct hs_py_skip){at, n};
+			return (struct hs_py_skip){at, n, 0};
 	}
 	return g->rules && g->rules->py ? hs_py_skip_of(g->rules->py, src) :
-	       (struct hs_py_skip){0, 0};
+	       (struct hs_py_skip){0, 0, 0};
 }
 
 /* The allocation whose usable range holds addr (any state), or HS_NO_ALLOC. */

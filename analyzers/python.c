@@ -17,6 +17,7 @@ enum {
 	OB_TYPE = 8,
 	TP_NAME = 24,
 	TP_BASICSIZE = 32,
+	TP_ITEMSIZE = 40,
 	TP_FLAGS = 168,
 	TP_DICT = 264,
 	F_MANAGED_WEAKREF = 1 << 3,
@@ -24,7 +25,9 @@ enum {
 	F_HEAPTYPE = 1 << 9,
 	F_READY = 1 << 12,
 	F_HAVE_GC = HS_PY_HAVE_GC,
+	F_LONG_SUBCLASS = 1 << 24,
 	F_LIST_SUBCLASS = 1 << 25,
+	F_UNICODE_SUBCLASS = 1 << 28,
 	F_DICT_SUBCLASS = 1 << 29,
 	F_TYPE_SUBCLASS = 1u << 31,
 	MAX_NAME = 200,
@@ -166,7 +169,7 @@ static struct hs_error *map_put(struct ctx *c, uint64_t key, uint32_t value)
 
 static struct hs_error *add_type(struct ctx *c, uint64_t addr, const char *name,
 				 uint64_t flags, uint64_t basicsize,
-				 uint32_t *ret)
+				 uint64_t itemsize, uint32_t *ret)
 {
 	struct hs_pyobjects *p = c->p;
 	if (p->ntypes >= MAX_TYPES) {
@@ -186,6 +189,7 @@ static struct hs_error *add_type(struct ctx *c, uint64_t addr, const char *name,
 		return &hs_error_nomem;
 	p->types[p->ntypes] = (struct hs_pytype){
 		.addr = addr, .name = n, .flags = flags, .basicsize = basicsize,
+		.itemsize = itemsize,
 	};
 	*ret = (uint32_t)p->ntypes++;
 	return NULL;
@@ -220,11 +224,12 @@ static struct hs_error *type_at(struct ctx *c, uint64_t t, uint32_t *ret)
 	}
 	if (!hs_core_find_segment(c->core, t))
 		return NULL;    /* never cached: most candidates are not pointers */
-	uint64_t flags, basicsize, name_at;
+	uint64_t flags, basicsize, itemsize, name_at;
 	char name[MAX_NAME], module[MAX_NAME], full[2 * MAX_NAME + 2];
 	bool ok = is_type_object(c, t, 0) && rd(c, t + TP_FLAGS, &flags) &&
 		  (flags & F_READY) && rd(c, t + TP_BASICSIZE, &basicsize) &&
 		  basicsize >= 16 && basicsize <= 1 << 24 &&
+		  rd(c, t + TP_ITEMSIZE, &itemsize) && itemsize <= 1 << 16 &&
 		  rd(c, t + TP_NAME, &name_at) && rd_cstr(c, name_at, name, sizeof(name));
 	if (!ok) {
 		if (c->negatives >= MAX_NEGATIVE)
@@ -241,7 +246,7 @@ static struct hs_error *type_at(struct ctx *c, uint64_t t, uint32_t *ret)
 		snprintf(full, sizeof(full), "%s.%s", module, name);
 		n = full;
 	}
-	struct hs_error *err = add_type(c, t, n, flags, basicsize, ret);
+	struct hs_error *err = add_type(c, t, n, flags, basicsize, itemsize, ret);
 	if (!err)
 		err = map_put(c, t, *ret);
 	return err;
@@ -255,6 +260,32 @@ static uint64_t preheader(const struct ctx *c, uint64_t flags)
 	else if (c->p->minor >= 12)
 		n += flags & (F_MANAGED_DICT | F_MANAGED_WEAKREF) ? 16 : 0;
 	return n;
+}
+
+/* Words of block a past the end of the object of type pt at off in it
+ * (python.h: struct hs_py_skip), 0 to 3; 0 when its end is not known. */
+static uint32_t tail_words(struct ctx *c, const struct hs_alloc *a,
+			   const struct hs_pytype *pt, uint64_t off)
+{
+	uint64_t end = pt->basicsize, n;
+	if (pt->flags & F_UNICODE_SUBCLASS ||
+	    (pt->itemsize && (pt->flags & F_LONG_SUBCLASS) && c->p->minor >= 12))
+		return 0;
+	if (pt->itemsize) {
+		/* ob_size; an int's is negative for a negative number */
+		if (!hs_core_read_u64(c->core, a->addr + off + 16, &n))
+			return 0;
+		if ((int64_t)n < 0)
+			n = -n;
+		if (n > a->size / pt->itemsize)
+			return 0;
+		end += n * pt->itemsize;
+	}
+	end = off + ((end + 7) & ~7ull);
+	uint64_t words = a->size / 8;
+	if (end / 8 > words || words - end / 8 > 3)
+		return 0;
+	return (uint32_t)(words - end / 8);
 }
 
 /* The object block a holds, if any: its kind (python.h). */
@@ -283,7 +314,8 @@ static struct hs_error *classify(struct ctx *c, const struct hs_alloc *a,
 		 * its type's (the compact forms) */
 		if (preheader(c, pt->flags) != off)
 			continue;
-		*ret = ti << 4 | (uint32_t)(off / 16);
+		*ret = ti << HS_PY_TYPE_SHIFT | (uint32_t)(off / 16) |
+		       tail_words(c, a, pt, off) << HS_PY_TAIL_SHIFT;
 		return NULL;
 	}
 	return NULL;
@@ -307,7 +339,7 @@ static struct hs_error *part_type(struct ctx *c, const char *name, uint8_t part,
 			*ret = (uint32_t)i;
 			return NULL;
 		}
-	struct hs_error *err = add_type(c, 0, name, 0, 0, ret);
+	struct hs_error *err = add_type(c, 0, name, 0, 0, 0, ret);
 	if (!err && *ret != HS_PY_NONE) {
 		c->p->types[*ret].part = part;
 		c->p->types[*ret].owner = owner;
@@ -333,7 +365,7 @@ static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
 	if (err || ti == HS_PY_NONE)
 		return err;
 	uint64_t prefix = at - c->heap->allocs[b].addr;
-	c->p->kind[b] = ti << 4 | HS_PY_PART | (uint32_t)(prefix / 8);
+	c->p->kind[b] = ti << HS_PY_TYPE_SHIFT | HS_PY_PART | (uint32_t)(prefix / 8);
 	c->p->parts++;
 	return NULL;
 }
@@ -527,7 +559,7 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 		if (!hs_alloc_in_graph(a))
 			continue;
 		struct hs_py_skip skip = hs_py_skip_of(py, src);
-		uint64_t nwords = a->size / 8;
+		uint64_t nwords = a->size / 8 - skip.tail;
 		const uint64_t *w = hs_core_ptr(core, a->addr, nwords * 8);
 		for (uint64_t k = 0; k < nwords; k++) {
 			uint64_t v;
@@ -677,7 +709,9 @@ void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		uint32_t k = py->kind[i];
 		if (k != HS_PY_NONE && !(k & HS_PY_PART))
-			hs_core_touch(core, heap->allocs[i].addr + hs_py_offset(k), 16);
+			/* count, type and a varying object's ob_size */
+			hs_core_touch(core, heap->allocs[i].addr + hs_py_offset(k),
+				      py->types[hs_py_type_index(k)].itemsize ? 24 : 16);
 	}
 	for (size_t i = 0; i < fresh.ntypes; i++)
 		free(fresh.types[i].name);

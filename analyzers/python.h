@@ -31,6 +31,7 @@
 #ifndef HS_PYTHON_H
 #define HS_PYTHON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "analyzers/alloc/heap.h"
@@ -44,7 +45,7 @@
 struct hs_pytype {
 	uint64_t addr;          /* the type object; 0 for a part */
 	char *name;             /* "dict", "__main__.Order", "list (items)" */
-	uint64_t flags, basicsize;
+	uint64_t flags, basicsize, itemsize;
 	uint64_t count, bytes;  /* blocks, their usable bytes */
 	/* a part: its kind; for values, the owner's type object (its shared
 	 * keys name the values) */
@@ -58,19 +59,20 @@ struct hs_pyobjects {
 	unsigned minor;         /* 3.minor */
 	struct hs_pytype *types;
 	size_t ntypes;
-	/* per allocation: HS_PY_NONE, or the type's index << 4, then for an
-	 * object where it starts (0: +0, 1: +16, 2: +32), for a part
-	 * HS_PY_PART and the words before its contents (3.11's values
-	 * prefix: bytes that are not references) */
+	/* per allocation: HS_PY_NONE, or the type's index << 6, then for an
+	 * object where it starts (bits 0-2; 0: +0, 1: +16, 2: +32) and the
+	 * words of the block past its end (bits 4-5, HS_PY_TAIL), for a part
+	 * HS_PY_PART and the words before its contents (bits 0-2; 3.11's
+	 * values prefix: bytes that are not references) */
 	uint32_t *kind;
 	uint64_t objects, parts;        /* blocks */
 };
 
-enum { HS_PY_PART = 8 };
+enum { HS_PY_PART = 8, HS_PY_TAIL_SHIFT = 4, HS_PY_TYPE_SHIFT = 6 };
 
 static inline uint32_t hs_py_type_index(uint32_t kind)
 {
-	return kind >> 4;
+	return kind >> HS_PY_TYPE_SHIFT;
 }
 /* Where the object starts in its block (0 for a part). */
 static inline uint64_t hs_py_offset(uint32_t kind)
@@ -83,10 +85,27 @@ static inline uint64_t hs_py_offset(uint32_t kind)
 
 /* Words of a block that are not references: a GC head (16 bytes: the
  * collector's links to its neighbours in a generation's list), or a
- * values array's prefix.  at, n: words [at, at + n); n 0 when none. */
+ * values array's prefix: words [at, at + n), n 0 when none; and the
+ * block's last tail words, past the end of the object it holds.
+ *
+ * An object's end is its type's size: tp_basicsize, plus ob_size times
+ * tp_itemsize for a type whose objects vary (a tuple, an int, a type).
+ * The words past it are the allocator's rounding, left as the block's
+ * previous owner wrote them: stale pointers that would keep garbage
+ * alive.  Only rounding is left out (up to 3 words: pymalloc rounds to
+ * 16 bytes, malloc to 16 plus its 8-byte header); a block longer than
+ * that past its object's end holds something else there (a C type's own
+ * trailing data), and is scanned whole, as is a str (its characters
+ * follow the struct) and, from 3.12, an int (no ob_size). */
 struct hs_py_skip {
-	uint64_t at, n;
+	uint64_t at, n, tail;
 };
+
+/* Is word k of a block of nwords words no reference? */
+static inline bool hs_py_skip_word(struct hs_py_skip s, uint64_t k, uint64_t nwords)
+{
+	return k - s.at < s.n || k + s.tail >= nwords;
+}
 static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
 					      uint32_t id)
 {
@@ -94,11 +113,12 @@ static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
 	if (k == HS_PY_NONE)
 		return (struct hs_py_skip){0, 0};
 	if (k & HS_PY_PART)
-		return (struct hs_py_skip){0, k & 7};
+		return (struct hs_py_skip){0, k & 7, 0};
 	const struct hs_pytype *t = &py->types[hs_py_type_index(k)];
+	uint64_t tail = (k >> HS_PY_TAIL_SHIFT) & 3;
 	if (!hs_py_offset(k) || !(t->flags & HS_PY_HAVE_GC))
-		return (struct hs_py_skip){0, 0};
-	return (struct hs_py_skip){hs_py_offset(k) / 8 - 2, 2};
+		return (struct hs_py_skip){0, 0, tail};
+	return (struct hs_py_skip){hs_py_offset(k) / 8 - 2, 2, tail};
 }
 
 /* The objects of the heap's used blocks; *ret NULL when the program has

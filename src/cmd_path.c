@@ -55,10 +55,10 @@ static bool find_word(const struct hs_results *res, uint32_t from, uint32_t to,
 	}
 	struct hs_py_skip skip = hs_retain_is_alloc(r, from) && res->graph ?
 			hs_graph_skip(res->graph, from - r->base) :
-			(struct hs_py_skip){0, 0};
+			(struct hs_py_skip){0, 0, 0};
 	for (uint64_t p = lo; p + 8 <= hi; p += 8) {
 		uint64_t v;
-		if ((p - lo) / 8 - skip.at < skip.n ||
+		if (hs_py_skip_word(skip, (p - lo) / 8, (hi - lo) / 8) ||
 		    !hs_core_read_u64(res->core, p, &v))
 			continue;
 		if (v >= t->addr && v < t->addr + t->size) {

@@ -47,8 +47,8 @@ static void scan_words(const struct hs_core *core, const struct hs_heap *heap,
 	struct hs_py_skip skip = hs_graph_skip(g, src);
 	for (uint64_t off = 0; off + 8 <= a->size; off += 8) {
 		uint64_t v;
-		if (off / 8 - skip.at < skip.n)
-			continue;  /* not references (a GC head) */
+		if (hs_py_skip_word(skip, off / 8, a->size / 8))
+			continue;  /* not references (a GC head, rounding) */
 		if (!hs_core_read_u64(core, a->addr + off, &v))
 			break;
 		bool interior;

@@ -205,11 +205,22 @@ def check_leaks(core, rec):
     t, _ = hs_json("types", core)
     leaked = {row["type"]: row["leaked_count"] for row in t["types"] if row["leaked_count"]}
     garbage = ("__main__.Node", "__main__.Node (values)", "__main__.Holder",
-               "__main__.Holder (values)")
+               "__main__.Holder (values)", "__main__.Stale", "__main__.Stale (values)")
     nodes = 2 * rec["cycles"]
     R.check("leaks: at least 95%% of the %d cycle Nodes leaked (the collector's links are no references)" % nodes,
             leaked.get("__main__.Node", 0) >= 0.95 * nodes, str(leaked))
     R.check("leaks: the Holder leaked", leaked.get("__main__.Holder") == 1, str(leaked))
+    # the Stale's address sits in the rounding past a live tuple's end:
+    # a stale word, no reference
+    R.check("leaks: the Stale leaked, its address in a live tuple's rounding notwithstanding",
+            leaked.get("__main__.Stale") == 1, str(leaked))
+    shown = hstest.run([HS, "show", core, "%#x" % (rec["stale_pair"] - 16)], timeout=600)
+    R.check("show: the tuple's rounding is not listed as a pointer to the Stale",
+            shown.rc == 0 and "tuple" in shown.out and
+            "points to:" in shown.out and
+            ("%#x" % (rec["stale"] - 32)) not in shown.out.split("points to:")[-1] and
+            "+0x38 " not in shown.out.split("points to:")[-1],
+            shown.describe() + "\n" + shown.out[-1500:])
     held = ("__main__.Order", "__main__.Order (values)", "__main__.Slotted", "dict (keys)")
     R.check("leaks: what the program holds is not leaked",
             not any(leaked.get(n) for n in held), str(leaked))
