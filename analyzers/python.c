@@ -445,6 +445,118 @@ static uint64_t symbol(struct hs_dwarf *dw, struct hs_module *m, const char *nam
 	return hs_dwarf_symbol_addr(dw, m, name, &v) ? v : 0;
 }
 
+/* _PyStackChunk: previous, size, top (in words, saved when a newer chunk
+ * is pushed), then the data */
+enum { CHUNK_DATA = 24, CHUNK_MIN = 16 * 1024, CHUNK_MAX = 1u << 30,
+       MAX_STACKS = 4096 };
+
+struct stacks {
+	const struct hs_core *core;
+	struct hs_py_stack *v;
+	size_t n, cap;
+};
+
+/* Is it a chunk: anonymous memory, its size word agreeing with end? */
+static bool chunk_at(const struct hs_core *core, uint64_t chunk, uint64_t end)
+{
+	uint64_t size;
+	const struct hs_core_segment *s = hs_core_find_segment(core, chunk);
+	return s && s->file < 0 && (s->flags & HS_SEG_W) &&
+	       hs_core_read_u64(core, chunk + 8, &size) && chunk + size == end &&
+	       end <= s->vaddr + s->memsz;
+}
+
+static struct hs_error *add_stack(struct stacks *st, uint64_t chunk, uint64_t top,
+				  uint64_t end)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (st->v[i].chunk == chunk)
+			return NULL;
+	if (st->n >= MAX_STACKS)
+		return NULL;    /* a corrupt core's: the rest stay unexplained */
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? 2 * st->cap : 8;
+		struct hs_py_stack *v = realloc(st->v, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		st->v = v;
+		st->cap = cap;
+	}
+	st->v[st->n++] = (struct hs_py_stack){chunk, chunk + CHUNK_DATA, top, end};
+	return NULL;
+}
+
+/* Words w[0..n): thread states' (chunk, top, limit); each found, with the
+ * chunks before it (bounded: a loop in the links ends it). */
+static struct hs_error *find_states(struct stacks *st, const uint64_t *w, size_t n)
+{
+	for (size_t i = 0; i + 3 <= n; i++) {
+		uint64_t chunk = w[i], top = w[i + 1], end = w[i + 2];
+		if ((chunk | top | end) & 7 || end - chunk < CHUNK_MIN ||
+		    end - chunk > CHUNK_MAX || top < chunk + CHUNK_DATA || top > end ||
+		    !chunk_at(st->core, chunk, end))
+			continue;
+		struct hs_error *err = add_stack(st, chunk, top, end);
+		uint64_t prev, size, words;
+		for (int k = 0; !err && k < 4096 &&
+		     hs_core_read_u64(st->core, chunk, &prev) && prev; k++) {
+			if (prev & 7 || !hs_core_read_u64(st->core, prev + 8, &size) ||
+			    size < CHUNK_MIN || size > CHUNK_MAX ||
+			    !chunk_at(st->core, prev, prev + size) ||
+			    !hs_core_read_u64(st->core, prev + 16, &words) ||
+			    words > (size - CHUNK_DATA) / 8)
+				break;
+			err = add_stack(st, prev, prev + CHUNK_DATA + 8 * words, prev + size);
+			chunk = prev;
+		}
+		if (err)
+			return err;
+		i += 2;
+	}
+	return NULL;
+}
+
+struct hs_error *hs_python_stacks(const struct hs_core *core,
+				  struct hs_dwarf *dw,
+				  const struct hs_heap *heap,
+				  struct hs_py_stack **ret, size_t *count)
+{
+	*ret = NULL;
+	*count = 0;
+	unsigned minor;
+	struct hs_module *m = dw ? hs_pymalloc_python(dw, &minor) : NULL;
+	if (!m || minor < 11)
+		return NULL;
+	struct stacks st = {.core = core};
+	struct hs_error *err = NULL;
+	/* the interpreter's writable data: the main thread's state */
+	for (size_t i = 0; i < core->nsegs && !err; i++) {
+		const struct hs_core_segment *s = &core->segs[i];
+		if (!(s->flags & HS_SEG_W) || s->vaddr < m->start ||
+		    s->vaddr + s->memsz > m->end)
+			continue;
+		const uint64_t *w = hs_core_ptr(core, s->vaddr, s->memsz);
+		if (w)
+			err = find_states(&st, w, s->memsz / 8);
+	}
+	/* the other threads' states: malloc's blocks */
+	for (size_t i = 0; i < heap->nallocs && !err; i++) {
+		const struct hs_alloc *a = &heap->allocs[i];
+		if (hs_alloc_state(a) != HS_STATE_USED || a->size < 256 || a->size > 4096)
+			continue;
+		const uint64_t *w = hs_core_ptr(core, a->addr, a->size);
+		if (w)
+			err = find_states(&st, w, a->size / 8);
+	}
+	if (err) {
+		free(st.v);
+		return err;
+	}
+	*ret = st.v;
+	*count = st.n;
+	return NULL;
+}
+
 void hs_python_destroy(struct hs_pyobjects *p)
 {
 	if (!p)

@@ -145,6 +145,24 @@ void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
 char *hs_python_field(const struct hs_pyobjects *py, const struct hs_core *core,
 		      const struct hs_heap *heap, uint32_t id, uint64_t offset);
 
+/* CPython's frame stacks (3.11+).  A thread's frames live in chunks of
+ * anonymous memory of their own (_PyStackChunk: previous chunk, size,
+ * the top saved when a newer chunk was pushed, then the words), pointed
+ * to by the thread's state (datastack_chunk, datastack_top,
+ * datastack_limit, three words in a row).  Above the top are the words
+ * of calls that have returned: stale.  A thread state is found by those
+ * three words alone, where they agree (the limit is the chunk plus its
+ * size, the top between its first word and the limit): in the
+ * interpreter's writable data (3.11+ keep the main thread's state in
+ * _PyRuntime) and in malloc's blocks of a thread state's size. */
+struct hs_py_stack {
+	uint64_t chunk, data, top, end;   /* live words [data, top) */
+};
+struct hs_error *hs_python_stacks(const struct hs_core *core,
+				  struct hs_dwarf *dw,
+				  const struct hs_heap *heap,
+				  struct hs_py_stack **ret, size_t *count);
+
 /* Reference counts as evidence.  Every owning reference to an object is a
  * pointer to its start somewhere: in a block, a root's memory (stacks,
  * globals, unexplained memory) or a register.  An object whose ob_refcnt

@@ -595,6 +595,33 @@ static struct hs_error *unexplained(struct builder *b)
 	return end_phase(b);
 }
 
+/* A runtime's stacks (hs_roots_options.stacks): live below the top,
+ * stale above it, the header explained.  One phase each: stacks that
+ * overlap (a corrupt core) give roots that do not. */
+static struct hs_error *runtime_stacks(struct builder *b,
+				       const struct hs_roots_options *opts)
+{
+	struct hs_error *err;
+	for (size_t i = 0; i < opts->nstacks; i++) {
+		const struct hs_root_stack *s = &opts->stacks[i];
+		if (s->base > s->lo || s->lo > s->top || s->top > s->end)
+			continue;
+		if ((err = add_range(b, HS_ROOT_STACK, -1, s->lo, s->top,
+				     "%s at %#llx", s->what,
+				     (unsigned long long)s->lo)))
+			return err;
+		b->stale = !b->conservative;
+		err = add_range(b, HS_ROOT_STACK, -1, s->top, s->end,
+				"%s at %#llx, above the top (returned calls)",
+				s->what, (unsigned long long)s->lo);
+		b->stale = false;
+		if (err || (err = iv_add(&b->pending, s->base, s->lo)) ||
+		    (err = end_phase(b)))
+			return err;
+	}
+	return NULL;
+}
+
 static bool live_tid(const struct hs_core *core, int32_t tid)
 {
 	for (size_t t = 0; t < core->nthreads; t++)
@@ -824,6 +851,8 @@ static struct hs_error *build(struct builder *b,
 	if ((err = end_phase(b)))
 		return err;
 	if ((err = dead_thread_stacks(b)))
+		return err;
+	if ((err = runtime_stacks(b, opts)))
 		return err;
 	if (opts->unexplained && (err = unexplained(b)))
 		return err;

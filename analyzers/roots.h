@@ -95,6 +95,17 @@ struct hs_roots_options {
 	 * into it (libc's head of its list of stdio streams): no root */
 	const uint64_t *not_refs;
 	size_t nnot_refs;
+	/* a runtime's own stacks in memory of their own (CPython's frame
+	 * chunks: analyzers/python.h): [base, lo) a header, no root; [lo,
+	 * top) live; [top, end) the words of returned calls, stale; roots
+	 * of kind stack */
+	const struct hs_root_stack *stacks;
+	size_t nstacks;
+};
+
+struct hs_root_stack {
+	uint64_t base, lo, top, end;
+	const char *what;       /* "python frames" */
 };
 
 struct hs_error *hs_roots_build(const struct hs_core *core, struct hs_dwarf *dw,

@@ -399,7 +399,7 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 				       hs_fmt_size(b1, mark->via_total[k].bytes),
 				       hs_rule_names[k]);
 		if (mark->stale.count)
-			printf("(%" PRIu64 " of these blocks, %s, are pointed to by a word the live rule rejects: a dead register or a red zone; `show` names it, --conservative-roots counts it)\n",
+			printf("(%" PRIu64 " of these blocks, %s, are pointed to by a word the live rule rejects: a dead register, a red zone or a returned call's python frame; `show` names it, --conservative-roots counts it)\n",
 			       mark->stale.count, hs_fmt_size(b1, mark->stale.bytes));
 		if (ngroups) {
 			printf("\nLeak roots by type (by size when untyped), biggest total first:\n");

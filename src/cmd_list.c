@@ -156,6 +156,6 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 	printf("%" PRIu64 " allocations, %s%s\n", n, hs_fmt_size(b, bytes),
 	       heap->partial ? " (PARTIAL: the walk met damaged or missing metadata; see warnings)" : "");
 	if (mark && mark->stale.count)
-		printf("*: a word the live rule rejects (a dead register or a red zone) points to it; heapsift show ADDR names it\n");
+		printf("*: a word the live rule rejects (a dead register, a red zone or a returned call's python frame) points to it; heapsift show ADDR names it\n");
 	return HS_EXIT_OK;
 }

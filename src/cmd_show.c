@@ -237,7 +237,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 				printf("via: reachable only through a pointer past a header that the %s rule accepts\n",
 				       hs_rule_names[hs_mark_via(mark, id)]);
 			if (mark && hs_mark_stale_ref(mark, id))
-				printf("stale: a word the live rule rejects points to it (a dead register or a red zone, marked below); --conservative-roots counts such words\n");
+				printf("stale: a word the live rule rejects points to it (a dead register, a red zone or a returned call's python frame, marked below); --conservative-roots counts such words\n");
 		}
 		if (lr)
 			printf("holds indirectly: %u blocks, %s\n", lr->held_count,

@@ -102,7 +102,10 @@ def take():
         hstest.kill_process(proc)
     with open(err_path) as f:
         stats = f.read()
-    return core, hstest.load_json(rec_path, "the fixture's record"), stats, blocks
+    rec = hstest.load_json(rec_path, "the fixture's record")
+    with open(rec_path + ".dead") as f:
+        rec["dead"] = int(f.read())
+    return core, rec, stats, blocks
 
 
 def parse_stats(text):
@@ -205,7 +208,8 @@ def check_leaks(core, rec):
     t, _ = hs_json("types", core)
     leaked = {row["type"]: row["leaked_count"] for row in t["types"] if row["leaked_count"]}
     garbage = ("__main__.Node", "__main__.Node (values)", "__main__.Holder",
-               "__main__.Holder (values)", "__main__.Stale", "__main__.Stale (values)")
+               "__main__.Holder (values)", "__main__.Stale", "__main__.Stale (values)",
+               "__main__.Dead", "__main__.Dead (values)")
     nodes = 2 * rec["cycles"]
     R.check("leaks: at least 95%% of the %d cycle Nodes leaked (the collector's links are no references)" % nodes,
             leaked.get("__main__.Node", 0) >= 0.95 * nodes, str(leaked))
@@ -221,9 +225,24 @@ def check_leaks(core, rec):
             ("%#x" % (rec["stale"] - 32)) not in shown.out.split("points to:")[-1] and
             "+0x38 " not in shown.out.split("points to:")[-1],
             shown.describe() + "\n" + shown.out[-1500:])
-    held = ("__main__.Order", "__main__.Order (values)", "__main__.Slotted", "dict (keys)")
+    # the Dead's address stays in the frame slot of a call that returned:
+    # above the top of CPython's frame stack, a stale word
+    R.check("leaks: the Dead leaked, its address in a returned call's frame slot notwithstanding",
+            leaked.get("__main__.Dead") == 1, str(leaked))
+    shown = hstest.run([HS, "show", core, "%#x" % (rec["dead"] - 32)], timeout=600)
+    R.check("show: the Dead is pointed to by a stale word above the top of the python frames",
+            shown.rc == 0 and "__main__.Dead" in shown.out and
+            re.search(r"python frames at 0x[0-9a-f]+, above the top", shown.out) is not None,
+            shown.describe() + "\n" + shown.out[-1500:])
+    R.check("leaks: all %d cycle Nodes leaked" % nodes,
+            leaked.get("__main__.Node", 0) == nodes, str(leaked))
+    # the types the program holds (a dict's keys: json's garbage has one)
+    held = ("__main__.Order", "__main__.Order (values)", "__main__.Slotted")
     R.check("leaks: what the program holds is not leaked",
             not any(leaked.get(n) for n in held), str(leaked))
+    table = hstest.run([HS, "show", core, "%#x" % (rec["dict"] - 16)], timeout=600)
+    R.check("leaks: the %d-entry dict is reachable" % rec["dict_entries"],
+            table.rc == 0 and "class: reachable" in table.out, table.describe() + "\n" + table.out[-800:])
     other = sum(c for n, c in leaked.items() if n not in garbage)
     used = sum(row["count"] for row in t["types"])
     R.check("leaks: other leaked blocks under 0.1%% of the typed ones (%d of %d)" % (other, used),
@@ -368,6 +387,23 @@ def check_bad(core, py, rec, counts):
             info["allocator"]["partial"] and
             got.get("used_blocks") == py["used_blocks"] - pools[q],
             "%s %s" % (info["warnings"], got.get("used_blocks")))
+
+    # a frame chunk whose size word disagrees with its thread's limit: no
+    # stack is found there, and the chunk is unexplained memory again,
+    # every word a root (the Dead is held; nothing else changes)
+    shown = hstest.run([HS, "show", core, "%#x" % (rec["dead"] - 32)], timeout=600)
+    m = re.search(r"python frames at (0x[0-9a-f]+), above the top", shown.out)
+    if R.check("bad input: the Dead's frame chunk found", m, shown.out[-800:]):
+        chunk = int(m.group(1), 16) - 24
+        bad = patched(core, "chunk", [(chunk + 8, read_u64(core, chunk + 8) + 4096)])
+        lk, err = hs_json("leaks", bad, "--quiet")
+        t, _ = hs_json("types", bad)
+        leaked = {row["type"]: row["leaked_count"] for row in t["types"] if row["leaked_count"]}
+        shown = hstest.run([HS, "show", bad, "%#x" % (rec["dead"] - 32)], timeout=600)
+        R.check("bad input: a frame chunk's size corrupted: the chunk is unexplained memory, the Dead held",
+                lk.get("summary") and not leaked.get("__main__.Dead") and
+                leaked.get("__main__.Holder") == 1 and "anonymous memory at" in shown.out,
+                "%s %s" % (leaked, shown.out[-800:]))
 
     # an Order whose ob_type points outside the core; the list of orders
     # still holds it
