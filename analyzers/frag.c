@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/alloc/pymalloc.h"
 #include "formats/jsonw.h"
 #include "src/fmt.h"
 
@@ -25,6 +26,7 @@ const char *const hs_free_kind_names[HS_FREE_KINDS] = {
 const char *const hs_map_kind_names[HS_MAP_KINDS] = {
 	[HS_MAP_ARENA] = "malloc_arenas",
 	[HS_MAP_MMAPPED] = "malloc_mmapped",
+	[HS_MAP_PYMALLOC] = "pymalloc_arenas",
 	[HS_MAP_STACK] = "thread_stacks",
 	[HS_MAP_TEXT] = "module_text",
 	[HS_MAP_RODATA] = "module_rodata",
@@ -168,6 +170,26 @@ static struct hs_error *classes_part(struct hs_frag *f, const struct hs_heap *he
 	return NULL;
 }
 
+/* The bytes of pymalloc's arenas in [lo, hi): their pools' spans (the
+ * heap regions), or with mapping each arena's mapping where the arena
+ * table gave it. */
+static uint64_t pymalloc_bytes(const struct hs_pymalloc *py, uint64_t lo,
+			       uint64_t hi, bool mapping)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; py && i < py->narena; i++) {
+		const struct hs_py_arena *a = &py->arena[i];
+		bool m = mapping && a->address;
+		uint64_t s = m ? a->address : a->lo;
+		uint64_t e = m ? a->address + py->arena_size : a->hi + py->pool_size;
+		s = s > lo ? s : lo;
+		e = e < hi ? e : hi;
+		if (s < e)
+			n += e - s;
+	}
+	return n;
+}
+
 struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,
 				 const struct hs_heap *heap, struct hs_frag **ret)
 {
@@ -277,12 +299,22 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 					meta_in_use += b - a;
 			}
 		}
-		uint64_t heap_bytes = in_heap[0] + in_heap[1];
+		/* pymalloc's arenas are heap regions of their own: the
+		 * mapping of each (its pools, when the arena table was not
+		 * found) */
+		uint64_t py_span = pymalloc_bytes(heap->pymalloc, lo, hi, false);
+		uint64_t py_bytes = pymalloc_bytes(heap->pymalloc, lo, hi, true);
+		in_heap[0] = in_heap[0] > py_span ? in_heap[0] - py_span : 0;
+		uint64_t heap_bytes = in_heap[0] + in_heap[1] + py_bytes;
 		if (heap_bytes > s->memsz)
 			heap_bytes = s->memsz;
 		uint64_t present = s->avail;
 		/* present bytes are shared out in proportion */
 		double pshare = s->memsz ? (double)present / (double)s->memsz : 0;
+		f->reserved[HS_MAP_PYMALLOC] += py_bytes;
+		f->present[HS_MAP_PYMALLOC] += (uint64_t)((double)py_bytes * pshare);
+		if (s->flags & HS_SEG_W)
+			f->writable_reserved[HS_MAP_PYMALLOC] += py_bytes;
 		f->reserved[HS_MAP_ARENA] += in_heap[0];
 		f->reserved[HS_MAP_MMAPPED] += in_heap[1];
 		f->present[HS_MAP_ARENA] += (uint64_t)((double)in_heap[0] * pshare);
@@ -373,8 +405,8 @@ uint64_t hs_frag_writable(const struct hs_frag *f)
 double hs_frag_malloc_share(const struct hs_frag *f)
 {
 	uint64_t w = hs_frag_writable(f);
-	return w ? (double)(f->in_use[HS_MAP_ARENA] + f->in_use[HS_MAP_MMAPPED]) /
-		(double)w : 0.0;
+	return w ? (double)(f->in_use[HS_MAP_ARENA] + f->in_use[HS_MAP_MMAPPED] +
+			    f->in_use[HS_MAP_PYMALLOC]) / (double)w : 0.0;
 }
 
 /* One line that answers first. */
@@ -401,7 +433,8 @@ void hs_frag_verdict(const struct hs_frag *f, char *buf, size_t len)
 			 100.0 * (double)under / (double)fr, hs_fmt_size(b1, limit),
 			 100.0 * (double)fr / (double)a->system);
 	else if (share < 0.5 && hs_frag_writable(f))
-		snprintf(buf, len, "malloc explains %.0f%% of the writable memory: the rest is outside malloc (other anonymous memory: %s)",
+		snprintf(buf, len, "%s %.0f%% of the writable memory: the rest is outside malloc (other anonymous memory: %s)",
+			 f->in_use[HS_MAP_PYMALLOC] ? "malloc and pymalloc explain" : "malloc explains",
 			 100.0 * share, hs_fmt_size(b1, f->in_use[HS_MAP_ANON]));
 	else if (a->system && fr * 10 < a->system)
 		snprintf(buf, len, "the heap is %.0f%% in use and %s free%s: growth is live data (see leaks, top)",
@@ -470,6 +503,59 @@ static void json_arena(struct hs_jsonw *w, const struct hs_frag_arena *a)
 	hs_jsonw_object_end(w);
 }
 
+static void kuint_or_null(struct hs_jsonw *w, const char *key, bool known,
+			  uint64_t v)
+{
+	hs_jsonw_key(w, key);
+	if (known)
+		hs_jsonw_uint(w, v);
+	else
+		hs_jsonw_null(w);
+}
+
+static void json_pymalloc(struct hs_jsonw *w, const struct hs_pymalloc *py)
+{
+	struct hs_py_footprint fp;
+	hs_pymalloc_footprint(py, &fp);
+	hs_jsonw_object_begin(w);
+	hs_jsonw_kstring(w, "python", py->version);
+	hs_jsonw_kuint(w, "arena_size", py->arena_size);
+	hs_jsonw_kuint(w, "pool_size", py->pool_size);
+	hs_jsonw_key(w, "arena_table");
+	if (py->table)
+		hs_jsonw_addr(w, py->table);
+	else
+		hs_jsonw_null(w);
+	hs_jsonw_kuint(w, "arenas_bytes", fp.arenas);
+	hs_jsonw_kuint(w, "blocks_bytes", fp.blocks);
+	hs_jsonw_kuint(w, "available_bytes", fp.available);
+	kuint_or_null(w, "unused_pools_bytes", py->table, fp.unused_pools);
+	hs_jsonw_kuint(w, "headers_bytes", fp.headers);
+	hs_jsonw_kuint(w, "quantization_bytes", fp.quantization);
+	kuint_or_null(w, "alignment_bytes", py->table, fp.alignment);
+	hs_jsonw_key(w, "arenas");
+	hs_jsonw_array_begin(w);
+	for (size_t i = 0; i < py->narena; i++) {
+		const struct hs_py_arena *a = &py->arena[i];
+		hs_jsonw_object_begin(w);
+		hs_jsonw_kuint(w, "index", a->index);
+		hs_jsonw_key(w, "address");
+		if (a->address)
+			hs_jsonw_addr(w, a->address);
+		else
+			hs_jsonw_null(w);
+		hs_jsonw_kaddr(w, "first_pool", a->lo);
+		hs_jsonw_kaddr(w, "last_pool", a->hi);
+		hs_jsonw_kuint(w, "pools", a->pools);
+		hs_jsonw_kuint(w, "empty_pools", a->empty_pools);
+		kuint_or_null(w, "total_pools", a->address, a->total_pools);
+		kuint_or_null(w, "free_pools", a->address, a->free_pools);
+		hs_jsonw_object_end(w);
+	}
+	hs_jsonw_array_end(w);
+	hs_jsonw_object_end(w);
+}
+
 void hs_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 		      const struct hs_heap *heap)
 {
@@ -514,6 +600,10 @@ void hs_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 	hs_jsonw_array_end(w);
 	hs_jsonw_kuint(w, "stack_used", f->stack_used);
 	hs_jsonw_kint(w, "malloc_share_permille", (int64_t)(hs_frag_malloc_share(f) * 1000 + 0.5));
+	if (heap->pymalloc) {
+		hs_jsonw_key(w, "pymalloc");
+		json_pymalloc(w, heap->pymalloc);
+	}
 	hs_jsonw_kbool(w, "partial", heap->partial);
 	hs_jsonw_object_end(w);
 }

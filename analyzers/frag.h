@@ -69,6 +69,7 @@ struct hs_frag_arena {
 enum hs_map_kind {
 	HS_MAP_ARENA,           /* malloc heaps */
 	HS_MAP_MMAPPED,         /* malloc's mmapped chunks */
+	HS_MAP_PYMALLOC,        /* CPython's pymalloc arenas */
 	HS_MAP_STACK,
 	HS_MAP_TEXT,            /* module code */
 	HS_MAP_RODATA,          /* module read-only data */
@@ -118,7 +119,8 @@ bool hs_frag_kind_applies(const struct hs_frag *f, int k);
 uint64_t hs_frag_max_request(const struct hs_frag *f);
 /* External fragmentation: 1 - largest free block / free bytes. */
 double hs_frag_external(const struct hs_frag_arena *a);
-/* Writable memory in use, and the share of it that malloc explains. */
+/* Writable memory in use, and the share of it that malloc explains (with
+ * pymalloc's arenas, which sit above it). */
 uint64_t hs_frag_writable(const struct hs_frag *f);
 double hs_frag_malloc_share(const struct hs_frag *f);
 /* One line that answers first: fragmentation, memory outside malloc, live

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/alloc/pymalloc.h"
 #include "analyzers/frag.h"
 #include "formats/jsonw.h"
 #include "src/cli.h"
@@ -16,6 +17,58 @@ static int cmp_free_bytes(const void *a, const void *b)
 	if (fx != fy)
 		return fx > fy ? -1 : 1;
 	return x->size < y->size ? -1 : x->size > y->size;
+}
+
+static void py_row(const char *what, bool known, uint64_t bytes, const char *more)
+{
+	char b[32];
+	if (known)
+		printf("  %-18s %11s %12" PRIu64 " bytes%s\n", what, hs_fmt_size(b, bytes),
+		       bytes, more);
+	else
+		printf("  %-18s %11s (the arena table was not found)\n", what, "?");
+}
+
+/* pymalloc's arenas as sys._debugmallocstats() splits them, and how full
+ * each arena's pools are: an arena goes back to the system only when no
+ * pool of it is in use. */
+static void pymalloc_text(const struct hs_pymalloc *py)
+{
+	struct hs_py_footprint fp;
+	hs_pymalloc_footprint(py, &fp);
+	char b1[32], b2[32], more[96];
+	printf("\nPYMALLOC (Python %s): %" PRIu64 " arena%s of %s, %s\n", py->version,
+	       py->arenas, py->arenas == 1 ? "" : "s", hs_fmt_size(b1, py->arena_size),
+	       hs_fmt_size(b2, fp.arenas));
+	snprintf(more, sizeof(more), ", %" PRIu64 " blocks", py->used_blocks);
+	py_row("blocks in use", true, fp.blocks, more);
+	snprintf(more, sizeof(more), ", %" PRIu64 " blocks in pools in use", py->free_blocks);
+	py_row("available blocks", true, fp.available, more);
+	snprintf(more, sizeof(more), ", %" PRIu64 " pools", py->unused_pools);
+	py_row("unused pools", py->table, fp.unused_pools, more);
+	py_row("pool headers", true, fp.headers, "");
+	py_row("quantization", true, fp.quantization, "");
+	py_row("arena alignment", py->table, fp.alignment, "");
+	if (!py->table)
+		return;
+	/* arenas by the share of their pools in use */
+	uint64_t n[4] = {0}, low_pools = 0;
+	for (size_t i = 0; i < py->narena; i++) {
+		const struct hs_py_arena *a = &py->arena[i];
+		if (!a->total_pools)
+			continue;
+		unsigned q = (unsigned)(4 * a->pools / a->total_pools);
+		n[q > 3 ? 3 : q]++;
+		if (q == 0)
+			low_pools += a->pools;
+	}
+	printf("  arenas by pools in use: under 25%% %" PRIu64 ", 25-50%% %" PRIu64
+	       ", 50-75%% %" PRIu64 ", 75%% or more %" PRIu64 "\n", n[0], n[1], n[2], n[3]);
+	if (n[0])
+		printf("  %" PRIu64 " arena%s under 25%% in use keep%s %s mapped for %" PRIu64
+		       " pools in use: an arena is unmapped only when all its pools are free\n",
+		       n[0], n[0] == 1 ? "" : "s", n[0] == 1 ? "s" : "",
+		       hs_fmt_size(b1, n[0] * py->arena_size), low_pools);
 }
 
 int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
@@ -78,6 +131,8 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 		printf("(* arena 0; SYSTEM: pages of active, dirty and muzzy extents; FREE: slab regions, thread caches, dirty and muzzy pages; RETAINED: address space kept, no memory; OVERHEAD: slab tails, large extents' pad page, thread caches' stacks)\n");
 	else
 		printf("(* the main arena; FREE is outside the top chunk, in chunk bytes)\n");
+	if (heap->pymalloc)
+		pymalloc_text(heap->pymalloc);
 	if (f->headerless && all->nclasses) {
 		/* the classes with the most free bytes first */
 		size_t n = all->nclasses;
@@ -127,7 +182,8 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 	printf("(IN USE: arenas' system bytes, stacks from the stack pointer up, other writable memory as mapped)\n");
 	printf("thread stacks in use: %s of %s reserved\n", hs_fmt_size(b1, f->stack_used),
 	       hs_fmt_size(b2, f->reserved[HS_MAP_STACK]));
-	printf("malloc explains %.1f%% of the writable memory in use (%s)\n",
+	printf("%s %.1f%% of the writable memory in use (%s)\n",
+	       f->in_use[HS_MAP_PYMALLOC] ? "malloc and pymalloc explain" : "malloc explains",
 	       100.0 * hs_frag_malloc_share(f), hs_fmt_size(b1, hs_frag_writable(f)));
 	hs_frag_destroy(f);
 	return HS_EXIT_OK;

@@ -20,20 +20,30 @@ available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
     its instances among gc.get_objects(); the big dict's block is a
     `dict` and its keys table a `dict (keys)`, the list of orders a `list`
     and its item array a `list (items)`;
-  - `redact`: the copy analyzes the same (`info`, `types`, `leaks`), and
-    the strings the program made are not in it;
+  - `frag`: pymalloc's arenas split into blocks in use, available blocks,
+    unused pools, pool headers, quantization and arena alignment, each
+    byte for byte as the interpreter's own footprint lines, through
+    obmalloc's arena table found in malloc's blocks;
+  - `redact`: the copy analyzes the same (`info`, `types`, `leaks`,
+    `frag`), and the strings the program made are not in it;
   - `path` to an instance's attribute and to a dict's value names the
     attribute (`__main__.Order (values).name`) and the key
     (`dict (keys)['k5']`);
   - `leaks`: the garbage cycles (the collector is disabled) and the
     Holder whose only reference the fixture leaked through the C API are
     leaked; the GC heads' links are not references; nothing the program
-    holds is leaked;
+    holds is leaked; a garbage object whose address sits in the rounding
+    past a live tuple's end, and one whose address sits in the frame slot
+    of a call that returned (above the top of CPython's frame stack), are
+    leaked too;
   - bad input, on copies of the core: a pool whose free list is broken is
     left out with a warning (its blocks in use missing from the total,
     nothing else), a pool header overwritten between two pools of its
-    arena is reported, and an object whose ob_type points outside the
-    core is left untyped with a warning, the other counts unchanged.
+    arena is reported, an object whose ob_type points outside the
+    core is left untyped with a warning, the other counts unchanged, an
+    arena's record in the arena table corrupted leaves frag without the
+    table (what needs it unknown), and a frame chunk whose size word
+    disagrees is unexplained memory again.
 
 Skipped when /usr/bin/python3 or gdb is missing.  Standard library only.
 Prints "N passed, M failed" last.
@@ -162,6 +172,49 @@ def check_info(core, stats, blocks):
     return py
 
 
+def stat_bytes(stats, pattern):
+    """A byte count of _PyObject_DebugMallocStats' footprint lines."""
+    m = re.search(pattern + r"\s*=\s*([\d,]+)", stats)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def check_frag(core, stats):
+    """frag splits pymalloc's arenas as the interpreter does, byte for byte;
+    the footprint counts the arenas on their own."""
+    d, err = hs_json("frag", core)
+    py = d.get("pymalloc")
+    if not R.check("frag: pymalloc's section", py is not None, str(list(d))):
+        return
+    want = {
+        "arenas_bytes": stat_bytes(stats, r"\d+ arenas \* \d+ bytes/arena"),
+        "blocks_bytes": stat_bytes(stats, r"# bytes in allocated blocks"),
+        "available_bytes": stat_bytes(stats, r"# bytes in available blocks"),
+        "unused_pools_bytes": stat_bytes(stats, r"\d+ unused pools \* \d+ bytes"),
+        "headers_bytes": stat_bytes(stats, r"# bytes lost to pool headers"),
+        "quantization_bytes": stat_bytes(stats, r"# bytes lost to quantization"),
+        "alignment_bytes": stat_bytes(stats, r"# bytes lost to arena alignment"),
+    }
+    if not R.check("frag: the interpreter printed its arenas' footprint",
+                   None not in want.values(), stats[-1500:]):
+        return
+    probs = ["%s: heapsift %s, interpreter %d" % (k, py.get(k), v)
+             for k, v in want.items() if py.get(k) != v]
+    R.case("frag: pymalloc's arenas split as sys._debugmallocstats() does (%d bytes: %s)"
+           % (want["arenas_bytes"], ", ".join("%s %d" % (k[:-6], v) for k, v in want.items()
+                                              if k != "arenas_bytes")), probs)
+    m = re.search(r"# arenas allocated current\s*=\s*(\d+)", stats)
+    pools = sum(a["pools"] for a in py["arenas"])
+    R.check("frag: %s arenas, each with its mapping and pools from the arena table"
+            % (m and m.group(1)),
+            m and len(py["arenas"]) == int(m.group(1)) and
+            all(a["address"] and a["total_pools"] for a in py["arenas"]) and
+            pools == sum(v[1] for v in parse_stats(stats).values()), str(py["arenas"][:3]))
+    fp = {x["kind"]: x for x in d["footprint"]}
+    R.check("frag: the footprint's pymalloc_arenas are the arenas' mappings",
+            fp.get("pymalloc_arenas", {}).get("in_use") == want["arenas_bytes"],
+            str(fp.get("pymalloc_arenas")))
+
+
 def type_counts(core):
     t, err = hs_json("types", core)
     return {row["type"]: row["count"] for row in t["types"]}, t, err
@@ -267,14 +320,15 @@ def check_outside(core, rec):
 
 
 def check_redact(core):
-    """A redacted copy (no payload) analyzes the same: pymalloc's pools,
-    the objects' types, the leaks and the objects held from outside; the
+    """A redacted copy (no payload) analyzes the same: pymalloc's pools
+    and arena table, the objects' types, the leaks, the objects held from
+    outside and the frame stacks' tops; the
     strings the program made are gone."""
     red = os.path.join(WORK, "redacted.core")
     r = hstest.run([HS, "redact", core, "-o", red], timeout=600)
     if not R.check("redact: wrote a copy", r.rc == 0, r.describe()):
         return
-    for cmd in ("info", "types", "leaks"):
+    for cmd in ("info", "types", "leaks", "frag"):
         a, _ = hs_json(cmd, core)
         b, _ = hs_json(cmd, red)
         a.pop("core", None)
@@ -388,6 +442,22 @@ def check_bad(core, py, rec, counts):
             got.get("used_blocks") == py["used_blocks"] - pools[q],
             "%s %s" % (info["warnings"], got.get("used_blocks")))
 
+    # an arena's record in obmalloc's arena table that no longer fits its
+    # pools: the table is not trusted, frag says what it cannot split
+    d, _ = hs_json("frag", core)
+    table = d["pymalloc"]["arena_table"]
+    if R.check("bad input: the arena table found", table):
+        a = d["pymalloc"]["arenas"][0]
+        bad = patched(core, "table", [(int(table, 16) + 48 * a["index"], 0x1000)])
+        r = hstest.run([HS, "frag", bad, "--format", "json"], timeout=600)
+        got = json.loads(r.out)["pymalloc"] if r.rc == 0 else {}
+        R.check("bad input: an arena's record corrupted: no table, unused pools and alignment unknown, the rest as before",
+                got.get("arena_table") is None and got.get("unused_pools_bytes") is None and
+                got.get("alignment_bytes") is None and
+                got.get("blocks_bytes") == d["pymalloc"]["blocks_bytes"] and
+                got.get("headers_bytes") == d["pymalloc"]["headers_bytes"],
+                r.describe() + " " + str({k: v for k, v in got.items() if k != "arenas"}))
+
     # a frame chunk whose size word disagrees with its thread's limit: no
     # stack is found there, and the chunk is unexplained memory again,
     # every word a root (the Dead is held; nothing else changes)
@@ -438,6 +508,7 @@ def main():
         return R.finish()
     print("python %s, sys.getallocatedblocks() %d" % (rec["python"], blocks))
     py = check_info(core, stats, blocks)
+    check_frag(core, stats)
     counts = check_types(core, rec)
     check_paths(core, rec)
     check_leaks(core, rec)

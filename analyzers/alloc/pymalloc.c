@@ -32,7 +32,17 @@ struct arena_span {
 	uint32_t index;
 	uint64_t lo, hi;        /* first and last pool */
 	uint64_t pools;         /* with a header, between them */
+	uint64_t used, empty;   /* of those, read: in use, empty */
+	uint64_t address, total, nfree;  /* from the arena table */
 };
+
+/* obmalloc's struct arena_object, 3.8 to 3.13 */
+struct arena_object {
+	uint64_t address, pool_address;
+	uint32_t nfreepools, ntotalpools;
+	uint64_t freepools, nextarena, prevarena;
+};
+_Static_assert(sizeof(struct arena_object) == 48, "arena_object");
 
 struct layer {
 	const struct hs_core *core;
@@ -140,22 +150,21 @@ static bool pool_shaped(const struct pool_header *h, uint64_t pool,
  * is too far from the arena's other pools for one arena (two arenas
  * cannot share an index). */
 static struct hs_error *arena_of(struct layer *l, uint32_t index,
-				 uint64_t pool, bool *ok)
+				 uint64_t pool, struct arena_span **ret)
 {
-	*ok = true;
+	*ret = NULL;
 	for (size_t i = l->narenas; i-- > 0;) {
 		struct arena_span *a = &l->arenas[i];
 		if (a->index != index)
 			continue;
 		uint64_t lo = pool < a->lo ? pool : a->lo;
 		uint64_t hi = pool > a->hi ? pool : a->hi;
-		if (hi - lo + l->py->pool_size > l->py->arena_size) {
-			*ok = false;
+		if (hi - lo + l->py->pool_size > l->py->arena_size)
 			return NULL;
-		}
 		a->lo = lo;
 		a->hi = hi;
 		a->pools++;
+		*ret = a;
 		return NULL;
 	}
 	if (l->narenas == l->arenacap) {
@@ -165,7 +174,8 @@ static struct hs_error *arena_of(struct layer *l, uint32_t index,
 			return &hs_error_nomem;
 		l->arenas = v;
 	}
-	l->arenas[l->narenas++] = (struct arena_span){index, pool, pool, 1};
+	l->arenas[l->narenas] = (struct arena_span){index, pool, pool, 1};
+	*ret = &l->arenas[l->narenas++];
 	return NULL;
 }
 
@@ -176,11 +186,11 @@ static struct hs_error *read_pool(struct layer *l, uint64_t pool,
 	struct hs_pymalloc *py = l->py;
 	uint64_t size = ((uint64_t)h->szidx + 1) * 16;
 	uint64_t carved = (h->nextoffset - POOL_OVERHEAD) / size;
-	bool ok;
-	struct hs_error *err = arena_of(l, h->arenaindex, pool, &ok);
+	struct arena_span *span;
+	struct hs_error *err = arena_of(l, h->arenaindex, pool, &span);
 	if (err)
 		return err;
-	if (!ok) {
+	if (!span) {
 		warn(l, "pymalloc pool at %#" PRIx64 ": arena %u has pools more than an arena apart; pool left out",
 		     pool, h->arenaindex);
 		py->bad_pools++;
@@ -220,10 +230,12 @@ static struct hs_error *read_pool(struct layer *l, uint64_t pool,
 	}
 	if (!h->count) {
 		py->empty_pools++;
+		span->empty++;
 		return emit(l, pool + POOL_OVERHEAD,
 			    py->pool_size - POOL_OVERHEAD, HS_PY_EMPTY);
 	}
 	struct hs_py_class *c = &py->classes[h->szidx];
+	span->used++;
 	py->pools++;
 	c->pools++;
 	uint64_t addr = pool + POOL_OVERHEAD;
@@ -311,6 +323,100 @@ static int cmp_alloc(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+	const struct arena_span *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Does rec describe arena span a: its mapping holds a's pools, its next
+ * pool to carve is past them, its counts fit an arena? */
+static bool record_fits(const struct layer *l, const struct arena_object *rec,
+			const struct arena_span *a)
+{
+	uint64_t ps = l->py->pool_size, as = l->py->arena_size;
+	return rec->address && rec->address <= a->lo &&
+	       a->hi + ps <= rec->address + as &&
+	       rec->pool_address >= a->hi + ps &&
+	       rec->pool_address <= rec->address + as &&
+	       rec->ntotalpools <= as / ps && rec->ntotalpools + 1 >= as / ps &&
+	       rec->nfreepools <= rec->ntotalpools &&
+	       a->used + rec->nfreepools <= rec->ntotalpools;
+}
+
+/* obmalloc's arena table (pymalloc.h): the one malloc block whose records
+ * at the arenas' indexes fit them all.  Before the merge: the heap's
+ * blocks are malloc's. */
+static void find_table(struct layer *l)
+{
+	uint32_t top = 0;
+	for (size_t i = 0; i < l->narenas; i++)
+		if (l->arenas[i].index > top)
+			top = l->arenas[i].index;
+	uint64_t need = ((uint64_t)top + 1) * sizeof(struct arena_object);
+	const struct hs_heap *heap = l->heap;
+	if (heap->totals_only || !heap->allocs)
+		return;         /* malloc's blocks were not kept (info) */
+	uint64_t found = 0;
+	size_t nfound = 0;
+	for (size_t i = 0; i < heap->nallocs && nfound < 2; i++) {
+		const struct hs_alloc *b = &heap->allocs[i];
+		if (hs_alloc_state(b) != HS_STATE_USED || b->size < need)
+			continue;
+		const struct arena_object *t = hs_core_ptr(l->core, b->addr, need);
+		if (!t)
+			continue;
+		size_t k = 0;
+		while (k < l->narenas && record_fits(l, &t[l->arenas[k].index], &l->arenas[k]))
+			k++;
+		if (k == l->narenas) {
+			found = b->addr;
+			nfound++;
+		}
+	}
+	if (nfound != 1)
+		return;         /* none, or ambiguous: the arenas' counts alone */
+	const struct hs_alloc *b = hs_heap_find(heap, found);
+	const struct arena_object *t = hs_core_ptr(l->core, b->addr, b->size);
+	uint64_t n = b->size / sizeof(*t), ps = l->py->pool_size;
+	/* every record in use is one of the arenas found (pymalloc frees an
+	 * arena whose pools are all free): else the table is not trusted */
+	uint64_t inuse = 0;
+	for (uint64_t k = 0; k < n; k++)
+		inuse += t[k].address != 0;
+	if (inuse != l->narenas)
+		return;
+	hs_core_touch(l->core, b->addr, n * sizeof(*t));
+	l->py->table = found;
+	for (size_t k = 0; k < l->narenas; k++) {
+		struct arena_span *a = &l->arenas[k];
+		const struct arena_object *rec = &t[a->index];
+		a->address = rec->address;
+		a->total = rec->ntotalpools;
+		a->nfree = rec->nfreepools;
+		l->py->unused_pools += rec->nfreepools;
+		l->py->alignment_bytes += (l->py->arena_size / ps - rec->ntotalpools) * ps;
+	}
+}
+
+void hs_pymalloc_footprint(const struct hs_pymalloc *py,
+			   struct hs_py_footprint *f)
+{
+	*f = (struct hs_py_footprint){
+		.arenas = py->arenas * py->arena_size,
+		.blocks = py->used_bytes,
+		.available = py->free_bytes,
+		.headers = py->pools * POOL_OVERHEAD,
+	};
+	for (unsigned i = 0; i < HS_PY_CLASSES; i++)
+		f->quantization += py->classes[i].pools *
+				   ((py->pool_size - POOL_OVERHEAD) % ((i + 1) * 16));
+	if (py->table) {
+		f->unused_pools = py->unused_pools * py->pool_size;
+		f->alignment = py->alignment_bytes;
+	}
+}
+
 static const struct hs_place py_places[] = {
 	[HS_PY_BLOCK] = {"pymalloc", .slack = 16},
 	[HS_PY_FREE] = {"pymalloc_free", "pymalloc", .slack = 16},
@@ -366,6 +472,7 @@ struct hs_error *hs_pymalloc_read(const struct hs_core *core,
 			qsort(l.out.v, l.out.n, sizeof(*l.out.v), cmp_alloc);
 			break;
 		}
+	find_table(&l);
 	for (int w = HS_PY_BLOCK; w <= HS_PY_EMPTY; w++)
 		if (py_places[w].name)
 			heap->own_places[w] = py_places[w];
@@ -399,6 +506,25 @@ struct hs_error *hs_pymalloc_read(const struct hs_core *core,
 	if (err)
 		goto out;
 	hs_heap_finish_regions(heap);
+	/* the arenas, by address */
+	qsort(l.arenas, l.narenas, sizeof(*l.arenas), cmp_span);
+	struct hs_pymalloc *py = realloc(l.py, sizeof(*py) +
+					 l.narenas * sizeof(py->arena[0]));
+	if (!py) {
+		err = &hs_error_nomem;
+		goto out;
+	}
+	l.py = py;
+	py->narena = l.narenas;
+	for (size_t i = 0; i < l.narenas; i++) {
+		const struct arena_span *a = &l.arenas[i];
+		py->arena[i] = (struct hs_py_arena){
+			.index = a->index, .lo = a->lo, .hi = a->hi,
+			.pools = a->used, .empty_pools = a->empty,
+			.address = a->address, .total_pools = a->total,
+			.free_pools = a->nfree,
+		};
+	}
 	heap->pymalloc = l.py;
 	l.py = NULL;
 out:

@@ -58,6 +58,17 @@ struct hs_py_class {
 	uint64_t pools, used, avail;    /* as sys._debugmallocstats counts */
 };
 
+/* One arena, by its pools' headers (and its arena_object, when the
+ * arena table was found). */
+struct hs_py_arena {
+	uint32_t index;         /* the pools' arenaindex */
+	uint64_t lo, hi;        /* first and last pool with a header */
+	uint64_t pools, empty_pools;    /* in use; empty, with a header */
+	/* from the arena table, else 0: the mapping's start, the pools it
+	 * holds (one fewer when it is not pool-aligned), those not in use */
+	uint64_t address, total_pools, free_pools;
+};
+
 struct hs_pymalloc {
 	char version[32];       /* "3.11.2" (Py_Version), or from the name */
 	unsigned minor;         /* 3.minor */
@@ -68,7 +79,26 @@ struct hs_pymalloc {
 	uint64_t free_blocks, free_bytes;       /* avail: in used pools */
 	uint64_t bad_pools;     /* headers that looked right, lists that did not */
 	struct hs_py_class classes[HS_PY_CLASSES];
+	/* obmalloc's table of arenas (arena_object[]: each arena's mapping,
+	 * pools and pools not in use) is a malloc block; found when exactly
+	 * one block's records agree with every arena's pools.  Then, as
+	 * sys._debugmallocstats() counts them: */
+	uint64_t table;                 /* its address; 0: not found */
+	uint64_t unused_pools;          /* carved and freed, or not carved */
+	uint64_t alignment_bytes;       /* arenas' start before their first pool */
+	size_t narena;
+	struct hs_py_arena arena[];     /* by address (one free() with the rest) */
 };
+
+/* What pymalloc's arenas hold, in bytes, as sys._debugmallocstats()
+ * splits them (the last three need the arena table; their sum is the
+ * arenas' size then). */
+struct hs_py_footprint {
+	uint64_t arenas, blocks, available, headers, quantization,
+		 unused_pools, alignment;
+};
+void hs_pymalloc_footprint(const struct hs_pymalloc *py,
+			   struct hs_py_footprint *f);
 
 /* The module that holds CPython (python3.N, libpython3.N.so), and N;
  * NULL when the program has none. */
