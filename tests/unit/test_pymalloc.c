@@ -181,9 +181,102 @@ static void test_none(void)
 	mock_free(&m);
 }
 
+/* obmalloc's arena_object, as frag reads it */
+struct arena_rec {
+	uint64_t address, pool_address;
+	uint32_t nfreepools, ntotalpools;
+	uint64_t freepools, nextarena, prevarena;
+};
+
+#define TABLE 0x5000000ULL
+#define TABLE2 0x5001000ULL
+
+/* A malloc heap of one or two used blocks, each an arena table: arena 0
+ * (pool-aligned, 64 pools: 4 carved, A2 emptied again: 61 not in use),
+ * then arena 1 (not pool-aligned, 63 pools: B0 carved, 62 not in use). */
+static void run_table(struct run *r, struct mock_core *m, int copies,
+		      uint64_t corrupt_address)
+{
+	struct arena_rec recs[3] = {
+		{ARENA_A, ARENA_A + 4 * PY_POOL, 61, 64, 0, 0, 0},
+		{corrupt_address ? corrupt_address : ARENA_B_MAP, ARENA_B + PY_POOL,
+		 62, 63, 0, 0, 0},
+		{0, 0, 0, 0, 0, 0, 0},
+	};
+	mock_segment(m, TABLE, 0x2000, PF_R | PF_W);
+	mock_write(m, TABLE, recs, sizeof(recs));
+	if (copies > 1)
+		mock_write(m, TABLE2, recs, sizeof(recs));
+	size_t len;
+	memset(r, 0, sizeof(*r));
+	r->bytes = mock_build(m, &len);
+	r->devnull = fopen("/dev/null", "w");
+	hs_log_init(&r->log, r->devnull, false);
+	CHECK(!hs_core_open_memory("pools", r->bytes, len, &r->log, &r->core));
+	r->heap = hs_heap_create(&hs_glibc_backend);
+	CHECK(r->heap != NULL);
+	CHECK(!hs_heap_begin_run(r->heap));
+	for (int i = 0; i < copies; i++) {
+		struct hs_alloc a = {.addr = i ? TABLE2 : TABLE, .size = sizeof(recs),
+				     .where = HS_GL_HEAP, .arena = 0};
+		CHECK(!hs_heap_add(r->heap, &a));
+	}
+	CHECK(!hs_heap_finish(r->heap));
+	struct hs_error *err = hs_pymalloc_read(r->core, &r->log, r->heap, 11, "3.11");
+	CHECKF(!err, "read: %s", err ? err->message : "");
+}
+
+static void test_table(void)
+{
+	struct mock_core m = {0};
+	py_build(&m);
+	struct run r;
+	run_table(&r, &m, 1, 0);
+	const struct hs_pymalloc *py = r.heap->pymalloc;
+	CHECK(py && py->table == TABLE);
+	CHECKF(py && py->unused_pools == 61 + 62, "unused pools %llu",
+	       py ? (unsigned long long)py->unused_pools : 0ULL);
+	CHECK(py && py->alignment_bytes == PY_POOL);
+	CHECK(py && py->narena == 2 && py->arena[0].address == ARENA_A &&
+	      py->arena[0].total_pools == 64 && py->arena[0].pools == 3 &&
+	      py->arena[0].empty_pools == 1 && py->arena[1].address == ARENA_B_MAP &&
+	      py->arena[1].total_pools == 63 && py->arena[1].free_pools == 62);
+	if (py) {
+		/* the parts are the arenas' bytes, as pymalloc splits them */
+		struct hs_py_footprint f;
+		hs_pymalloc_footprint(py, &f);
+		uint64_t sum = f.blocks + f.available + f.unused_pools + f.headers +
+			       f.quantization + f.alignment;
+		CHECKF(f.arenas == 2 * (1ULL << 20) && sum == f.arenas,
+		       "arenas %llu, parts %llu", (unsigned long long)f.arenas,
+		       (unsigned long long)sum);
+		CHECK(f.headers == 4 * 48);
+	}
+	run_done(&r);
+	mock_free(&m);
+
+	/* two blocks fit: which one is the table is not known */
+	memset(&m, 0, sizeof(m));
+	py_build(&m);
+	run_table(&r, &m, 2, 0);
+	CHECK(r.heap->pymalloc && !r.heap->pymalloc->table &&
+	      !r.heap->pymalloc->unused_pools && !r.heap->pymalloc->arena[0].address);
+	run_done(&r);
+	mock_free(&m);
+
+	/* a record whose mapping does not hold its arena's pools */
+	memset(&m, 0, sizeof(m));
+	py_build(&m);
+	run_table(&r, &m, 1, ARENA_B + 2 * PY_POOL);
+	CHECK(r.heap->pymalloc && !r.heap->pymalloc->table);
+	run_done(&r);
+	mock_free(&m);
+}
+
 int main(void)
 {
 	test_sound();
+	test_table();
 	test_corrupt();
 	test_in_regions();
 	test_none();
