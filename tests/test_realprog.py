@@ -14,13 +14,14 @@ was leaked (the programs free what they drop, or keep it), so:
 
 Programs: sqlite3 (200,000 rows in an in-memory table with an index),
 perl (a 300,000-entry hash), lua5.4 (a 300,000-entry table of tables),
-Debian's python3 under PYTHONMALLOC=malloc (a 300,000-entry dict of
-tuples and lists), and rp_sqlite_host (tests/fixtures/rp_sqlite_host.c: a
+Debian's python3 (a 300,000-entry dict of tuples and lists) under
+PYTHONMALLOC=malloc and with pymalloc on (its objects in pymalloc's
+pools, analyzers/alloc/pymalloc.h), and rp_sqlite_host (tests/fixtures/rp_sqlite_host.c: a
 program that embeds libsqlite3 and loads 100,000 rows).  A program that is
 not installed is skipped.
 
-Two of them plant a leak from outside the program's own allocator use:
-python3 calls libc's malloc through ctypes and drops the result, and
+Three of them plant a leak from outside the program's own allocator use:
+python3 (both runs) calls libc's malloc through ctypes and drops the result, and
 rp_sqlite_host drops a block it malloc'ed itself.  Each prints
 "leak ADDRESS USABLE_SIZE" before "ready"; there, `leaks` must find exactly
 that block as the one leak root, with that size, and nothing else leaked.
@@ -104,6 +105,8 @@ PROGRAMS = [
     ("lua5.4", ["lua5.4", "-e", LUA_LOAD], "", {}),
     # Debian's python3, every object from malloc
     ("python3", ["/usr/bin/python3", "-c", PYTHON_LOAD], "", {"PYTHONMALLOC": "malloc"}),
+    # the same with pymalloc on (the default): objects in pymalloc's pools
+    ("python3-pymalloc", ["/usr/bin/python3", "-c", PYTHON_LOAD], "", {"PYTHONMALLOC": "pymalloc"}),
     ("rp_sqlite_host", [HOST], "", {}),
 ]
 
@@ -191,7 +194,7 @@ def main():
         except (RuntimeError, hstest.HsError, OSError) as e:
             R.case("%s: take a core" % name, [str(e)])
             continue
-        if name in ("python3", "rp_sqlite_host") and not planted:
+        if name in ("python3", "python3-pymalloc", "rp_sqlite_host") and not planted:
             R.case("%s: the program says what it leaked" % name, ["no 'leak' line"])
             continue
         check(name, core, planted)
