@@ -20,7 +20,7 @@ PACKAGES=(
 	build-essential cmake pkg-config
 	libelf-dev libdw-dev libjansson-dev libcapstone-dev zlib1g-dev libjemalloc-dev
 	elfutils libdebuginfod1 debuginfod gdb python3 valgrind time golang-go chromium
-	redis-server bzip2 libtcmalloc-minimal4 sqlite3 lua5.4 libsqlite3-dev
+	redis-server bzip2 libtcmalloc-minimal4 sqlite3 lua5.4 libsqlite3-dev python3-dev
 )
 # the fuzz harnesses (scripts/fuzz.sh, run by scripts/test.sh with
 # HS_FUZZ_CI=1): clang and its libFuzzer runtime

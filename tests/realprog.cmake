@@ -15,6 +15,17 @@ else()
   message(STATUS "No sqlite3.h: rp_sqlite_host is not built (test_realprog.py skips it)")
 endif()
 
+# rp_python_host: a program embedding CPython (libpython3.N.so); built
+# when python3-embed's pkg-config file is installed (python3-dev)
+pkg_check_modules(HS_PYEMBED QUIET python3-embed)
+if(HS_PYEMBED_FOUND)
+  hs_fixture(rp_python_host fixtures/rp_python_host.c LIBS ${HS_PYEMBED_LINK_LIBRARIES})
+  target_include_directories(rp_python_host PRIVATE ${HS_PYEMBED_INCLUDE_DIRS})
+  target_compile_options(rp_python_host PRIVATE -Wall -Wextra -Werror)
+else()
+  message(STATUS "No python3-embed: rp_python_host is not built (test_realprog.py skips it)")
+endif()
+
 # CPython's pymalloc and objects against the interpreter's own counts
 # (tests/test_python.py, tests/fixtures/py_population.py)
 hs_pytest(python test_python.py)

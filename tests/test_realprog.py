@@ -16,12 +16,15 @@ Programs: sqlite3 (200,000 rows in an in-memory table with an index),
 perl (a 300,000-entry hash), lua5.4 (a 300,000-entry table of tables),
 Debian's python3 (a 300,000-entry dict of tuples and lists) under
 PYTHONMALLOC=malloc and with pymalloc on (its objects in pymalloc's
-pools, analyzers/alloc/pymalloc.h), and rp_sqlite_host (tests/fixtures/rp_sqlite_host.c: a
+pools, analyzers/alloc/pymalloc.h), rp_python_host (tests/fixtures/
+rp_python_host.c: the same load in a program that embeds libpython3.N.so,
+and that program again named python3.11, as a shared build's launcher),
+and rp_sqlite_host (tests/fixtures/rp_sqlite_host.c: a
 program that embeds libsqlite3 and loads 100,000 rows).  A program that is
 not installed is skipped.
 
-Three of them plant a leak from outside the program's own allocator use:
-python3 (both runs) calls libc's malloc through ctypes and drops the result, and
+Five of them plant a leak from outside the program's own allocator use:
+the Python runs call libc's malloc through ctypes and drop the result, and
 rp_sqlite_host drops a block it malloc'ed itself.  Each prints
 "leak ADDRESS USABLE_SIZE" before "ready"; there, `leaks` must find exactly
 that block as the one leak root, with that size, and nothing else leaked.
@@ -99,6 +102,8 @@ sys.stdin.readline()
 
 # name, argv, stdin script, environment additions
 HOST = os.path.join(hstest.FIXTURES, "rp_sqlite_host")
+PYHOST = os.path.join(hstest.FIXTURES, "rp_python_host")
+LAUNCHER = os.path.join(WORK, "bin", "python3.11")
 PROGRAMS = [
     ("sqlite3", ["sqlite3", ":memory:"], SQLITE_LOAD, {}),
     ("perl", ["perl", "-e", PERL_LOAD], "", {}),
@@ -108,6 +113,11 @@ PROGRAMS = [
     # the same with pymalloc on (the default): objects in pymalloc's pools
     ("python3-pymalloc", ["/usr/bin/python3", "-c", PYTHON_LOAD], "", {"PYTHONMALLOC": "pymalloc"}),
     ("rp_sqlite_host", [HOST], "", {}),
+    # the same Python load in a program that embeds libpython3.N.so, and
+    # that program named python3.11: a shared build's launcher (pyenv's
+    # layout), a module of CPython's name without the interpreter in it
+    ("rp_python_host", [PYHOST, PYTHON_LOAD], "", {}),
+    ("python3.11-shared", [LAUNCHER, PYTHON_LOAD], "", {}),
 ]
 
 
@@ -170,6 +180,16 @@ def check(name, core, planted):
         if s["leaked"]["bytes"]:
             probs.append("leaked %d blocks, %d bytes" % (s["leaked"]["count"], s["leaked"]["bytes"]))
         R.case("%s: nothing leaked" % name, probs)
+    if name in ("python3-pymalloc", "rp_python_host", "python3.11-shared"):
+        # the 300,000 entries' tuples and lists are Python objects of
+        # those types: the interpreter was found (in the executable, or
+        # in the libpython3.N.so the host loads)
+        t = hstest.run([HS, "types", core, "--format", "json"], timeout=600)
+        rows = {x["type"]: x["count"] for x in json.loads(t.out)["types"]} if t.rc == 0 else {}
+        R.case("%s: the entries' tuples and lists typed (%s tuples, %s lists)"
+               % (name, rows.get("tuple"), rows.get("list")),
+               [] if rows.get("tuple", 0) >= 300000 and rows.get("list", 0) >= 300000
+               else [t.describe() if t.rc else "tuple %s, list %s" % (rows.get("tuple"), rows.get("list"))])
     R.case("%s: possible under 1%% of used bytes (%.3f%%)" % (name, share),
            [] if share < 1.0 else ["possible is %.2f%% of %d bytes" % (share, used)])
     for cmd in ("info", "leaks", "top"):
@@ -185,6 +205,9 @@ def main():
         return R.finish()
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
+    if os.access(PYHOST, os.X_OK):
+        os.makedirs(os.path.dirname(LAUNCHER))
+        shutil.copy2(PYHOST, LAUNCHER)
     for name, argv, script, env in PROGRAMS:
         if not shutil.which(argv[0]):
             R.skip(name, "%s is not installed (or not built)" % argv[0])
@@ -194,7 +217,8 @@ def main():
         except (RuntimeError, hstest.HsError, OSError) as e:
             R.case("%s: take a core" % name, [str(e)])
             continue
-        if name in ("python3", "python3-pymalloc", "rp_sqlite_host") and not planted:
+        if name in ("python3", "python3-pymalloc", "rp_sqlite_host",
+                    "rp_python_host", "python3.11-shared") and not planted:
             R.case("%s: the program says what it leaked" % name, ["no 'leak' line"])
             continue
         check(name, core, planted)

@@ -77,16 +77,28 @@ static unsigned python_minor(const char *base)
 
 struct hs_module *hs_pymalloc_python(struct hs_dwarf *dw, unsigned *minor)
 {
+	/* a shared build's python3.N is a launcher: the interpreter is the
+	 * libpython3.N.so it loads, the module that defines PyType_Type */
 	size_t n = hs_dwarf_num_modules(dw);
+	struct hs_module *first = NULL;
+	unsigned first_minor = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct hs_module *m = hs_dwarf_module(dw, i);
 		unsigned v = python_minor(hs_module_base(m));
-		if (v) {
+		uint64_t at;
+		if (!v)
+			continue;
+		if (hs_dwarf_symbol_addr(dw, m, "PyType_Type", &at)) {
 			*minor = v;
 			return m;
 		}
+		if (!first) {
+			first = m;
+			first_minor = v;
+		}
 	}
-	return NULL;
+	*minor = first_minor;
+	return first;
 }
 
 __attribute__((format(printf, 2, 3)))
