@@ -100,7 +100,8 @@ struct hs_py_footprint {
 void hs_pymalloc_footprint(const struct hs_pymalloc *py,
 			   struct hs_py_footprint *f);
 
-/* The module that holds CPython (python3.N, libpython3.N.so), and N;
+/* The module that holds CPython (python3.N, libpython3.N.so; of several,
+ * the one that defines PyType_Type), and N;
  * NULL when the program has none. */
 struct hs_module *hs_pymalloc_python(struct hs_dwarf *dw, unsigned *minor);
 
