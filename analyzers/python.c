@@ -53,6 +53,7 @@ struct ctx {
 	struct slot *map;
 	size_t mapcap, mapn, negatives;
 	size_t typecap;
+	size_t ntails, tailcap;
 };
 
 static bool rd(struct ctx *c, uint64_t addr, uint64_t *v)
@@ -347,10 +348,14 @@ static struct hs_error *part_type(struct ctx *c, const char *name, uint8_t part,
 	return err;
 }
 
-/* within: a pointer up to that many bytes into the block names it */
-static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
-				  uint8_t part, uint64_t owner, uint64_t within)
+/* within: a pointer up to that many bytes into the block names it;
+ * *marked (may be NULL): the block marked, or -1 */
+static struct hs_error *mark_part_at(struct ctx *c, uint64_t at, const char *name,
+				     uint8_t part, uint64_t owner, uint64_t within,
+				     int64_t *marked)
 {
+	if (marked)
+		*marked = -1;
 	int64_t b = block_at(c->heap, at);
 	if (b < 0 && within && at) {
 		const struct hs_alloc *a = hs_heap_find(c->heap, at);
@@ -367,7 +372,40 @@ static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
 	uint64_t prefix = at - c->heap->allocs[b].addr;
 	c->p->kind[b] = ti << HS_PY_TYPE_SHIFT | HS_PY_PART | (uint32_t)(prefix / 8);
 	c->p->parts++;
+	if (marked)
+		*marked = b;
 	return NULL;
+}
+
+static struct hs_error *mark_part(struct ctx *c, uint64_t at, const char *name,
+				  uint8_t part, uint64_t owner, uint64_t within)
+{
+	return mark_part_at(c, at, name, part, owner, within, NULL);
+}
+
+/* The item array b of a list of n items: its words past them. */
+static struct hs_error *list_tail(struct ctx *c, int64_t b, uint64_t n)
+{
+	uint64_t words = c->heap->allocs[b].size / 8;
+	if (n >= words)
+		return NULL;
+	if (c->ntails == c->tailcap) {
+		size_t cap = c->tailcap ? 2 * c->tailcap : 64;
+		struct hs_py_tail *v = realloc(c->p->tails, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		c->p->tails = v;
+		c->tailcap = cap;
+	}
+	c->p->tails[c->ntails++] = (struct hs_py_tail){(uint32_t)b, (uint32_t)(words - n)};
+	c->p->ntails = c->ntails;
+	return NULL;
+}
+
+static int cmp_tail(const void *a, const void *b)
+{
+	const struct hs_py_tail *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* A list's items are objects: one that points into a used block where
@@ -417,8 +455,12 @@ static struct hs_error *parts(struct ctx *c)
 			if (!err && rd(c, obj + 40, &v))
 				err = mark_part(c, v, "dict (values)", HS_PY_PART_OTHER, 0, 0);
 		} else if (t->addr == c->list_type || (t->flags & F_LIST_SUBCLASS)) {
+			int64_t b;
+			uint64_t n;
 			if (rd(c, obj + 24, &v)) {
-				err = mark_part(c, v, "list (items)", HS_PY_PART_ITEMS, 0, 0);
+				err = mark_part_at(c, v, "list (items)", HS_PY_PART_ITEMS, 0, 0, &b);
+				if (!err && b >= 0 && rd(c, obj + 16, &n))
+					err = list_tail(c, b, n);
 				check_items(c, obj, v);
 			}
 		} else if (c->p->minor == 11 && (t->flags & F_MANAGED_DICT) &&
@@ -565,6 +607,7 @@ void hs_python_destroy(struct hs_pyobjects *p)
 		free(p->types[i].name);
 	free(p->types);
 	free(p->kind);
+	free(p->tails);
 	free(p);
 }
 
@@ -606,6 +649,8 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 		err = parts(&c);
 	if (err)
 		goto out;
+	if (c.p->ntails)
+		qsort(c.p->tails, c.p->ntails, sizeof(*c.p->tails), cmp_tail);
 	if (c.stray)
 		hs_log_warn(log, "%" PRIu64 " items of Python lists point into heap blocks where no object starts (the first: list at %#" PRIx64 ", item %#" PRIx64 "): those objects are corrupt and left untyped",
 			    c.stray, c.stray_list, c.stray_item);
@@ -813,6 +858,7 @@ void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
 	struct hs_module *m = hs_pymalloc_python(dw, &minor);
 	if (!m || !(c.type_type = symbol(dw, m, "PyType_Type")))
 		return;
+	c.list_type = symbol(dw, m, "PyList_Type");
 	for (size_t i = 0; i < py->ntypes; i++) {
 		uint32_t ti;
 		if (py->types[i].addr && type_at(&c, py->types[i].addr, &ti))
@@ -820,10 +866,14 @@ void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
 	}
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		uint32_t k = py->kind[i];
-		if (k != HS_PY_NONE && !(k & HS_PY_PART))
-			/* count, type and a varying object's ob_size */
-			hs_core_touch(core, heap->allocs[i].addr + hs_py_offset(k),
-				      py->types[hs_py_type_index(k)].itemsize ? 24 : 16);
+		if (k == HS_PY_NONE || (k & HS_PY_PART))
+			continue;
+		/* count, type, and the ob_size of a varying object or of a
+		 * list (what of its block and its items are scanned) */
+		const struct hs_pytype *t = &py->types[hs_py_type_index(k)];
+		hs_core_touch(core, heap->allocs[i].addr + hs_py_offset(k),
+			      t->itemsize || (t->flags & F_LIST_SUBCLASS) ||
+			      t->addr == c.list_type ? 24 : 16);
 	}
 	for (size_t i = 0; i < fresh.ntypes; i++)
 		free(fresh.types[i].name);

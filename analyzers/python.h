@@ -66,6 +66,13 @@ struct hs_pyobjects {
 	 * values prefix: bytes that are not references) */
 	uint32_t *kind;
 	uint64_t objects, parts;        /* blocks */
+	/* list item arrays: the words past the list's ob_size (what it
+	 * held before it shrank: list.pop() leaves its slot as it was),
+	 * by block */
+	struct hs_py_tail {
+		uint32_t id, words;
+	} *tails;
+	size_t ntails;
 };
 
 enum { HS_PY_PART = 8, HS_PY_TAIL_SHIFT = 4, HS_PY_TYPE_SHIFT = 6 };
@@ -96,7 +103,9 @@ static inline uint64_t hs_py_offset(uint32_t kind)
  * 16 bytes, malloc to 16 plus its 8-byte header); a block longer than
  * that past its object's end holds something else there (a C type's own
  * trailing data), and is scanned whole, as is a str (its characters
- * follow the struct) and, from 3.12, an int (no ob_size). */
+ * follow the struct) and, from 3.12, an int (no ob_size).  A list's item
+ * array is scanned up to the list's length: the slots past it keep what
+ * they held. */
 struct hs_py_skip {
 	uint64_t at, n, tail;
 };
@@ -106,6 +115,18 @@ static inline bool hs_py_skip_word(struct hs_py_skip s, uint64_t k, uint64_t nwo
 {
 	return k - s.at < s.n || k + s.tail >= nwords;
 }
+static inline uint64_t hs_py_part_tail(const struct hs_pyobjects *py, uint32_t id)
+{
+	size_t lo = 0, hi = py->ntails;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (py->tails[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < py->ntails && py->tails[lo].id == id ? py->tails[lo].words : 0;
+}
 static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
 					      uint32_t id)
 {
@@ -113,7 +134,7 @@ static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
 	if (k == HS_PY_NONE)
 		return (struct hs_py_skip){0, 0};
 	if (k & HS_PY_PART)
-		return (struct hs_py_skip){0, k & 7, 0};
+		return (struct hs_py_skip){0, k & 7, hs_py_part_tail(py, id)};
 	const struct hs_pytype *t = &py->types[hs_py_type_index(k)];
 	uint64_t tail = (k >> HS_PY_TAIL_SHIFT) & 3;
 	if (!hs_py_offset(k) || !(t->flags & HS_PY_HAVE_GC))
@@ -132,8 +153,9 @@ void hs_python_destroy(struct hs_pyobjects *p);
 /* For redaction (analyzers/redact.h): reads again, through the core's
  * trace, what the objects' types and names need (each type object's
  * fields, its name, its module's name), and marks each object's count and
- * type words as read, so that a redacted core types them the same.  The
- * contents of the objects stay out. */
+ * type words as read (and the ob_size of a varying object or a list:
+ * what of them the graph scans), so that a redacted core types and scans
+ * them the same.  The contents of the objects stay out. */
 void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
 		     struct hs_dwarf *dw, const struct hs_heap *heap);
 

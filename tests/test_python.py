@@ -33,9 +33,10 @@ available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
     Holder whose only reference the fixture leaked through the C API are
     leaked; the GC heads' links are not references; nothing the program
     holds is leaked; a garbage object whose address sits in the rounding
-    past a live tuple's end, and one whose address sits in the frame slot
-    of a call that returned (above the top of CPython's frame stack), are
-    leaked too;
+    past a live tuple's end, one whose address sits in the slot past a
+    live list's end (list.pop() leaves it), and one whose address sits in
+    the frame slot of a call that returned (above the top of CPython's
+    frame stack), are leaked too;
   - bad input, on copies of the core: a pool whose free list is broken is
     left out with a warning (its blocks in use missing from the total,
     nothing else), a pool header overwritten between two pools of its
@@ -262,7 +263,8 @@ def check_leaks(core, rec):
     leaked = {row["type"]: row["leaked_count"] for row in t["types"] if row["leaked_count"]}
     garbage = ("__main__.Node", "__main__.Node (values)", "__main__.Holder",
                "__main__.Holder (values)", "__main__.Stale", "__main__.Stale (values)",
-               "__main__.Dead", "__main__.Dead (values)")
+               "__main__.Dead", "__main__.Dead (values)", "__main__.Popped",
+               "__main__.Popped (values)")
     nodes = 2 * rec["cycles"]
     R.check("leaks: at least 95%% of the %d cycle Nodes leaked (the collector's links are no references)" % nodes,
             leaked.get("__main__.Node", 0) >= 0.95 * nodes, str(leaked))
@@ -278,6 +280,9 @@ def check_leaks(core, rec):
             ("%#x" % (rec["stale"] - 32)) not in shown.out.split("points to:")[-1] and
             "+0x38 " not in shown.out.split("points to:")[-1],
             shown.describe() + "\n" + shown.out[-1500:])
+    # the Popped's address stays in the slot past the live list's end
+    R.check("leaks: the Popped leaked, its address in the slot past a live list's end notwithstanding",
+            leaked.get("__main__.Popped") == 1, str(leaked))
     # the Dead's address stays in the frame slot of a call that returned:
     # above the top of CPython's frame stack, a stale word
     R.check("leaks: the Dead leaked, its address in a returned call's frame slot notwithstanding",
