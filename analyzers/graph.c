@@ -217,7 +217,9 @@ struct cand {
 static void close_sources(struct part *p, uint32_t upto)
 {
 	while (p->open < upto) {
-		size_t n = unique_edges(p->edges + p->open_at, p->nedges - p->open_at);
+		/* (no row yet: edges may still be NULL) */
+		size_t n = p->nedges > p->open_at ?
+			   unique_edges(p->edges + p->open_at, p->nedges - p->open_at) : 0;
 		p->nedges = p->open_at + n;
 		p->counts[p->open - p->from] = (uint32_t)n;
 		p->open++;
