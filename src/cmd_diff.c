@@ -192,8 +192,12 @@ static void output(struct hs_cli *cli, const struct input *in, size_t n,
 		for (size_t i = 0; i < n; i++)
 			if (in[i].is_summary && !more++)
 				first = i;
-		printf("compared by type totals: %s is a summary%s (a summary has no blocks to match by address: new and deleted blocks are unknown)\n",
-		       in[first].path, more > 1 ? ", and more" : "");
+		if (more == 1)
+			printf("compared by type totals: %s is a summary", in[first].path);
+		else
+			printf("compared by type totals: %s and %zu more are summaries",
+			       in[first].path, more - 1);
+		printf(" (a summary has no blocks to match by address: new and deleted blocks are unknown)\n");
 	}
 	size_t shown = 0;
 	for (size_t i = 0; i < d->ntypes && shown < 5; i++) {
