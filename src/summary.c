@@ -29,6 +29,7 @@
 #include "analyzers/alloc/pymalloc.h"
 #include "analyzers/frag.h"
 #include "formats/jsonw.h"
+#include "src/escape.h"
 #include "src/hashtab.h"
 #include "src/safeopen.h"
 #include "src/sort.h"
@@ -62,7 +63,19 @@ static void list_end(struct hs_jsonw *w, const char *list, size_t total,
 	hs_jsonw_kbool(w, key, written < total);
 }
 
-/* Room for a name of len bytes in a list's budget of names. */
+/* What a name can cost in the document: a byte that JSON may escape
+ * (controls, quotes, anything past ASCII) up to HS_ESCAPE_JSON_MAX, so
+ * that a core's hostile names cannot stretch a list past its budget. */
+static size_t cost(const char *s)
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++)
+		n += *p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\' ?
+			HS_ESCAPE_JSON_MAX : 1;
+	return n;
+}
+
+/* Room for names of that cost in a list's budget of names. */
 static bool fits(size_t *budget, size_t len)
 {
 	if (len > *budget)
@@ -102,7 +115,7 @@ static void write_modules(struct hs_jsonw *w, struct hs_dwarf *dw)
 	hs_jsonw_array_begin(w);
 	for (size_t i = 0; i < n && k < HS_SUMMARY_MAX_MODULES; i++, k++) {
 		struct hs_module *m = hs_dwarf_module(dw, i);
-		if (!fits(&budget, strlen(m->name) + (m->build_id ? strlen(m->build_id) : 0)))
+		if (!fits(&budget, cost(m->name) + cost(m->build_id)))
 			break;
 		row_begin(w);
 		hs_jsonw_kstring(w, "name", m->name);
@@ -199,7 +212,7 @@ static void write_types(struct hs_jsonw *w, struct hs_type_row *rows, size_t n)
 	hs_jsonw_array_begin(w);
 	for (; k < n && k < HS_SUMMARY_MAX_TYPES; k++) {
 		const struct hs_type_row *x = &rows[k];
-		if (!fits(&budget, strlen(x->label)))
+		if (!fits(&budget, cost(x->label)))
 			break;
 		row_begin(w);
 		hs_jsonw_kstring(w, "label", x->label);
@@ -220,7 +233,7 @@ static void write_roots(struct hs_jsonw *w, const struct hs_root_row *rows, size
 	hs_jsonw_array_begin(w);
 	for (; k < n && k < HS_SUMMARY_MAX_ROOTS; k++) {
 		const struct hs_root_row *x = &rows[k];
-		if (!fits(&budget, strlen(x->name)))
+		if (!fits(&budget, cost(x->name)))
 			break;
 		row_begin(w);
 		hs_jsonw_kstring(w, "name", x->name);
@@ -336,7 +349,7 @@ static struct hs_error *write_dominators(struct hs_jsonw *w, const struct hs_res
 		} else {
 			kind = d == HS_NODE_LEAKED ? "leaked" : "shared";
 		}
-		if (!fits(&budget, strlen(label) + (name ? strlen(name) : 0)))
+		if (!fits(&budget, cost(label) + cost(name)))
 			break;
 		row_begin(w);
 		hs_jsonw_kstring(w, "type", label);

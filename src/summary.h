@@ -9,9 +9,11 @@
  * modules' build-ids.  Names are those the program's code and debug info
  * give (DWARF, vtables, symbols, CPython's tp_name), never bytes read from
  * a block's contents.  Every list is cut at a number of rows and at a
- * number of bytes of names (the HS_SUMMARY_ limits below), so the
- * document stays a few hundred KB whatever the heap; a list that was cut
- * says so ("<list>_truncated": true, "<list>_total": rows before the cut).
+ * number of bytes of names (the HS_SUMMARY_ limits below; a byte JSON may
+ * escape counts as its longest escape), so the document stays a few
+ * hundred KB whatever the heap (under 600 KB at the very worst: every
+ * list full, every name budget spent); a list that was cut says so
+ * ("<list>_truncated": true, "<list>_total": rows before the cut).
  *
  * Reading one back (hs_summary_parse) trusts nothing: the file may be
  * truncated, another JSON document, another version, or crafted.  Only
