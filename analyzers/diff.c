@@ -380,8 +380,9 @@ struct hs_error *hs_diff_compute(const struct hs_diff_input *in, size_t n,
 			struct hs_diff_type *row = type_row(&b, x->label);
 			if (!row)
 				goto fail;
-			/* two types of one name (and size) in different
-			 * modules have one label: one row */
+			/* types of one name and different sizes (two
+			 * modules' struct of one name) share a label: one
+			 * row */
 			row->bytes[k] += x->bytes;
 			row->retained_delta = add_signed(row->retained_delta, sign, x->retained);
 			if (!d->by_blocks) {

@@ -15,7 +15,8 @@ string.  One core per phase, one summary per core.  Checks:
     trends per type and per root, and the same leaked series and trend,
     as heapdiff over the five cores; it says it compared by type totals,
     and which snapshot is a summary;
-  - a summary of another program is refused as a core of one is;
+  - a summary of another program is refused as a core of one is; one
+    whose types list was cut is compared, with a warning;
   - bad summaries, each one line on stderr and exit status 1: another
     version, cut short, JSON that is no summary, fields of the wrong type,
     a negative count; and `summary -o` into a missing directory or onto a
@@ -300,6 +301,18 @@ def main():
     if r.rc != 0:
         problems.append("--force: exit %s: %s" % (r.rc, r.err))
     R.case("a summary of another program: one-line error, --force compares", problems)
+
+    cut = json.load(open(summaries[2]))
+    cut["types"] = cut["types"][:1]
+    cut["types_truncated"] = True
+    cut_path = os.path.join(WORK, "cut-list.summary.json")
+    with open(cut_path, "w") as f:
+        json.dump(cut, f)
+    r = hstest.run([HEAPDIFF, summaries[0], cut_path, summaries[4]], timeout=300)
+    want = "heapsift: warning: %s lists 1 of its %d types: the others count as 0 bytes in its column" \
+        % (cut_path, cut["types_total"])
+    R.case("a summary whose types list was cut: compared, with a warning saying so",
+           [] if r.rc == 0 and r.err.strip() == want else ["exit %s: %r" % (r.rc, r.err)])
 
     bad_inputs(cores, summaries)
     hstest.failed_writes(R, "summary -o", WORK,
