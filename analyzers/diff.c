@@ -58,6 +58,14 @@ enum hs_trend hs_trend_of(const uint64_t *v, size_t n, double *slope)
 	return HS_TREND_SAWTOOTH;
 }
 
+/* acc + sign * v, wrapping (rows read from a summary are untrusted: no
+ * signed overflow whatever they hold) */
+static int64_t add_signed(int64_t acc, int sign, uint64_t v)
+{
+	uint64_t u = (uint64_t)acc;
+	return (int64_t)(sign > 0 ? u + v : sign < 0 ? u - v : u);
+}
+
 struct builder {
 	struct hs_diff *d;
 	size_t n;
@@ -275,81 +283,141 @@ out:
 	return err;
 }
 
-struct hs_error *hs_diff_compute(const struct hs_diff_snapshot *s, size_t n,
+struct hs_error *hs_diff_rows_of(const struct hs_diff_snapshot *s,
+				 struct hs_diff_rows **ret)
+{
+	struct hs_diff_rows *r = calloc(1, sizeof(*r));
+	if (!r)
+		return &hs_error_nomem;
+	struct hs_type_row *rows = NULL;
+	size_t nrows = 0;
+	struct hs_root_row *rr = NULL;
+	size_t nrr = 0;
+	struct hs_error *err = hs_type_rows(s->heap, s->mark, s->retain, s->types,
+					    &rows, &nrows);
+	if (err)
+		goto fail;
+	err = &hs_error_nomem;
+	r->types = calloc(nrows ? nrows : 1, sizeof(*r->types));
+	if (!r->types)
+		goto fail;
+	for (size_t i = 0; i < nrows; i++) {
+		/* the label moves to the diff's row */
+		r->types[i] = (struct hs_diff_trow){rows[i].label, rows[i].count,
+						    rows[i].bytes, rows[i].retained};
+		rows[i].label = NULL;
+	}
+	r->ntypes = nrows;
+	if ((err = hs_root_rows(s->retain, s->roots, &rr, &nrr)))
+		goto fail;
+	err = &hs_error_nomem;
+	r->roots = calloc(nrr ? nrr : 1, sizeof(*r->roots));
+	if (!r->roots)
+		goto fail;
+	for (size_t i = 0; i < nrr; i++) {
+		struct hs_diff_rrow *x = &r->roots[r->nroots];
+		x->name = strdup(rr[i].name);
+		x->kind = strdup(rr[i].kind);
+		x->retained = rr[i].retained;
+		r->nroots++;
+		if (!x->name || !x->kind)
+			goto fail;
+	}
+	const struct hs_class_total *t = s->mark->total;
+	r->used_count = s->retain->used_count;
+	r->used_bytes = s->retain->used_bytes;
+	r->leaked_count = t[HS_REACH_LEAK_ROOT].count + t[HS_REACH_INDIRECT].count;
+	r->leaked_bytes = t[HS_REACH_LEAK_ROOT].bytes + t[HS_REACH_INDIRECT].bytes;
+	r->partial = s->heap->partial;
+	hs_type_rows_free(rows, nrows);
+	free(rr);
+	*ret = r;
+	return NULL;
+fail:
+	hs_type_rows_free(rows, nrows);
+	free(rr);
+	hs_diff_rows_destroy(r);
+	return err;
+}
+
+void hs_diff_rows_destroy(struct hs_diff_rows *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->ntypes; i++)
+		free(r->types[i].label);
+	free(r->types);
+	for (size_t i = 0; i < r->nroots; i++) {
+		free(r->roots[i].name);
+		free(r->roots[i].kind);
+	}
+	free(r->roots);
+	free(r);
+}
+
+struct hs_error *hs_diff_compute(const struct hs_diff_input *in, size_t n,
 				 struct hs_diff **ret)
 {
 	struct hs_diff *d = calloc(1, sizeof(*d));
 	if (!d)
 		return &hs_error_nomem;
 	d->nsnaps = n;
+	d->by_blocks = n && in[0].blocks && in[n - 1].blocks;
+	for (size_t k = 0; k < n; k++)
+		d->by_blocks &= !in[k].summary;
 	struct builder b = {.d = d, .n = n};
 	struct hs_error *err = &hs_error_nomem;
 	d->leaked = calloc(n, sizeof(uint64_t));
 	if (!d->leaked)
 		goto fail;
-	/* series: bytes per type row, retained per root, leaked bytes */
+	/* series: bytes per type row, retained per root, leaked bytes; the
+	 * ends' counts and bytes for the deltas by totals */
 	for (size_t k = 0; k < n; k++) {
-		struct hs_type_row *rows;
-		size_t nrows;
-		if ((err = hs_type_rows(s[k].heap, s[k].mark, s[k].retain, s[k].types,
-					&rows, &nrows)))
-			goto fail;
-		for (size_t i = 0; i < nrows; i++) {
-			struct hs_diff_type *row = type_row(&b, rows[i].label);
-			if (!row) {
-				hs_type_rows_free(rows, nrows);
-				err = &hs_error_nomem;
+		const struct hs_diff_rows *rows = in[k].rows;
+		int sign = (k == n - 1) - (k == 0);
+		for (size_t i = 0; i < rows->ntypes; i++) {
+			const struct hs_diff_trow *x = &rows->types[i];
+			struct hs_diff_type *row = type_row(&b, x->label);
+			if (!row)
 				goto fail;
+			/* types of one name and different sizes (two
+			 * modules' struct of one name) share a label: one
+			 * row */
+			row->bytes[k] += x->bytes;
+			row->retained_delta = add_signed(row->retained_delta, sign, x->retained);
+			if (!d->by_blocks) {
+				row->delta_count = add_signed(row->delta_count, sign, x->count);
+				row->delta_bytes = add_signed(row->delta_bytes, sign, x->bytes);
 			}
-			row->bytes[k] = rows[i].bytes;
-			if (k == 0)
-				row->retained_delta -= (int64_t)rows[i].retained;
-			if (k == n - 1)
-				row->retained_delta += (int64_t)rows[i].retained;
 		}
-		hs_type_rows_free(rows, nrows);
-		struct hs_root_row *rr;
-		size_t nrr;
-		if ((err = hs_root_rows(s[k].retain, s[k].roots, &rr, &nrr)))
-			goto fail;
-		for (size_t i = 0; i < nrr; i++) {
-			struct hs_diff_root *row = root_row(&b, rr[i].name, rr[i].kind);
-			if (!row) {
-				free(rr);
-				err = &hs_error_nomem;
+		for (size_t i = 0; i < rows->nroots; i++) {
+			const struct hs_diff_rrow *x = &rows->roots[i];
+			struct hs_diff_root *row = root_row(&b, x->name, x->kind);
+			if (!row)
 				goto fail;
-			}
-			row->retained[k] = rr[i].retained;
+			row->retained[k] += x->retained;
 		}
-		free(rr);
-		const struct hs_class_total *t = s[k].mark->total;
-		d->leaked[k] = t[HS_REACH_LEAK_ROOT].bytes + t[HS_REACH_INDIRECT].bytes;
-		if (k == 0) {
-			d->leaked_delta_count -= (int64_t)(t[HS_REACH_LEAK_ROOT].count +
-							   t[HS_REACH_INDIRECT].count);
-			d->used_delta_count -= (int64_t)s[k].retain->used_count;
-			d->used_delta_bytes -= (int64_t)s[k].retain->used_bytes;
-		}
-		if (k == n - 1) {
-			d->leaked_delta_count += (int64_t)(t[HS_REACH_LEAK_ROOT].count +
-							   t[HS_REACH_INDIRECT].count);
-			d->used_delta_count += (int64_t)s[k].retain->used_count;
-			d->used_delta_bytes += (int64_t)s[k].retain->used_bytes;
-		}
+		d->leaked[k] = rows->leaked_bytes;
+		d->leaked_delta_count = add_signed(d->leaked_delta_count, sign, rows->leaked_count);
+		d->used_delta_count = add_signed(d->used_delta_count, sign, rows->used_count);
+		d->used_delta_bytes = add_signed(d->used_delta_bytes, sign, rows->used_bytes);
 	}
-	d->leaked_delta_bytes = (int64_t)d->leaked[n - 1] - (int64_t)d->leaked[0];
+	d->leaked_delta_bytes = add_signed((int64_t)d->leaked[n - 1], -1, d->leaked[0]);
 	d->leaked_trend = hs_trend_of(d->leaked, n, &d->leaked_slope);
-	if ((err = compare_ends(&b, &s[0], &s[n - 1])))
+	if (d->by_blocks && (err = compare_ends(&b, in[0].blocks, in[n - 1].blocks)))
 		goto fail;
 	for (size_t i = 0; i < d->ntypes; i++) {
 		struct hs_diff_type *row = &d->types[i];
-		row->delta_count = (int64_t)row->new_count - (int64_t)row->deleted_count;
-		row->delta_bytes = (int64_t)row->new_bytes - (int64_t)row->deleted_bytes;
+		if (d->by_blocks) {
+			row->delta_count = (int64_t)row->new_count - (int64_t)row->deleted_count;
+			row->delta_bytes = (int64_t)row->new_bytes - (int64_t)row->deleted_bytes;
+		}
 		row->trend = hs_trend_of(row->bytes, n, &row->slope);
 	}
 	for (size_t i = 0; i < d->nroots; i++) {
 		struct hs_diff_root *row = &d->roots[i];
-		row->retained_delta = (int64_t)row->retained[n - 1] - (int64_t)row->retained[0];
+		row->retained_delta = add_signed((int64_t)row->retained[n - 1], -1,
+						 row->retained[0]);
 		row->trend = hs_trend_of(row->retained, n, &row->slope);
 	}
 	hs_strmap_free(&b.tmap);

@@ -513,7 +513,9 @@ static void kuint_or_null(struct hs_jsonw *w, const char *key, bool known,
 		hs_jsonw_null(w);
 }
 
-static void json_pymalloc(struct hs_jsonw *w, const struct hs_pymalloc *py)
+/* max_arenas: at most that many arenas listed (the first by address) */
+static void json_pymalloc(struct hs_jsonw *w, const struct hs_pymalloc *py,
+			  size_t max_arenas)
 {
 	struct hs_py_footprint fp;
 	hs_pymalloc_footprint(py, &fp);
@@ -535,7 +537,7 @@ static void json_pymalloc(struct hs_jsonw *w, const struct hs_pymalloc *py)
 	kuint_or_null(w, "alignment_bytes", py->table, fp.alignment);
 	hs_jsonw_key(w, "arenas");
 	hs_jsonw_array_begin(w);
-	for (size_t i = 0; i < py->narena; i++) {
+	for (size_t i = 0; i < py->narena && i < max_arenas; i++) {
 		const struct hs_py_arena *a = &py->arena[i];
 		hs_jsonw_object_begin(w);
 		hs_jsonw_kuint(w, "index", a->index);
@@ -553,11 +555,64 @@ static void json_pymalloc(struct hs_jsonw *w, const struct hs_pymalloc *py)
 		hs_jsonw_object_end(w);
 	}
 	hs_jsonw_array_end(w);
+	if (max_arenas != SIZE_MAX) {
+		hs_jsonw_kuint(w, "arenas_total", py->narena);
+		hs_jsonw_kbool(w, "arenas_truncated", py->narena > max_arenas);
+	}
 	hs_jsonw_object_end(w);
 }
 
+struct arena_rank {
+	uint64_t system;
+	size_t index;
+};
+
+static int cmp_rank_system(const void *a, const void *b)
+{
+	const struct arena_rank *x = a, *y = b;
+	if (x->system != y->system)
+		return x->system > y->system ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int cmp_rank_index(const void *a, const void *b)
+{
+	const struct arena_rank *x = a, *y = b;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The arenas, or the max_arenas of most system bytes (in index order). */
+static void json_arenas(struct hs_jsonw *w, const struct hs_frag *f,
+			size_t max_arenas)
+{
+	hs_jsonw_key(w, "arenas");
+	hs_jsonw_array_begin(w);
+	struct arena_rank *rank = f->narenas > max_arenas ?
+		malloc(f->narenas * sizeof(*rank)) : NULL;
+	if (rank) {
+		for (size_t i = 0; i < f->narenas; i++)
+			rank[i] = (struct arena_rank){f->arenas[i].system, i};
+		hs_sort(rank, f->narenas, sizeof(*rank), cmp_rank_system);
+		hs_sort(rank, max_arenas, sizeof(*rank), cmp_rank_index);
+		for (size_t i = 0; i < max_arenas; i++)
+			json_arena(w, &f->arenas[rank[i].index]);
+		free(rank);
+	} else {
+		/* all of them, or out of memory: the first ones */
+		for (size_t i = 0; i < f->narenas && i < max_arenas; i++)
+			json_arena(w, &f->arenas[i]);
+	}
+	hs_jsonw_array_end(w);
+}
+
 void hs_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
-		      const struct hs_heap *heap)
+		  const struct hs_heap *heap)
+{
+	hs_frag_json_capped(w, f, heap, SIZE_MAX);
+}
+
+void hs_frag_json_capped(struct hs_jsonw *w, const struct hs_frag *f,
+			 const struct hs_heap *heap, size_t max_arenas)
 {
 	char v[512];
 	hs_frag_verdict(f, v, sizeof(v));
@@ -565,11 +620,11 @@ void hs_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 	hs_jsonw_kstring(w, "verdict", v);
 	hs_jsonw_key(w, "heap");
 	json_arena(w, &f->all);
-	hs_jsonw_key(w, "arenas");
-	hs_jsonw_array_begin(w);
-	for (size_t i = 0; i < f->narenas; i++)
-		json_arena(w, &f->arenas[i]);
-	hs_jsonw_array_end(w);
+	json_arenas(w, f, max_arenas);
+	if (max_arenas != SIZE_MAX) {
+		hs_jsonw_kuint(w, "arenas_total", f->narenas);
+		hs_jsonw_kbool(w, "arenas_truncated", f->narenas > max_arenas);
+	}
 	hs_jsonw_key(w, "requests");
 	hs_jsonw_object_begin(w);
 	hs_jsonw_kuint(w, "largest_served_from_free", hs_frag_max_request(f));
@@ -602,7 +657,7 @@ void hs_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 	hs_jsonw_kint(w, "malloc_share_permille", (int64_t)(hs_frag_malloc_share(f) * 1000 + 0.5));
 	if (heap->pymalloc) {
 		hs_jsonw_key(w, "pymalloc");
-		json_pymalloc(w, heap->pymalloc);
+		json_pymalloc(w, heap->pymalloc, max_arenas);
 	}
 	hs_jsonw_kbool(w, "partial", heap->partial);
 	hs_jsonw_object_end(w);

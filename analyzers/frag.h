@@ -131,6 +131,10 @@ struct hs_jsonw;
 /* frag's JSON object (the frag command's, and the HTML report's section) */
 void hs_frag_json(struct hs_jsonw *w, const struct hs_frag *f,
 		  const struct hs_heap *heap);
+/* The same with at most max_arenas arenas (those of most system bytes,
+ * in index order), and "arenas_total", "arenas_truncated" (summaries). */
+void hs_frag_json_capped(struct hs_jsonw *w, const struct hs_frag *f,
+			 const struct hs_heap *heap, size_t max_arenas);
 
 /* The chunk size glibc needs for a request of n bytes. */
 static inline uint64_t hs_glibc_request2size(uint64_t n)

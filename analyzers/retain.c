@@ -215,6 +215,55 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 	return NULL;
 }
 
+/* A bounded min-heap of the n largest: no sort of millions. */
+size_t hs_retain_top(const struct hs_retain *r, size_t n, uint32_t *out)
+{
+	const struct hs_domtree *t = r->tree;
+	size_t k = 0;
+	for (uint32_t v = r->base; v < t->n; v++) {
+		if (t->idom[v] == HS_DOM_NONE)
+			continue;
+		uint64_t x = hs_domtree_retained(t, v);
+		if (k < n) {
+			size_t i = k++;
+			out[i] = v;
+			while (i && hs_domtree_retained(t, out[(i - 1) / 2]) > x) {
+				uint32_t tmp = out[(i - 1) / 2];
+				out[(i - 1) / 2] = out[i];
+				out[i] = tmp;
+				i = (i - 1) / 2;
+			}
+		} else if (n && x > hs_domtree_retained(t, out[0])) {
+			out[0] = v;
+			size_t i = 0;
+			for (;;) {
+				size_t l = 2 * i + 1, m = i;
+				if (l < k && hs_domtree_retained(t, out[l]) < hs_domtree_retained(t, out[m]))
+					m = l;
+				if (l + 1 < k && hs_domtree_retained(t, out[l + 1]) < hs_domtree_retained(t, out[m]))
+					m = l + 1;
+				if (m == i)
+					break;
+				uint32_t tmp = out[m];
+				out[m] = out[i];
+				out[i] = tmp;
+				i = m;
+			}
+		}
+	}
+	/* heap order to descending order */
+	for (size_t i = 1; i < k; i++) {
+		uint32_t x = out[i];
+		size_t j = i;
+		while (j > 0 && hs_domtree_retained(t, out[j - 1]) < hs_domtree_retained(t, x)) {
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = x;
+	}
+	return k;
+}
+
 struct hs_error *hs_retain_largest_children(const struct hs_retain *r, uint32_t **ret)
 {
 	const struct hs_domtree *t = r->tree;

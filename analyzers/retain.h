@@ -68,6 +68,10 @@ void hs_retain_succ(const struct hs_retain *r, const struct hs_graph *g,
 struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 				    uint32_t **ret, size_t *count);
 
+/* The (at most n) allocation nodes of largest retained size, biggest
+ * first, into out (room for n); returns how many. */
+size_t hs_retain_top(const struct hs_retain *r, size_t n, uint32_t *out);
+
 /* For each inner node of the tree (by its rank in tree->inner), its
  * dominated child of largest retained size (the lower node on a tie): one
  * pass over the tree, for hs_retain_accumulation; *ret is malloc'ed (4

@@ -30,7 +30,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build-fuzz"
 FUZZ="$ROOT/tests/fuzz"
-ALL=(core notes dwarf glibc glibc_mock jemalloc jemalloc_mock pymalloc_mock)
+ALL=(core notes dwarf glibc glibc_mock jemalloc jemalloc_mock pymalloc_mock summary)
 
 usage() {
 	echo "usage: scripts/fuzz.sh NAME|all SECONDS [--update] [--merge] [--keep-going]" >&2

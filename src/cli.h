@@ -44,7 +44,7 @@ struct hs_cli {
 	bool keep_strings;
 	/* export */
 	const char *pprof, *folded;
-	/* diff: every core named, in order */
+	/* diff: every core (or summary) named, in order */
 	const char **cores;
 	size_t ncores;
 	bool force;
@@ -64,6 +64,7 @@ int hs_cmd_export(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_files(struct hs_cli *cli, struct hs_snapshot *snap);
+int hs_cmd_summary(struct hs_cli *cli, struct hs_snapshot *snap);
 struct hs_jsonw;
 /* Opens its own snapshots (snap is NULL). */
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);

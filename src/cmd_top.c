@@ -6,56 +6,6 @@
 #include "analyzers/summary.h"
 #include "src/cli_retain.h"
 
-/* The n allocation nodes of largest retained size, biggest first (a
- * bounded min-heap: no sort of millions). */
-static size_t top_allocs(const struct hs_retain *r, size_t n, uint32_t *out)
-{
-	const struct hs_domtree *t = r->tree;
-	size_t k = 0;
-	for (uint32_t v = r->base; v < t->n; v++) {
-		if (t->idom[v] == HS_DOM_NONE)
-			continue;
-		uint64_t x = hs_domtree_retained(t, v);
-		if (k < n) {
-			size_t i = k++;
-			out[i] = v;
-			while (i && hs_domtree_retained(t, out[(i - 1) / 2]) > x) {
-				uint32_t tmp = out[(i - 1) / 2];
-				out[(i - 1) / 2] = out[i];
-				out[i] = tmp;
-				i = (i - 1) / 2;
-			}
-		} else if (n && x > hs_domtree_retained(t, out[0])) {
-			out[0] = v;
-			size_t i = 0;
-			for (;;) {
-				size_t l = 2 * i + 1, m = i;
-				if (l < k && hs_domtree_retained(t, out[l]) < hs_domtree_retained(t, out[m]))
-					m = l;
-				if (l + 1 < k && hs_domtree_retained(t, out[l + 1]) < hs_domtree_retained(t, out[m]))
-					m = l + 1;
-				if (m == i)
-					break;
-				uint32_t tmp = out[m];
-				out[m] = out[i];
-				out[i] = tmp;
-				i = m;
-			}
-		}
-	}
-	/* heap order to descending order */
-	for (size_t i = 1; i < k; i++) {
-		uint32_t x = out[i];
-		size_t j = i;
-		while (j > 0 && hs_domtree_retained(t, out[j - 1]) < hs_domtree_retained(t, x)) {
-			out[j] = out[j - 1];
-			j--;
-		}
-		out[j] = x;
-	}
-	return k;
-}
-
 static void json_sharers(struct hs_jsonw *w, const struct hs_results *res,
 			 const struct hs_sharers *s)
 {
@@ -87,7 +37,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 		free(rows);
 		return hs_cli_fail(cli, &hs_error_nomem);
 	}
-	size_t ntops = top_allocs(r, limit, tops);
+	size_t ntops = hs_retain_top(r, limit, tops);
 	const struct hs_domtree *t = r->tree;
 	/* who shares what no single root holds: the top blocks, and the
 	 * biggest shared block for the roots' "shared" row */

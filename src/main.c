@@ -246,12 +246,21 @@ static const struct command commands[] = {
 	 "the heap as dominator stacks for pprof and flame graphs",
 	 "The heap as dominator stacks, for pprof and flame graphs.",
 	 "heapsift export demo.core --pprof demo.pb.gz"},
+	{"summary", hs_cmd_summary, TAKES_OUT_ONLY, "heapsift summary CORE -o OUT.json [options]",
+	 "a small summary of the heap without its data, for heapdiff",
+	 "A small JSON document of the core's analysis, without the program's\n"
+	 "data: totals, per type, per root, per size, the largest dominators,\n"
+	 "fragmentation, the allocator's counters, the pid, the time and the\n"
+	 "modules' build-ids.  heapdiff compares summaries as it compares cores.",
+	 "heapsift summary service.core -o service.summary.json"},
 	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N,
-	 "heapsift diff CORE1 CORE2 [CORE3 ...] [--force] [--html OUT] [-n N] [options]",
-	 "what grew between snapshots (heapdiff is the same command)",
+	 "heapsift diff SNAP1 SNAP2 [SNAP3 ...] [--force] [--html OUT] [-n N] [options]",
+	 "what grew between snapshots, cores or summaries (heapdiff is the same command)",
 	 "What grew between snapshots, per type and per root, and the trend over\n"
-	 "three or more (heapdiff is the same command).",
-	 "heapdiff phase1.core phase2.core phase3.core"},
+	 "three or more (heapdiff is the same command).  A snapshot is a core or a\n"
+	 "summary (heapsift summary), in any order; with a summary among them,\n"
+	 "types are compared by their totals, not block by block.",
+	 "heapdiff phase1.core phase2.summary.json phase3.core"},
 };
 enum { NCOMMANDS = sizeof(commands) / sizeof(commands[0]) };
 

@@ -7,7 +7,7 @@
 # With HS_FUZZ=ON (clang) the libFuzzer harnesses fuzz_NAME are built too;
 # scripts/fuzz.sh runs them.
 set(HS_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-set(HS_FUZZ_NAMES core notes dwarf glibc glibc_mock jemalloc_mock pymalloc_mock)
+set(HS_FUZZ_NAMES core notes dwarf glibc glibc_mock jemalloc_mock pymalloc_mock summary)
 # the jemalloc walker's base core needs Debian's libjemalloc2 (the library
 # the core names, read for its code and TLS relocations)
 find_library(HS_JEMALLOC jemalloc)

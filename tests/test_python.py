@@ -26,6 +26,9 @@ available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
     obmalloc's arena table found in malloc's blocks;
   - `redact`: the copy analyzes the same (`info`, `types`, `leaks`,
     `frag`), and the strings the program made are not in it;
+  - `summary`: names the fixture's classes by their type, and holds none
+    of the program's strings, dict keys or attribute names (what `path`
+    names a field by);
   - `path` to an instance's attribute and to a dict's value names the
     attribute (`__main__.Order (values).name`) and the key
     (`dict (keys)['k5']`);
@@ -346,6 +349,26 @@ def check_redact(core):
             b"s999-9" not in data)
 
 
+def check_summary(core):
+    """A summary names types (tp_name), never data: not the strings the
+    program made, nor the dict keys and attribute names that `path`
+    shows."""
+    out = os.path.join(WORK, "summary.json")
+    r = hstest.run([HS, "summary", core, "-o", out], timeout=600)
+    if not R.check("summary: written", r.rc == 0, r.describe()):
+        return
+    with open(out, "rb") as f:
+        data = f.read()
+    doc = json.loads(data)
+    labels = {t["label"] for t in doc["types"]}
+    R.check("summary: the fixture's classes are rows, by type name",
+            {"__main__.Order", "dict", "list"} <= labels, sorted(labels)[:40])
+    planted = [s for s in (b"order-1234", b"s999-9", b"k19999", b"['k5']", b"(values).name")
+               if s in data]
+    R.check("summary: no string, dict key or attribute name of the program", not planted,
+            "found %s" % planted)
+
+
 def find_chap():
     c = os.environ.get("HS_CHAP")
     if c:
@@ -519,6 +542,7 @@ def main():
     check_leaks(core, rec)
     check_outside(core, rec)
     check_redact(core)
+    check_summary(core)
     if py:
         check_chap(core, hs_json("info", core)[0])
     if py:

@@ -5,7 +5,8 @@ A small validator of the schema keywords docs/schema.json uses (type, enum,
 required, properties, items, allOf, $ref, minimum, pattern): objects may hold
 more fields than the schema lists (fields are added, never renamed).  The
 outputs are real: info, list, leaks, show, top, path, dom, types, frag, files,
-redact and heapdiff on fixture cores.  Prints "N passed, M failed" last.
+redact, summary (the document itself) and heapdiff (of cores, and of a core
+and a summary) on fixture cores.  Prints "N passed, M failed" last.
 """
 
 import json
@@ -117,6 +118,16 @@ def main():
         check("%s: redact" % name, "redact", [HS, "redact", core, "-o", core + ".red"])
         check("%s: diff of the core and its redacted copy" % name, "diff",
               [os.path.join(os.path.dirname(HS), "heapdiff"), core, core + ".red"])
+        doc = check("%s: summary" % name, "summary", [HS, "summary", core, "-o", "-"])
+        if doc and doc.get("frag") is not None:
+            errors = []
+            validate(doc["frag"], SCHEMA["commands"]["frag"], "summary.frag", errors)
+            R.case("%s: summary's frag is frag's" % name, errors)
+        if doc:
+            with open(core + ".summary.json", "w") as f:
+                json.dump(doc, f)
+            check("%s: diff of the core and its summary" % name, "diff",
+                  [os.path.join(os.path.dirname(HS), "heapdiff"), core, core + ".summary.json"])
     return R.finish()
 
 

@@ -15,6 +15,9 @@ renames them to their SHA-1).
             C++ build with type units, an object file)
   glibc     patch lists (tests/fuzz/fz_base.h) of every op over zones
   jemalloc  spread over the zone tables, for every base core
+  summary   heapsift summaries (src/summary.h): a whole one, its shape
+            with lists of one row, cut short at several places, and a
+            field or two of each wrong type
 
 Needs gcc, g++ and objcopy; the base cores in tests/fuzz/base.
 """
@@ -244,6 +247,66 @@ def patches(name, nbases, zones):
         write(name, "seed-%02d" % k, bytes(out))
 
 
+def summary():
+    """Summaries: the document as heapsift summary writes it (the fields
+    the reader takes, and some it skips), then damaged copies."""
+    import json
+    doc = {
+        "format": "heapsift-summary", "version": 1,
+        "core": {"path": "p1.core", "size": 650528, "truncated": False},
+        "time": {"unix": 1796192818, "utc": "2026-12-02T06:26:58Z", "source": "file_mtime"},
+        "process": {"pid": 4242, "name": "phases"},
+        "modules": [{"name": "/bin/phases", "build_id": "7cefa7ee81d6", "executable": True},
+                    {"name": "libc.so.6", "build_id": None, "executable": False}],
+        "modules_total": 2, "modules_truncated": False, "partial": False,
+        "totals": {"used_count": 440, "used_bytes": 32640, "free_count": 3, "free_bytes": 900,
+                   "reachable": {"count": 400, "bytes": 30000},
+                   "possible": {"count": 0, "bytes": 0},
+                   "leaked": {"count": 40, "bytes": 5440},
+                   "leak_roots": {"count": 40, "bytes": 5440}},
+        "types": [{"label": "struct cache_entry", "count": 200, "bytes": 11200, "retained": 11200,
+                   "leaked_count": 0, "leaked_bytes": 0},
+                  {"label": "(untyped, 136 bytes)", "count": 40, "bytes": 5440, "retained": 5440,
+                   "leaked_count": 40, "leaked_bytes": 5440},
+                  {"label": "struct cache_entry", "count": 1, "bytes": 56, "retained": 0,
+                   "leaked_count": 0, "leaked_bytes": 0}],
+        "types_total": 3, "types_truncated": False,
+        "roots": [{"name": "global g_cache in phases", "kind": "global", "retained": 11200,
+                   "count": 200},
+                  {"name": "(leaked: no root holds these)", "kind": "leaked", "retained": 5440,
+                   "count": 40}],
+        "roots_total": 2, "roots_truncated": False,
+        "sizes": [{"size": 56, "count": 200, "bytes": 11200}], "sizes_total": 1,
+        "sizes_truncated": False, "sizes_other": {"count": 0, "bytes": 0},
+        "dominators": [], "dominators_total": 0, "dominators_truncated": False,
+        "frag": None, "warnings": 0,
+    }
+    text = json.dumps(doc, indent=2).encode()
+    write("summary", "seed-whole", text)
+    write("summary", "seed-compact", json.dumps(doc, separators=(",", ":")).encode())
+    for k, frac in enumerate((0.1, 0.5, 0.9, 0.999)):
+        write("summary", "seed-cut-%d" % k, text[:int(len(text) * frac)])
+    damaged = [
+        ("version", lambda d: d.update(version=2)),
+        ("version-string", lambda d: d.update(version="1")),
+        ("format", lambda d: d.update(format="heapsift")),
+        ("types-object", lambda d: d.update(types={})),
+        ("bytes-string", lambda d: d["types"][0].update(bytes="1")),
+        ("bytes-huge", lambda d: d["types"][0].update(bytes=2 ** 53 + 1)),
+        ("count-negative", lambda d: d["types"][1].update(count=-1)),
+        ("root-name-null", lambda d: d["roots"][0].update(name=None)),
+        ("leaked-missing", lambda d: d["totals"].pop("leaked")),
+        ("build-id-number", lambda d: d["modules"][0].update(build_id=7)),
+        ("retained-max", lambda d: [t.update(retained=2 ** 53) for t in d["types"]]),
+    ]
+    for name, change in damaged:
+        d = json.loads(text)
+        change(d)
+        write("summary", "seed-%s" % name, json.dumps(d).encode())
+    write("summary", "seed-array", b"[1, 2, 3]")
+    write("summary", "seed-empty-object", b"{}")
+
+
 def main():
     want = lambda *names: not ONLY or ONLY & set(names)
     if want("core", "notes"):
@@ -256,6 +319,8 @@ def main():
         patches("glibc", 3, [1090, 63, 23])
     if want("jemalloc"):
         patches("jemalloc", 1, [410])
+    if want("summary"):
+        summary()
 
 
 if __name__ == "__main__":
