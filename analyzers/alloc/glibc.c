@@ -1100,7 +1100,7 @@ static int cmp_range(const void *a, const void *b)
 }
 
 /* Does [start, end) meet a covered range?  *skip_to: where the covered
- * memory it meets ends.  The ranges are sorted and merged when some were
+ * memory it meets ends; when it meets none, where the next begins.  The ranges are sorted and merged when some were
  * added since the last call, then searched in O(log n): the mmapped-chunk
  * scan asks once per 16 bytes of memory, and a hostile main arena may
  * have a million pieces. */
@@ -1134,6 +1134,8 @@ static bool covered(struct gl *g, uint64_t start, uint64_t end,
 		*skip_to = c->v[lo].end;
 		return true;
 	}
+	/* not covered: nothing is before the next range's start */
+	*skip_to = lo < c->n ? c->v[lo].start : UINT64_MAX;
 	return false;
 }
 
@@ -1192,11 +1194,15 @@ static struct hs_error *scan_mmapped(struct gl *g)
 		const uint8_t *data = g->core->data + s->offset;
 		uint64_t lo = s->vaddr, hi = s->vaddr + s->avail;
 		uint64_t q = align_up(lo, ALIGN);
+		uint64_t clear_to = 0;  /* [q, clear_to) meets no covered range */
 		while (q + 16 <= hi) {
 			uint64_t skip;
-			if (covered(g, q, q + 16, &skip)) {
-				q = align_up(skip > q ? skip : q + 16, ALIGN);
-				continue;
+			if (q + 16 > clear_to) {
+				if (covered(g, q, q + 16, &skip)) {
+					q = align_up(skip > q ? skip : q + 16, ALIGN);
+					continue;
+				}
+				clear_to = skip;
 			}
 			uint64_t prev, size;
 			memcpy(&prev, data + (q - lo), 8);
