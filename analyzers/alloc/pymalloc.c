@@ -50,6 +50,9 @@ struct layer {
 	struct hs_heap *heap;
 	struct hs_pymalloc *py;
 	struct blocks out;
+	/* a heap of totals only (info): the blocks are counted, not kept */
+	uint64_t emitted;
+	uint64_t count_where[HS_WHERE_MAX], bytes_where[HS_WHERE_MAX];
 	struct arena_span *arenas;
 	size_t narenas, arenacap;
 	uint64_t *freebits;     /* one pool's carved blocks on its free list */
@@ -118,6 +121,12 @@ static struct hs_error *emit(struct layer *l, uint64_t addr, uint64_t size,
 			     unsigned where)
 {
 	struct blocks *b = &l->out;
+	l->emitted++;
+	if (l->heap->totals_only) {
+		l->count_where[where]++;
+		l->bytes_where[where] += size;
+		return NULL;
+	}
 	if (b->n == b->cap) {
 		struct hs_alloc *v = hs_vector_grow(b->v, b->n, &b->cap, 1,
 						    sizeof(*v));
@@ -476,7 +485,7 @@ struct hs_error *hs_pymalloc_read(const struct hs_core *core,
 	if (l.warnings > MAX_WARNINGS)
 		hs_log_warn(log, "%u more pymalloc pools were left out",
 			    l.warnings - MAX_WARNINGS);
-	if (!l.out.n)
+	if (!l.emitted)
 		goto out;       /* pymalloc off, or never used */
 	/* segments come in address order, and pools in each: sorted already */
 	for (size_t i = 1; i < l.out.n; i++)
@@ -488,7 +497,13 @@ struct hs_error *hs_pymalloc_read(const struct hs_core *core,
 	for (int w = HS_PY_BLOCK; w <= HS_PY_EMPTY; w++)
 		if (py_places[w].name)
 			heap->own_places[w] = py_places[w];
-	if ((err = hs_heap_merge(heap, l.out.v, l.out.n))) {
+	if (heap->totals_only) {
+		for (unsigned w = 0; w < HS_WHERE_MAX; w++) {
+			heap->count_where[w] += l.count_where[w];
+			heap->bytes_where[w] += l.bytes_where[w];
+		}
+		heap->nallocs += l.emitted;
+	} else if ((err = hs_heap_merge(heap, l.out.v, l.out.n))) {
 		for (int w = HS_PY_BLOCK; w <= HS_PY_EMPTY; w++)
 			if (py_places[w].name)
 				heap->own_places[w] = (struct hs_place){0};
