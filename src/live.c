@@ -547,26 +547,29 @@ static struct hs_error *inject_clone(struct live *l, struct thread *t,
 		err = hs_error_errno(errno, "ptrace(PTRACE_SETREGS) of thread %d",
 				     (int)t->tid);
 	ptrace(PTRACE_SETOPTIONS, t->tid, 0, 0);
-	if (cpid > 0) {
-		/* the clone's first stop, then it dies with us */
-		int st;
-		pid_t w;
-		while ((w = waitpid(cpid, &st, __WALL)) < 0 && errno == EINTR)
-			;
-		if (w == cpid && WIFSTOPPED(st) &&
-		    ptrace(PTRACE_SETOPTIONS, cpid, 0, PTRACE_O_EXITKILL) == 0) {
-			*child = cpid;
-		} else {
-			kill(cpid, SIGKILL);
-			while (w == cpid && WIFSTOPPED(st) &&
-			       (w = waitpid(cpid, &st, __WALL)) == cpid)
-				;
-			snprintf(why, whylen, "the clone of the target could not be traced");
-		}
-	} else if (!err && !*why) {
+	if (cpid > 0)
+		*child = cpid;
+	else if (!err && !*why)
 		snprintf(why, whylen, "clone in the target reported no child");
-	}
 	return err;
+}
+
+/* The clone's first stop (it comes once the clone is scheduled: waited
+ * for after the target's threads were let go), then it dies with us. */
+static struct hs_error *hold_clone(struct live *l)
+{
+	int st;
+	pid_t w;
+	while ((w = waitpid(l->clone, &st, __WALL)) < 0 && errno == EINTR)
+		;
+	if (w == l->clone && WIFSTOPPED(st) &&
+	    ptrace(PTRACE_SETOPTIONS, l->clone, 0, PTRACE_O_EXITKILL) == 0)
+		return NULL;
+	if (w != l->clone || WIFSTOPPED(st))
+		return hs_error_create(HS_ERR_IO, "the clone of process %d could not be traced",
+				       (int)l->pid);
+	l->clone = 0;   /* gone already */
+	return hs_error_create(HS_ERR_IO, "the clone of process %d died", (int)l->pid);
 }
 
 static void kill_clone(struct live *l)
@@ -762,7 +765,7 @@ static struct hs_error *fd_note(struct notebuf *nb, pid_t pid)
 	if (!d)
 		return &hs_error_nomem;
 	memcpy(d, &count, 4);
-	return add_note(nb, "HEAPSIFT", HS_NT_FDS, d, len, true);
+	return add_note(nb, HS_NOTE_NAME, HS_NT_FDS, d, len, true);
 }
 
 /* ---- what is dumped --------------------------------------------------- */
@@ -981,6 +984,8 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 			l->clone = l->src = child;
 			detach_all(l);
 			res->forked = true;
+			if ((err = hold_clone(l)))
+				goto out;
 			if (o->test_sleep_ms)
 				sleep_ms(o->test_sleep_ms);
 		}

@@ -15,7 +15,8 @@
  *
  * The core is written as the kernel writes one (formats/corewrite): per
  * thread NT_PRSTATUS, NT_PRFPREG and NT_X86_XSTATE, then NT_PRPSINFO,
- * NT_AUXV, NT_FILE, and heapsift's descriptor table (HS_NT_FDS below).
+ * NT_AUXV, NT_FILE, and heapsift's descriptor table (HS_NT_FDS,
+ * formats/elfcore.h).
  * What is dumped follows the kernel's default coredump_filter and gdb's
  * gcore: private and anonymous shared memory whole, file-backed private
  * mappings whole when written to (smaps' Anonymous), else the first page
@@ -36,12 +37,6 @@
 #include <sys/types.h>
 
 #include "src/error.h"
-
-/* heapsift's own note (name "HEAPSIFT"): the descriptor table, from
- * /proc/PID/fd at the stop.  desc: u32 count, then count entries of
- * {s32 fd, u32 len, len bytes of readlink's target}, each entry padded
- * to 4 bytes. */
-enum { HS_NT_FDS = 1 };
 
 struct hs_live_options {
 	bool no_fork;
