@@ -927,8 +927,9 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 		 * before anything stops */
 		snprintf(path, sizeof(path), "/proc/%d/status", (int)l->pid);
 		const char *f;
-		if (!read_file(path, &status, NULL) && (f = status_field(status, "Seccomp")) &&
-		    strtol(f, NULL, 10) != 0) {
+		if ((err = read_file(path, &status, NULL)))
+			goto out;
+		if ((f = status_field(status, "Seccomp")) && strtol(f, NULL, 10) != 0) {
 			snprintf(res->fallback, sizeof(res->fallback),
 				 "the target runs under seccomp (it might forbid clone)");
 			fork_mode = false;

@@ -744,6 +744,11 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 			return bad_option(argv[before]);
 		}
 	}
+	/* `show ADDR --pid PID`: ADDR came first and was taken for CORE */
+	if (cli->live_pid && cli->core && (cmd->takes & TAKES_ADDR) && !addr) {
+		addr = cli->core;
+		cli->core = NULL;
+	}
 	if (cli->live_pid && cli->core)
 		return usage_error("%s", "CORE and --pid: one or the other");
 	if (!cli->core && !cli->live_pid)

@@ -203,6 +203,18 @@ def test_same_as_gcore(ck):
             ck.check("same: gdb shows %s snapshot's backtraces" % m,
                      r.rc == 0 and "in main (" in r.out and "heartbeat (" in r.out
                      and "sleeper (" in r.out, r.out[-1500:] + r.err[-500:])
+        out = os.path.join(WORK, "same-json.core")
+        r = snapshot(t.pid, out, "--format", "json")
+        try:
+            j = json.loads(r.out)
+        except ValueError:
+            j = {}
+        ck.check("same: --format json says what was written",
+                 j.get("output") == out and j.get("pid") == t.pid and j.get("mode") == "fork"
+                 and j.get("threads") == 3 and j.get("pause_us", 0) > 0
+                 and j.get("memory_bytes", 0) > 64 << 20, r.out + r.err)
+        if os.path.exists(out):
+            os.remove(out)
         info = hs_json("info", cores["fork"], "--exe", FX)
         ck.check("same: info sees the process's pid and 3 threads",
                  info.get("process", {}).get("pid") == t.pid and
