@@ -10,9 +10,11 @@ and the main thread in read(2) on a pipe, answering commands.
       quiescent process does (`list --format json`, `leaks` summary), and
       as the fixture recorded; gdb reads them (a backtrace);
   (b) the pause seen inside the target, fork mode, stays under 50 ms at
-      HS_SNAPSHOT_MIB MiB (default 256; the best of
-      5 snapshots, since a loaded machine adds its scheduling delays), and no-fork's pause is reported;
-      HS_SNAPSHOT_BIG=1 adds a 2 GiB heap;
+      HS_SNAPSHOT_MIB MiB (default 256; the best of 5 snapshots, since a
+      loaded machine adds its scheduling delays) and under a fifth of
+      no-fork's, whose pause is reported; HS_SNAPSHOT_BIG=1 adds a 2 GiB
+      heap (fork's pause under 250 ms there: the clone copies the page
+      tables, which grow with the resident heap);
   (c) after a snapshot, and after heapsift is SIGKILLed in the middle of
       one (HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS), the target runs, answers,
       and has no child;
@@ -110,6 +112,8 @@ def alive_and_well(t):
         problems.append("heartbeat stands still: %s then %s" % (b1, b2))
     if b2[1] <= b1[1]:
         problems.append("the sleeping thread no longer wakes: %s then %s" % (b1, b2))
+    if b2[2]:
+        problems.append("read(2) failed with EINTR %d times (it must be restarted)" % b2[2])
     if children(t.pid):
         problems.append("children %s" % children(t.pid))
     return problems
@@ -225,7 +229,7 @@ def test_same_as_gcore(ck):
         t.stop()
 
 
-def test_pause(ck, mib, label):
+def test_pause(ck, mib, label, limit_ms=PAUSE_LIMIT_MS):
     t = Target(mib, "pause-%s" % label)
     figures = []
     try:
@@ -239,6 +243,7 @@ def test_pause(ck, mib, label):
                 return
             inside.append(t.gap_us() / 1000.0)
             printed.append(pause_of(r))
+            os.remove(out)  # the pause is measured, the core not needed
             if "copied from a fork" not in r.out:
                 ck.check("pause %s: fork mode used" % label, False, r.out + r.err)
                 return
@@ -247,7 +252,7 @@ def test_pause(ck, mib, label):
               % (mib, inside, printed))
         figures.append(("fork", inside, printed))
         ck.check("pause %s MiB: fork's pause seen by the target under %.0f ms"
-                 % (mib, PAUSE_LIMIT_MS), best < PAUSE_LIMIT_MS, "%s ms" % inside)
+                 % (mib, limit_ms), best < limit_ms, "%s ms" % inside)
         ck.case("pause %s: target well after fork snapshots" % label, alive_and_well(t))
         t.ask("reset")
         r = snapshot(t.pid, out, "--no-fork")
@@ -257,6 +262,8 @@ def test_pause(ck, mib, label):
         figures.append(("no-fork", [gap], [pause_of(r)]))
         ck.check("pause %s: no-fork pause reported" % label,
                  r.rc == 0 and pause_of(r) is not None, r.err)
+        ck.check("pause %s MiB: fork's pause is under a fifth of no-fork's" % mib,
+                 best < gap / 5, "fork %.1f ms, no-fork %.1f ms" % (best, gap))
         ck.case("pause %s: target well after no-fork snapshot" % label, alive_and_well(t))
         if os.path.exists(out):
             os.remove(out)
@@ -484,7 +491,9 @@ def main():
     mib = int(os.environ.get("HS_SNAPSHOT_MIB", "256"))
     test_pause(ck, mib, "default")
     if os.environ.get("HS_SNAPSHOT_BIG") == "1":
-        test_pause(ck, 2048, "big")
+        # the clone copies the page tables: about 45 ms per GiB resident
+        # on the 2-core test machine (docs/performance.md)
+        test_pause(ck, 2048, "big", limit_ms=250)
     test_killed(ck)
     test_refusals(ck)
     test_pid_and_files(ck)
