@@ -20,6 +20,8 @@ void hs_cli_live_options(const struct hs_cli *cli, struct hs_live_options *o)
 	const char *s = getenv("HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS");
 	if (s && *s)
 		o->test_sleep_ms = (unsigned)strtoul(s, NULL, 10);
+	s = getenv("HEAPSIFT_TEST_INJECT_IN_SYSCALL");
+	o->test_inject_in_syscall = s && !strcmp(s, "1");
 }
 
 bool hs_cli_parse_pid(const char *s, int *ret)

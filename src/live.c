@@ -968,11 +968,18 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 		goto out;
 
 	if (fork_mode) {
+		/* a thread stopped in user code first: its registers go back
+		 * as they were; one stopped in a system call has it restarted
+		 * (resume_regs) */
 		struct thread *inj = NULL;
-		for (size_t i = 0; i < l->nthreads && !inj; i++) {
-			struct thread *t = &l->threads[i];
-			if (!t->gone && t->event == PTRACE_EVENT_STOP && t->sig == SIGTRAP)
-				inj = t;
+		for (int pass = 0; pass < 2 && !inj; pass++) {
+			for (size_t i = 0; i < l->nthreads && !inj; i++) {
+				struct thread *t = &l->threads[i];
+				bool in_call = (int64_t)t->regs.orig_rax >= 0;
+				if (!t->gone && t->event == PTRACE_EVENT_STOP && t->sig == SIGTRAP &&
+				    in_call == (pass == (o->test_inject_in_syscall ? 0 : 1)))
+					inj = t;
+			}
 		}
 		pid_t child = 0;
 		if (!inj)

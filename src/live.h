@@ -6,9 +6,11 @@
  *
  *  - no-fork: the memory is copied (process_vm_readv, /proc/PID/mem for
  *    what it cannot read) while the threads stay stopped, or
- *  - fork (default): one thread is made to run clone(CLONE_PARENT) from a
- *    `syscall` instruction of its own mappings (the vdso's first), its
- *    registers are put back, every thread is let go, and the memory is
+ *  - fork (default): one thread (one stopped in user code, else one
+ *    stopped in a system call, which is then restarted) is made to run
+ *    clone(CLONE_PARENT) from a `syscall` instruction of its own mappings
+ *    (the vdso's first), its registers are put back, every thread is let
+ *    go, and the memory is
  *    copied from the clone: a copy-on-write copy frozen at the stop, a
  *    child of the target's parent (never of the target), traced with
  *    PTRACE_O_EXITKILL and killed when done.
@@ -46,6 +48,9 @@ struct hs_live_options {
 	 * ready (fork: after the threads were let go; no-fork: while they
 	 * are stopped) */
 	unsigned test_sleep_ms;
+	/* tests only: the clone is run by a thread stopped inside a system
+	 * call rather than one stopped in user code */
+	bool test_inject_in_syscall;
 };
 
 struct hs_live_result {
