@@ -1097,8 +1097,6 @@ struct hs_error *hs_live_snapshot(pid_t pid, const char *out_path,
 	    strstr(err->message, "Operation not permitted"))
 		err = hs_error_wrap(err, "not allowed to trace process %d (another tracer, a different user, or yama's ptrace_scope)",
 				    (int)pid);
-	if (!err && !process_alive(pid) && !ret->forked)
-		err = gone_error(&l);
 	ret->pause_ms = l.t_first ? l.t_last - l.t_first : 0;
 	ret->bytes = l.bytes;
 	if (l.memfd >= 0)
