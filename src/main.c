@@ -261,9 +261,9 @@ static const struct command commands[] = {
 	 "A core of live process PID, for every other command, taken with a short\n"
 	 "pause: every thread is stopped (ptrace), its registers read, the process\n"
 	 "cloned, every thread let go, and the memory copied from the clone (a\n"
-	 "copy-on-write copy frozen at the stop), so the pause does not grow with\n"
-	 "the heap.  The pause is printed on stderr.  With --no-fork the memory is\n"
-	 "copied while the threads are stopped.",
+	 "copy-on-write copy frozen at the stop): the pause is the clone's copy of\n"
+	 "the page tables, not the copy of the memory.  It is printed on stderr.\n"
+	 "With --no-fork the memory is copied while the threads are stopped.",
 	 "heapsift snapshot 4242 -o service.core"},
 	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N,
 	 "heapsift diff CORE1 CORE2 [CORE3 ...] [--force] [--html OUT] [-n N] [options]",
