@@ -10,7 +10,7 @@ and the main thread in read(2) on a pipe, answering commands.
       quiescent process does (`list --format json`, `leaks` summary), and
       as the fixture recorded; gdb reads them (a backtrace);
   (b) the pause seen inside the target, fork mode, stays under 50 ms at
-      HS_SNAPSHOT_MIB MiB (default 256; the best of 5 snapshots, since a
+      HS_SNAPSHOT_MIB MiB (default 256; the best of 8 snapshots, since a
       loaded machine adds its scheduling delays) and under a fifth of
       no-fork's, whose pause is reported; HS_SNAPSHOT_BIG=1 adds a 2 GiB
       heap (fork's pause under 250 ms there: the clone copies the page
@@ -240,7 +240,7 @@ def test_pause(ck, mib, label, limit_ms=PAUSE_LIMIT_MS):
     try:
         out = os.path.join(WORK, "pause-%s.core" % label)
         inside, printed = [], []
-        for attempt in range(5):
+        for attempt in range(8):
             t.ask("reset")
             r = snapshot(t.pid, out)
             if r.rc != 0:
