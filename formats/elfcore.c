@@ -222,6 +222,36 @@ static struct hs_error *parse_file_note(struct hs_core *core,
 	return NULL;
 }
 
+/* HEAPSIFT/HS_NT_FDS (elfcore.h).  An entry that runs past the note ends
+ * the table. */
+static struct hs_error *parse_fd_note(struct hs_core *core, const uint8_t *d,
+				      uint64_t len)
+{
+	if (core->has_fds || len < 4)
+		return NULL;
+	core->has_fds = true;
+	uint64_t count = rd32(d);
+	if (count > len / 8)
+		count = len / 8;
+	core->fds = calloc(count + 1, sizeof(*core->fds));
+	if (!core->fds)
+		return &hs_error_nomem;
+	uint64_t at = 4;
+	for (uint64_t i = 0; i < count && at + 8 <= len; i++) {
+		uint32_t n = rd32(d + at + 4);
+		if (n > len - at - 8)
+			break;
+		char *path = malloc((size_t)n + 1);
+		if (!path)
+			return &hs_error_nomem;
+		memcpy(path, d + at + 8, n);
+		path[n] = 0;
+		core->fds[core->nfds++] = (struct hs_core_fd){(int32_t)rd32(d + at), path};
+		at += 8 + ((n + 3ull) & ~3ull);
+	}
+	return NULL;
+}
+
 static struct hs_error *parse_notes(struct hs_core *core, const uint8_t *p,
 				    uint64_t len, struct hs_log *log)
 {
@@ -246,6 +276,9 @@ static struct hs_error *parse_notes(struct hs_core *core, const uint8_t *p,
 				return e;
 		}
 		struct hs_error *err = NULL;
+		if (namesz == sizeof(HS_NOTE_NAME) && !memcmp(name, HS_NOTE_NAME, namesz) &&
+		    type == HS_NT_FDS)
+			err = parse_fd_note(core, desc, descsz);
 		if (is_core) {
 			switch (type) {
 			case NT_PRSTATUS:
@@ -529,6 +562,9 @@ void hs_core_destroy(struct hs_core *core)
 	free(core->threads);
 	free(core->files);
 	free(core->auxv);
+	for (size_t i = 0; i < core->nfds; i++)
+		free(core->fds[i].path);
+	free(core->fds);
 	free(core->path);
 	free(core);
 }

@@ -74,6 +74,18 @@ struct hs_core_file {
 	const char *path;   /* points into the mapped note */
 };
 
+/* heapsift's own note (name "HEAPSIFT", written by `heapsift snapshot`):
+ * the descriptor table, from /proc/PID/fd at the stop.  desc: u32 count,
+ * then count entries of {s32 fd, u32 len, len bytes of readlink's
+ * target}, each entry padded to 4 bytes. */
+#define HS_NOTE_NAME "HEAPSIFT"
+enum { HS_NT_FDS = 1 };
+
+struct hs_core_fd {
+	int32_t fd;
+	char *path;         /* a copy, NUL-terminated */
+};
+
 struct hs_core_process {
 	bool valid;         /* NT_PRPSINFO seen */
 	int32_t pid, ppid, uid, gid;
@@ -106,6 +118,9 @@ struct hs_core {
 	size_t nauxv;
 	struct hs_core_process process;
 	struct hs_core_siginfo siginfo;
+	struct hs_core_fd *fds;         /* HS_NT_FDS, in note order */
+	size_t nfds;
+	bool has_fds;                   /* the note was there */
 	uint64_t page_size;
 	/* Sums over the segments: of memsz (the address space the core
 	 * describes) and of avail (the bytes the file holds for them).  A

@@ -48,6 +48,10 @@ struct hs_cli {
 	const char **cores;
 	size_t ncores;
 	bool force;
+	/* snapshot (its PID is in core) */
+	bool no_fork;
+	/* --pid: analyze a snapshot of this live process */
+	const char *live_pid;
 };
 
 int hs_cmd_info(struct hs_cli *cli, struct hs_snapshot *snap);
@@ -65,6 +69,13 @@ int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_files(struct hs_cli *cli, struct hs_snapshot *snap);
 int hs_cmd_summary(struct hs_cli *cli, struct hs_snapshot *snap);
+/* Takes no snapshot (snap is NULL): writes one of the live process. */
+int hs_cmd_snapshot(struct hs_cli *cli, struct hs_snapshot *snap);
+struct hs_live_options;
+/* The live snapshot's options, from cli and the tests' environment. */
+void hs_cli_live_options(const struct hs_cli *cli, struct hs_live_options *o);
+/* A process id: a decimal number from 1 on. */
+bool hs_cli_parse_pid(const char *s, int *ret);
 struct hs_jsonw;
 /* Opens its own snapshots (snap is NULL). */
 int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *snap);

@@ -113,6 +113,7 @@ int hs_cmd_files(struct hs_cli *cli, struct hs_snapshot *snap)
 	/* without the dominators, no holder is named */
 	if (hs_snapshot_retain(snap, &res.retain))
 		res.retain = NULL;
+	const struct hs_core *core = snap->core;
 	size_t nheap = 0, nstatic = 0, nleaked = 0, nreach = 0, nposs = 0;
 	for (size_t i = 0; i < files->n; i++) {
 		const struct hs_file *f = &files->v[i];
@@ -146,6 +147,19 @@ int hs_cmd_files(struct hs_cli *cli, struct hs_snapshot *snap)
 		for (size_t i = 0; i < files->n; i++)
 			json_file(&w, &res, &files->v[i]);
 		hs_jsonw_array_end(&w);
+		hs_jsonw_key(&w, "descriptors");
+		if (!core->has_fds) {
+			hs_jsonw_null(&w);
+		} else {
+			hs_jsonw_array_begin(&w);
+			for (size_t i = 0; i < core->nfds; i++) {
+				hs_jsonw_object_begin(&w);
+				hs_jsonw_kint(&w, "fd", core->fds[i].fd);
+				hs_jsonw_kstring(&w, "path", core->fds[i].path);
+				hs_jsonw_object_end(&w);
+			}
+			hs_jsonw_array_end(&w);
+		}
 		hs_cli_json_warnings(&w, &snap->log);
 		hs_jsonw_object_end(&w);
 		hs_jsonw_finish(&w);
@@ -160,11 +174,18 @@ int hs_cmd_files(struct hs_cli *cli, struct hs_snapshot *snap)
 	else if (files->list_loop || files->list_bad)
 		printf("(libc's list of streams is damaged after %zu streams: the rest were found by type; see warnings)\n",
 		       files->list_len);
-	if (!files->n)
-		return HS_EXIT_OK;
-	printf("\n%-16s %5s  %-4s %10s  %-10s %s\n", "STREAM", "FD", "MODE", "BUFFER",
-	       "CLASS", "HELD BY");
-	for (size_t i = 0; i < files->n; i++)
-		text_file(&res, &files->v[i]);
+	if (files->n) {
+		printf("\n%-16s %5s  %-4s %10s  %-10s %s\n", "STREAM", "FD", "MODE",
+		       "BUFFER", "CLASS", "HELD BY");
+		for (size_t i = 0; i < files->n; i++)
+			text_file(&res, &files->v[i]);
+	}
+	/* a live snapshot's descriptor table (heapsift snapshot) */
+	if (core->has_fds) {
+		printf("\nOPEN DESCRIPTORS: %zu (at the snapshot)\n\n%5s  %s\n", core->nfds,
+		       "FD", "TARGET");
+		for (size_t i = 0; i < core->nfds; i++)
+			printf("%5d  %s\n", core->fds[i].fd, core->fds[i].path);
+	}
 	return HS_EXIT_OK;
 }

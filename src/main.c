@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "formats/jsonw.h"
 #include "src/cli.h"
 #include "src/escape.h"
+#include "src/live.h"
 
 
 __attribute__((format(printf, 1, 2)))
@@ -85,7 +87,8 @@ enum {
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
 	OPT_FORCE, OPT_PPROF, OPT_FOLDED, OPT_HTML, OPT_RAW,
-	OPT_CONSERVATIVE_ROOTS, OPT_NO_RULE, OPT_NO_SYSTEM_DEBUG,
+	OPT_CONSERVATIVE_ROOTS, OPT_NO_RULE, OPT_NO_SYSTEM_DEBUG, OPT_NO_FORK,
+	OPT_PID,
 };
 
 /* Which command takes which command-specific option. */
@@ -100,6 +103,8 @@ enum {
 	TAKES_CORES = 1 << 7,   /* several cores; the command opens them */
 	TAKES_EXPORT = 1 << 8,
 	TAKES_OUT_ONLY = 1 << 9,    /* -o without --keep-strings */
+	TAKES_PID = 1 << 10,    /* a PID instead of CORE (snapshot) */
+	TAKES_LIVE = 1 << 11,   /* --pid PID instead of CORE */
 };
 
 /* Every option: the parser's table (long_opts is built from it), and what
@@ -158,6 +163,10 @@ static const struct opt_doc opt_docs[] = {
 	{"pprof", 0, required_argument, OPT_PPROF, "OUT.pb.gz", TAKES_EXPORT, "a pprof profile"},
 	{"folded", 0, required_argument, OPT_FOLDED, "OUT", TAKES_EXPORT,
 	 "folded stacks (flamegraph.pl, speedscope)"},
+	{"no-fork", 0, no_argument, OPT_NO_FORK, NULL, TAKES_PID,
+	 "copy the memory with every thread stopped instead of from a fork (a pause that grows with the memory)"},
+	{"pid", 0, required_argument, OPT_PID, "PID", TAKES_LIVE,
+	 "instead of CORE: a snapshot of live process PID (as heapsift snapshot takes it), in $TMPDIR, removed afterwards"},
 };
 enum { NOPTS = sizeof(opt_docs) / sizeof(opt_docs[0]) };
 
@@ -172,47 +181,47 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{"info", hs_cmd_info, 0, "heapsift info CORE [options]",
+	{"info", hs_cmd_info, TAKES_LIVE, "heapsift info CORE [options]",
 	 "process, threads, modules and their debug info, allocator totals",
 	 "Process, signal (or snapshot), threads, modules and where their debug\n"
 	 "info came from, the allocator and its totals (glibc's mallinfo2,\n"
 	 "jemalloc's stats), and how the allocator's state was found.",
 	 "heapsift info demo.core"},
-	{"list", hs_cmd_list, TAKES_STATE,
+	{"list", hs_cmd_list, TAKES_STATE | TAKES_LIVE,
 	 "heapsift list CORE [--state used|free|all] [--min-size N] [--raw] [options]",
 	 "every heap allocation with its leak class, retained size and type",
 	 "Every heap allocation: address, size, state, place, and (without --raw)\n"
 	 "its leak class, retained size and type.",
 	 "heapsift list demo.core --state all --format json"},
-	{"leaks", hs_cmd_leaks, TAKES_LIST, "heapsift leaks CORE [--list] [options]",
+	{"leaks", hs_cmd_leaks, TAKES_LIST | TAKES_LIVE, "heapsift leaks CORE [--list] [options]",
 	 "leaked vs reachable: counts, bytes, leak roots by type",
 	 "Leaked vs reachable, memcheck's classes: counts and bytes per class, the\n"
 	 "suspects, leak roots grouped by type, and what each header rule holds.",
 	 "heapsift leaks demo.core"},
-	{"show", hs_cmd_show, TAKES_ADDR | TAKES_SHOW_BYTES,
+	{"show", hs_cmd_show, TAKES_ADDR | TAKES_SHOW_BYTES | TAKES_LIVE,
 	 "heapsift show CORE ADDR [--show-bytes] [options]",
 	 "one block, who points to it, what it points to",
 	 "One block: its class, type, who points to it and what it points to.",
 	 "heapsift show demo.core 0x55d0c6e0b2a0"},
-	{"top", hs_cmd_top, TAKES_N, "heapsift top CORE [-n N] [options]",
+	{"top", hs_cmd_top, TAKES_N | TAKES_LIVE, "heapsift top CORE [-n N] [options]",
 	 "what holds the memory: suspects, roots and blocks by retained size",
 	 "What holds the memory: suspects, roots and blocks by retained size.",
 	 "heapsift top demo.core -n 10"},
-	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N,
+	{"path", hs_cmd_path, TAKES_ADDR | TAKES_ALL | TAKES_N | TAKES_LIVE,
 	 "heapsift path CORE ADDR [--all] [-n N] [options]",
 	 "the shortest chain of pointers from a root to the block",
 	 "The shortest chain of pointers from a root to the block.",
 	 "heapsift path demo.core 0x55d0c6e0b2a0"},
-	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N, "heapsift dom CORE ADDR [-n N] [options]",
+	{"dom", hs_cmd_dom, TAKES_ADDR | TAKES_N | TAKES_LIVE, "heapsift dom CORE ADDR [-n N] [options]",
 	 "the block's dominators and the largest blocks it dominates",
 	 "The block's dominators and the largest blocks it dominates.",
 	 "heapsift dom demo.core 0x55d0c6e0b2a0"},
-	{"types", hs_cmd_types, TAKES_N, "heapsift types CORE [-n N] [options]",
+	{"types", hs_cmd_types, TAKES_N | TAKES_LIVE, "heapsift types CORE [-n N] [options]",
 	 "per type: count, bytes, retained, leaked",
 	 "Per type (C++ vtables, DWARF types, leaked blocks typed from their\n"
 	 "contents): count, bytes, retained and leaked.",
 	 "heapsift types demo.core -n 8"},
-	{"containers", hs_cmd_containers, TAKES_N, "heapsift containers CORE [-n N] [options]",
+	{"containers", hs_cmd_containers, TAKES_N | TAKES_LIVE, "heapsift containers CORE [-n N] [options]",
 	 "C++ containers (libstdc++): sizes, bytes, what inline storage would hold",
 	 "Every std::vector, std::string (heap buffer), std::unordered_map/set,\n"
 	 "std::map/set and std::deque in a typed root or block, per container\n"
@@ -220,28 +229,28 @@ static const struct command commands[] = {
 	 "capacity and bucket arrays, and what a small-buffer variant of 1 to 16\n"
 	 "elements would hold inline.",
 	 "heapsift containers service.core -n 10"},
-	{"files", hs_cmd_files, 0, "heapsift files CORE [options]",
+	{"files", hs_cmd_files, TAKES_LIVE, "heapsift files CORE [options]",
 	 "every stdio stream (FILE): descriptor, mode, buffer, leaked or held, by whom",
 	 "Every stdio stream (glibc's FILE) of the program: found on libc's list\n"
 	 "of streams (_IO_list_all) and by type.  For each: its descriptor, mode,\n"
 	 "buffer, whether it is reachable or leaked (a leaked stream is a leaked\n"
 	 "descriptor), and what holds it.",
 	 "heapsift files service.core"},
-	{"redact", hs_cmd_redact, TAKES_OUT,
+	{"redact", hs_cmd_redact, TAKES_OUT | TAKES_LIVE,
 	 "heapsift redact CORE -o OUT [--keep-strings] [options]",
 	 "a copy of the core without the program's data, that analyzes the same",
 	 "A copy of the core without the program's data that analyzes the same.",
 	 "heapsift redact demo.core -o demo.redacted.core"},
-	{"frag", hs_cmd_frag, 0, "heapsift frag CORE [options]",
+	{"frag", hs_cmd_frag, TAKES_LIVE, "heapsift frag CORE [options]",
 	 "fragmentation and footprint",
 	 "Fragmentation and footprint: free memory by where it sits, what it can\n"
 	 "serve, memory by mapping kind.",
 	 "heapsift frag demo.core"},
-	{"report", hs_cmd_report, TAKES_OUT_ONLY, "heapsift report CORE -o OUT.html [options]",
+	{"report", hs_cmd_report, TAKES_OUT_ONLY | TAKES_LIVE, "heapsift report CORE -o OUT.html [options]",
 	 "one self-contained HTML page",
 	 "One self-contained HTML page: top, leaks, types, frag.",
 	 "heapsift report demo.core -o demo.html"},
-	{"export", hs_cmd_export, TAKES_EXPORT,
+	{"export", hs_cmd_export, TAKES_EXPORT | TAKES_LIVE,
 	 "heapsift export CORE --pprof OUT.pb.gz | --folded OUT [options]",
 	 "the heap as dominator stacks for pprof and flame graphs",
 	 "The heap as dominator stacks, for pprof and flame graphs.",
@@ -253,6 +262,16 @@ static const struct command commands[] = {
 	 "fragmentation, the allocator's counters, the pid, the time and the\n"
 	 "modules' build-ids.  heapdiff compares summaries as it compares cores.",
 	 "heapsift summary service.core -o service.summary.json"},
+	{"snapshot", hs_cmd_snapshot, TAKES_PID | TAKES_OUT_ONLY,
+	 "heapsift snapshot PID -o OUT [--no-fork] [options]",
+	 "a core of a live process, with a pause of milliseconds",
+	 "A core of live process PID, for every other command, taken with a short\n"
+	 "pause: every thread is stopped (ptrace), its registers read, the process\n"
+	 "cloned, every thread let go, and the memory copied from the clone (a\n"
+	 "copy-on-write copy frozen at the stop): the pause is the clone's copy of\n"
+	 "the page tables, not the copy of the memory.  It is printed on stderr.\n"
+	 "With --no-fork the memory is copied while the threads are stopped.",
+	 "heapsift snapshot 4242 -o service.core"},
 	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N,
 	 "heapsift diff SNAP1 SNAP2 [SNAP3 ...] [--force] [--html OUT] [-n N] [options]",
 	 "what grew between snapshots, cores or summaries (heapdiff is the same command)",
@@ -522,7 +541,7 @@ static int positional(struct hs_cli *cli, const struct command *cmd, int argc,
 		cli->cores[cli->ncores++] = arg;
 		if (!cli->core)
 			cli->core = cli->cores[0];
-	} else if (!cli->core) {
+	} else if (!cli->core && !cli->live_pid) {
 		cli->core = arg;
 	} else if ((cmd->takes & TAKES_ADDR) && !*addr) {
 		*addr = arg;
@@ -670,6 +689,16 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 		case OPT_FORCE:
 			cli->force = true;
 			break;
+		case OPT_NO_FORK:
+			cli->no_fork = true;
+			break;
+		case OPT_PID: {
+			int pid;
+			if (!hs_cli_parse_pid(optarg, &pid))
+				return usage_error("--pid takes a process id, not '%s'", optarg);
+			cli->live_pid = optarg;
+			break;
+		}
 		case OPT_ALL:
 			cli->all = true;
 			break;
@@ -724,8 +753,15 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 			return bad_option(argv[before]);
 		}
 	}
-	if (!cli->core)
-		return usage_error("%s", "missing CORE");
+	/* `show ADDR --pid PID`: ADDR came first and was taken for CORE */
+	if (cli->live_pid && cli->core && (cmd->takes & TAKES_ADDR) && !addr) {
+		addr = cli->core;
+		cli->core = NULL;
+	}
+	if (cli->live_pid && cli->core)
+		return usage_error("%s", "CORE and --pid: one or the other");
+	if (!cli->core && !cli->live_pid)
+		return usage_error("%s", (cmd->takes & TAKES_PID) ? "missing PID" : "missing CORE");
 	if (cmd->takes & TAKES_ADDR) {
 		char *end;
 		if (!addr)
@@ -736,6 +772,42 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 			return usage_error("ADDR must be a hexadecimal address, not '%s'",
 					   addr);
 	}
+	return -1;
+}
+
+/* --pid: a snapshot of the process into a new file of $TMPDIR, named in
+ * path.  Returns -1, or the exit code of a failure (nothing left). */
+static int live_snapshot(struct hs_cli *cli, char *path, size_t len)
+{
+	int pid;
+	hs_cli_parse_pid(cli->live_pid, &pid);
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	if ((size_t)snprintf(path, len, "%s/heapsift-%d-XXXXXX.core", dir, pid) >= len)
+		return usage_error("%s", "TMPDIR is too long");
+	int fd = mkstemps(path, 5);
+	if (fd < 0) {
+		fprintf(stderr, "heapsift: %s: %s\n", path, strerror(errno));
+		path[0] = 0;
+		return HS_EXIT_ANALYSIS;
+	}
+	close(fd);
+	struct hs_live_options o;
+	hs_cli_live_options(cli, &o);
+	struct hs_live_result r;
+	struct hs_error *err = hs_live_snapshot(pid, path, &o, &r);
+	if (err) {
+		unlink(path);
+		path[0] = 0;
+		int rc = hs_cli_fail(cli, err);
+		hs_error_destroy(err);
+		return rc;
+	}
+	if (!cli->quiet)
+		fprintf(stderr, "heapsift: snapshot of process %d: paused %.1f ms%s%s\n",
+			pid, r.pause_ms, r.fallback[0] ? " (no fork: " : "",
+			r.fallback[0] ? r.fallback : "");
 	return -1;
 }
 
@@ -807,6 +879,16 @@ static int run(int argc, char **argv)
 		free(cli.cores);
 		return rc;
 	}
+	if (cmd->takes & TAKES_PID)
+		return cmd->run(&cli, NULL);
+	/* --pid: a snapshot in $TMPDIR, analyzed, removed */
+	char live_core[PATH_MAX] = "";
+	if (cli.live_pid) {
+		rc = live_snapshot(&cli, live_core, sizeof(live_core));
+		if (rc >= 0)
+			return rc;
+		cli.core = live_core;
+	}
 	/* info lists every module with where its debug info came from, and
 	 * reads only the heap's totals */
 	cli.opts.all_debug = cli.opts.totals_only = cmd->run == hs_cmd_info;
@@ -816,12 +898,16 @@ static int run(int argc, char **argv)
 	if (err) {
 		rc = hs_cli_fail(&cli, err);
 		hs_error_destroy(err);
+		if (live_core[0])
+			unlink(live_core);
 		return rc;
 	}
 	rc = cmd->run(&cli, snap);
 	if (stats)
 		print_stats(snap, hs_now() - t_start);
 	hs_snapshot_destroy(snap);
+	if (live_core[0])
+		unlink(live_core);
 	return rc;
 }
 
