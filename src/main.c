@@ -255,7 +255,7 @@ static const struct command commands[] = {
 	 "the heap as dominator stacks for pprof and flame graphs",
 	 "The heap as dominator stacks, for pprof and flame graphs.",
 	 "heapsift export demo.core --pprof demo.pb.gz"},
-	{"summary", hs_cmd_summary, TAKES_OUT_ONLY, "heapsift summary CORE -o OUT.json [options]",
+	{"summary", hs_cmd_summary, TAKES_OUT_ONLY | TAKES_LIVE, "heapsift summary CORE -o OUT.json [options]",
 	 "a small summary of the heap without its data, for heapdiff",
 	 "A small JSON document of the core's analysis, without the program's\n"
 	 "data: totals, per type, per root, per size, the largest dominators,\n"

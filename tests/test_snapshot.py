@@ -459,6 +459,19 @@ def test_pid_and_files(ck):
         ck.check("--pid: the temporary core is removed", os.listdir(tmp) == [],
                  os.listdir(tmp))
         ck.case("--pid: target well after", alive_and_well(t))
+        # a summary of the live process: what a trend over a day is taken of
+        sj = os.path.join(WORK, "pid.summary.json")
+        r = hstest.run([HEAPSIFT, "summary", "--pid", str(t.pid), "-o", sj],
+                       env=dict(os.environ, TMPDIR=tmp), timeout=600)
+        try:
+            with open(sj) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            doc = {}
+        ck.check("--pid: summary of a live process (its pid, its leaks)",
+                 r.rc == 0 and doc.get("format") == "heapsift-summary" and
+                 (doc.get("process") or {}).get("pid") == t.pid and os.listdir(tmp) == [],
+                 r.describe() + " " + str({k: doc.get(k) for k in ("format", "process")}))
         r = hstest.run([HEAPSIFT, "info", "--pid", "12x"], timeout=60)
         ck.check("--pid: a bad pid is a usage error", r.rc == 2, r.err)
 
