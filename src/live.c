@@ -868,8 +868,12 @@ static struct hs_error *check_target(pid_t pid, const struct hs_live_options *o)
 				       "process %d belongs to uid %d, not to you (uid %d): run as that user or root",
 				       (int)pid, uid, (int)geteuid());
 	char *scope;
-	if (!read_file(o->ptrace_scope_path ? o->ptrace_scope_path :
-		       "/proc/sys/kernel/yama/ptrace_scope", &scope, NULL)) {
+	/* no such file: a kernel without yama */
+	struct hs_error *serr = read_file(o->ptrace_scope_path ? o->ptrace_scope_path :
+					  "/proc/sys/kernel/yama/ptrace_scope", &scope, NULL);
+	bool have_scope = !serr;
+	hs_error_destroy(serr);
+	if (have_scope) {
 		int v = (int)strtol(scope, NULL, 10);
 		free(scope);
 		if (v >= 3)
