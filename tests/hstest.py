@@ -217,6 +217,37 @@ class Snapshot:
         return "Snapshot(%s, %s, %s)" % (self.name, self.kind, self.core)
 
 
+# tests/fixtures/phases.c: its kinds of blocks, their usable sizes and
+# the rows heapsift gives them (test_diff.py, test_summary.py)
+PHASES_USABLE = {"cache_entry": 56, "lru_entry": 72, "churn": 104, "leak_rec": 136}
+PHASES_LABEL = {"cache_entry": "struct cache_entry", "lru_entry": "struct lru_entry",
+                "churn": "struct churn", "leak_rec": "(untyped, 136 bytes)"}
+
+
+def phases_cores(work, phases):
+    """Runs the phases fixture for that many phases and takes a core at
+    each stop (work/pK.core): (cores, the fixture's record of each)."""
+    env = dict(os.environ, HS_RECORD=os.path.join(work, "rec"))
+    proc = subprocess.Popen([os.path.join(FIXTURES, "phases"), str(phases)], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    cores, records = [], []
+    try:
+        for k in range(phases):
+            wait_stopped(proc)
+            cores.append(gcore(proc.pid, os.path.join(work, "p%d" % k),
+                               what="phases, phase %d" % k))
+            with open(os.path.join(work, "rec.%d" % k)) as f:
+                records.append(json.load(f))
+            os.kill(proc.pid, signal.SIGCONT)
+            # wait until it runs again (it is no longer stopped)
+            deadline = time.time() + 10
+            while time.time() < deadline and is_stopped(proc.pid):
+                time.sleep(0.01)
+    finally:
+        kill_process(proc)
+    return cores, records
+
+
 def fixture_path(name):
     path = os.path.join(FIXTURES, name)
     if not os.access(path, os.X_OK):

@@ -13,10 +13,7 @@ built to show.  Standard library only; prints "N passed, M failed" last.
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hstest  # noqa: E402
@@ -27,30 +24,12 @@ WORK = os.path.join(hstest.WORKDIR, "diff")
 R = hstest.Checker()
 PHASES = 4
 # usable sizes of the fixture's structs (requests 48, 72, 104, 136)
-USABLE = {"cache_entry": 56, "lru_entry": 72, "churn": 104, "leak_rec": 136}
-LABEL = {"cache_entry": "struct cache_entry", "lru_entry": "struct lru_entry",
-         "churn": "struct churn", "leak_rec": "(untyped, 136 bytes)"}
+USABLE = hstest.PHASES_USABLE
+LABEL = hstest.PHASES_LABEL
 
 
 def take_cores():
-    env = dict(os.environ, HS_RECORD=os.path.join(WORK, "rec"))
-    proc = subprocess.Popen([os.path.join(hstest.FIXTURES, "phases"), str(PHASES)], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    cores, records = [], []
-    try:
-        for k in range(PHASES):
-            hstest.wait_stopped(proc)
-            cores.append(hstest.gcore(proc.pid, os.path.join(WORK, "p%d" % k),
-                                      what="phases, phase %d" % k))
-            records.append(json.load(open(os.path.join(WORK, "rec.%d" % k))))
-            os.kill(proc.pid, signal.SIGCONT)
-            # wait until it runs again (it is no longer stopped)
-            deadline = time.time() + 10
-            while time.time() < deadline and hstest.is_stopped(proc.pid):
-                time.sleep(0.01)
-    finally:
-        hstest.kill_process(proc)
-    return cores, records
+    return hstest.phases_cores(WORK, PHASES)
 
 
 def diff(cmd, cores, *extra):
