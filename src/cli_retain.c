@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyzers/summary.h"
 #include "src/cli_retain.h"
@@ -233,6 +234,18 @@ int hs_cli_output_ok(const struct hs_cli *cli, const char *path)
 	int rc = hs_cli_fail(cli, err);
 	hs_error_destroy(err);
 	return rc;
+}
+
+int hs_cli_output_not_core(const struct hs_cli *cli, const char *path)
+{
+	int bad = hs_cli_output_ok(cli, path);
+	if (bad)
+		return bad;
+	struct stat a, b;
+	if (stat(path, &b) == 0 && stat(cli->core, &a) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return hs_cli_usage(cli, "-o OUT must not be the input core");
+	return 0;
 }
 
 void hs_cli_json_learned(struct hs_jsonw *w, const struct hs_results *res)

@@ -30,6 +30,9 @@ void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res);
 /* 0 when the output path can be written (hs_outfile_check), else the exit
  * status after one error line: called before a long analysis. */
 int hs_cli_output_ok(const struct hs_cli *cli, const char *path);
+/* hs_cli_output_ok, and path is not the input core (a command that
+ * writes a file made from the core: redact, summary). */
+int hs_cli_output_not_core(const struct hs_cli *cli, const char *path);
 
 /* Who shares the blocks that no single root holds (their immediate
  * dominator is the super-root): for each of the n allocation nodes in

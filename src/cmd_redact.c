@@ -2,7 +2,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "analyzers/redact.h"
 #include "analyzers/python.h"
@@ -15,13 +14,9 @@ int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	if (!cli->out)
 		return hs_cli_usage(cli, "redact needs -o OUT");
-	int bad = hs_cli_output_ok(cli, cli->out);
+	int bad = hs_cli_output_not_core(cli, cli->out);
 	if (bad)
 		return bad;
-	struct stat a, b;
-	if (stat(cli->out, &b) == 0 && stat(cli->core, &a) == 0 &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-		return hs_cli_usage(cli, "-o OUT must not be the input core");
 	struct hs_core *core = snap->core;
 	uint64_t *trace = calloc(core->size / 512 + 2, sizeof(uint64_t));
 	if (!trace)

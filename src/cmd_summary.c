@@ -14,13 +14,9 @@ int hs_cmd_summary(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	if (!cli->out)
 		return hs_cli_usage(cli, "summary needs -o OUT");
-	int bad = hs_cli_output_ok(cli, cli->out);
+	int bad = hs_cli_output_not_core(cli, cli->out);
 	if (bad)
 		return bad;
-	struct stat a, b;
-	if (stat(cli->out, &b) == 0 && stat(cli->core, &a) == 0 &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-		return hs_cli_usage(cli, "-o OUT must not be the input core");
 	/* the analysis first: a core that cannot be analyzed creates no
 	 * file at all */
 	struct hs_results res;

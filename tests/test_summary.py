@@ -303,6 +303,11 @@ def main():
     R.case("summary -o onto its own core is refused, the core kept",
            [] if r.rc == 2 and open(cores[0], "rb").read(4) == b"\x7fELF" else
            ["exit %s: %s" % (r.rc, r.err)])
+    # redact shares the check (hs_cli_output_not_core)
+    r = hstest.run([HS, "redact", cores[0], "-o", cores[0]], timeout=60)
+    R.case("redact -o onto its own core is refused, the core kept",
+           [] if r.rc == 2 and "must not be the input core" in r.err and
+           open(cores[0], "rb").read(4) == b"\x7fELF" else ["exit %s: %s" % (r.rc, r.err)])
     status = R.finish()
     if status == 0:
         shutil.rmtree(WORK, ignore_errors=True)
