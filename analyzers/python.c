@@ -494,7 +494,7 @@ enum { CHUNK_DATA = 24, CHUNK_MIN = 16 * 1024, CHUNK_MAX = 1u << 30,
 
 struct stacks {
 	const struct hs_core *core;
-	struct hs_py_stack *v;
+	struct hs_root_stack *v;
 	size_t n, cap;
 };
 
@@ -512,19 +512,20 @@ static struct hs_error *add_stack(struct stacks *st, uint64_t chunk, uint64_t to
 				  uint64_t end)
 {
 	for (size_t i = 0; i < st->n; i++)
-		if (st->v[i].chunk == chunk)
+		if (st->v[i].base == chunk)
 			return NULL;
 	if (st->n >= MAX_STACKS)
 		return NULL;    /* a corrupt core's: the rest stay unexplained */
 	if (st->n == st->cap) {
 		size_t cap = st->cap ? 2 * st->cap : 8;
-		struct hs_py_stack *v = realloc(st->v, cap * sizeof(*v));
+		struct hs_root_stack *v = realloc(st->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		st->v = v;
 		st->cap = cap;
 	}
-	st->v[st->n++] = (struct hs_py_stack){chunk, chunk + CHUNK_DATA, top, end};
+	st->v[st->n++] = (struct hs_root_stack){chunk, chunk + CHUNK_DATA, top, end,
+						"python frames"};
 	return NULL;
 }
 
@@ -561,7 +562,7 @@ static struct hs_error *find_states(struct stacks *st, const uint64_t *w, size_t
 struct hs_error *hs_python_stacks(const struct hs_core *core,
 				  struct hs_dwarf *dw,
 				  const struct hs_heap *heap,
-				  struct hs_py_stack **ret, size_t *count)
+				  struct hs_root_stack **ret, size_t *count)
 {
 	*ret = NULL;
 	*count = 0;

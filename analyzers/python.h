@@ -177,13 +177,11 @@ char *hs_python_field(const struct hs_pyobjects *py, const struct hs_core *core,
  * size, the top between its first word and the limit): in the
  * interpreter's writable data (3.11+ keep the main thread's state in
  * _PyRuntime) and in malloc's blocks of a thread state's size. */
-struct hs_py_stack {
-	uint64_t chunk, data, top, end;   /* live words [data, top) */
-};
+struct hs_root_stack;   /* analyzers/roots.h: the roots options take them */
 struct hs_error *hs_python_stacks(const struct hs_core *core,
 				  struct hs_dwarf *dw,
 				  const struct hs_heap *heap,
-				  struct hs_py_stack **ret, size_t *count);
+				  struct hs_root_stack **ret, size_t *count);
 
 /* Reference counts as evidence.  Every owning reference to an object is a
  * pointer to its start somewhere: in a block, a root's memory (stacks,

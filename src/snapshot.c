@@ -237,24 +237,13 @@ const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 			};
 			double t0 = hs_now();
 			/* CPython's frame stacks */
-			struct hs_py_stack *ps = NULL;
-			size_t nps = 0;
 			struct hs_root_stack *rs = NULL;
-			snap->roots_err = hs_python_stacks(snap->core, dw, heap, &ps, &nps);
-			if (!snap->roots_err && nps &&
-			    !(rs = calloc(nps, sizeof(*rs))))
-				snap->roots_err = &hs_error_nomem;
-			if (!snap->roots_err) {
-				for (size_t i = 0; i < nps; i++)
-					rs[i] = (struct hs_root_stack){
-						ps[i].chunk, ps[i].data, ps[i].top,
-						ps[i].end, "python frames"};
-				o.stacks = rs;
-				o.nstacks = nps;
+			snap->roots_err = hs_python_stacks(snap->core, dw, heap, &rs,
+							   &o.nstacks);
+			o.stacks = rs;
+			if (!snap->roots_err)
 				snap->roots_err = hs_roots_build(snap->core, dw, heap, &o,
 								 &snap->log, &snap->roots);
-			}
-			free(ps);
 			free(rs);
 			snap->t_roots += hs_now() - t0;
 		}
