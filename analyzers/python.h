@@ -132,7 +132,7 @@ static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
 {
 	uint32_t k = py->kind[id];
 	if (k == HS_PY_NONE)
-		return (struct hs_py_skip){0, 0};
+		return (struct hs_py_skip){0, 0, 0};
 	if (k & HS_PY_PART)
 		return (struct hs_py_skip){0, k & 7, hs_py_part_tail(py, id)};
 	const struct hs_pytype *t = &py->types[hs_py_type_index(k)];

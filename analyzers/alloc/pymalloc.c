@@ -195,7 +195,7 @@ static struct hs_error *arena_of(struct layer *l, uint32_t index,
 			return &hs_error_nomem;
 		l->arenas = v;
 	}
-	l->arenas[l->narenas] = (struct arena_span){index, pool, pool, 1};
+	l->arenas[l->narenas] = (struct arena_span){.index = index, .lo = pool, .hi = pool, .pools = 1};
 	*ret = &l->arenas[l->narenas++];
 	return NULL;
 }
