@@ -464,6 +464,46 @@ static struct hs_error *pack_via(struct hs_mark *m, const uint8_t *via, uint32_t
 	return NULL;
 }
 
+/* Marks reachable what the blocks in st (the start pointers' targets)
+ * reach through start pointers.  Breadth first: st becomes a queue of
+ * every block reached, each once.  The order does not change the result,
+ * and a queue knows the blocks it will read next, so their rows are asked
+ * for from memory some steps ahead; depth first, each step would wait for
+ * the row the step before had just found. */
+static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
+			 struct stack *st)
+{
+	enum { AHEAD = 8 };
+	size_t k = 0;
+	for (size_t i = 0; i < st->n; i++) {
+		uint32_t x = st->v[i];
+		if (reach[x] == HS_REACH_NONE) {
+			reach[x] = HS_REACH_REACHABLE;
+			st->v[k++] = x;
+		}
+	}
+	st->n = k;
+	for (size_t head = 0; head < st->n; head++) {
+		if (head + 2 * AHEAD < st->n)
+			__builtin_prefetch(&g->offsets[st->v[head + 2 * AHEAD]]);
+		if (head + AHEAD < st->n)
+			__builtin_prefetch(&g->edges[g->offsets[st->v[head + AHEAD]]]);
+		uint32_t v = st->v[head];
+		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t x = g->edges[e];
+			if (x & HS_EDGE_FLAGS)
+				continue;
+			if (reach[x] == HS_REACH_NONE) {
+				reach[x] = HS_REACH_REACHABLE;
+				if (stack_push(st, x))
+					return false;
+			}
+		}
+	}
+	st->n = 0;
+	return true;
+}
+
 struct hs_error *hs_mark_compute(const struct hs_core *core,
 				 const struct hs_heap *heap,
 				 const struct hs_roots *roots,
@@ -486,22 +526,9 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 		goto fail;
 	/* 1. start pointers only: reachable */
 	uint8_t *reach = m->reach;
-	struct stack *st = &c.start;
-	for (size_t i = 0; i < st->n; i++)
-		reach[st->v[i]] = HS_REACH_REACHABLE;
-	while (st->n) {
-		uint32_t v = st->v[--st->n];
-		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-			uint32_t x = g->edges[e];
-			if (x & HS_EDGE_FLAGS)
-				continue;
-			if (reach[x] == HS_REACH_NONE) {
-				reach[x] = HS_REACH_REACHABLE;
-				if (stack_push(st, x))
-					goto fail;
-			}
-		}
-	}
+	if (!reach_starts(g, reach, &c.start))
+		goto fail;
+	struct stack *st;
 	/* 1b. pointers a header rule accepts count as starts: what only
 	 * they reach is reachable, and says through which rule */
 	if (via && (err = rule_reach(g, reach, via, &c.rule)))
