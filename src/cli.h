@@ -50,6 +50,7 @@ struct hs_cli {
 	bool force;
 	/* snapshot (its PID is in core) */
 	bool no_fork;
+	bool fork;              /* snapshot: fork mode, not write-tracked */
 	/* --pid: analyze a snapshot of this live process */
 	const char *live_pid;
 };

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/procfs.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -68,6 +70,19 @@ struct mapping {
 	bool dontdump;          /* VmFlags dd or io */
 };
 
+/* A mapping's bytes as copied while the target ran: [start, end) at
+ * offset off of the copy's file. */
+struct pre_range {
+	uint64_t start, end, off;
+};
+
+/* Bytes read with the threads stopped: [start, end), data NULL for zeros
+ * (an anonymous page not there). */
+struct late {
+	uint64_t start, end;
+	uint8_t *data;
+};
+
 struct live {
 	pid_t pid;              /* the target */
 	pid_t src;              /* whose memory is read: pid or the clone */
@@ -84,6 +99,20 @@ struct live {
 	uint64_t bytes;
 	const struct hs_core_load_out *loads;
 	const size_t *load_map;     /* load index -> maps index */
+	/* write-tracked mode */
+	bool tracked;           /* the memory comes from pre and late */
+	int uffd, pagemap;      /* the target's userfaultfd, its pagemap */
+	uint64_t uffd_features; /* what our kernel offers */
+	int pre_fd;             /* the copy made while the target ran */
+	struct mapping *maps0;  /* the mappings when the copy began */
+	size_t nmaps0;
+	struct pre_range *pre;  /* where each mapping's copy is, by address */
+	size_t npre;
+	struct late *late;      /* what was read at the stop, by address */
+	size_t nlate, caplate;
+	uint64_t late_bytes;    /* read at the stop */
+	uint64_t recopied;      /* read again while it ran */
+	double pause1_ms;       /* the stop that made the userfaultfd */
 };
 
 /* ---- /proc ------------------------------------------------------------ */
@@ -333,7 +362,8 @@ static struct hs_error *seize_new(struct live *l, size_t *added)
 		if (!l->t_first)
 			l->t_first = now_ms();
 		if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
-			if (errno == ESRCH) {
+			/* a zombie refuses with EPERM */
+			if (errno == ESRCH || !process_alive(l->pid)) {
 				t->gone = true;
 				if (tid == l->pid)
 					err = gone_error(l);
@@ -471,28 +501,29 @@ static struct user_regs_struct resume_regs(const struct user_regs_struct *r)
 	return out;
 }
 
-/* Makes thread t run clone(CLONE_PARENT) and puts it back; *child is the
- * clone's pid, stopped and traced, or 0 with *why said. */
-static struct hs_error *inject_clone(struct live *l, struct thread *t,
-				     uint64_t insn, pid_t *child, char *why,
-				     size_t whylen)
+/* Makes thread t run system call nr(a[0], a[1], a[2]) from the `syscall`
+ * instruction at insn, and puts its registers back; *ret: what the call
+ * returned (a negative errno), *child (may be NULL): the pid of a child
+ * the call made, stopped and traced, else 0. */
+static struct hs_error *inject_syscall(struct live *l, struct thread *t,
+				       uint64_t insn, long nr, const uint64_t a[3],
+				       int64_t *ret, pid_t *child)
 {
-	*child = 0;
+	*ret = -ENOSYS;
+	if (child)
+		*child = 0;
 	if (ptrace(PTRACE_SETOPTIONS, t->tid, 0,
 		   PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE) != 0)
 		return hs_error_errno(errno, "ptrace(PTRACE_SETOPTIONS) of thread %d",
 				      (int)t->tid);
 	struct user_regs_struct r = t->regs;
 	r.rip = insn;
-	r.rax = SYS_clone;
+	r.rax = (unsigned long long)nr;
 	r.orig_rax = (unsigned long long)-1;    /* no restart on the way out */
-	/* the clone is a child of the target's parent, never of the target;
-	 * its stack pointer points nowhere, so that if it ever ran (heapsift
-	 * killed before it could say PTRACE_O_EXITKILL), it would fault at
-	 * once */
-	r.rdi = CLONE_PARENT | SIGCHLD;
-	r.rsi = 0x1000;
-	r.rdx = r.r10 = r.r8 = 0;
+	r.rdi = a[0];
+	r.rsi = a[1];
+	r.rdx = a[2];
+	r.r10 = r.r8 = r.r9 = 0;
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) != 0)
 		return hs_error_errno(errno, "ptrace(PTRACE_SETREGS) of thread %d",
 				      (int)t->tid);
@@ -520,16 +551,14 @@ static struct hs_error *inject_clone(struct live *l, struct thread *t,
 				entered = true;
 				continue;
 			}
-			/* the exit of clone */
+			/* the exit of the call */
 			struct user_regs_struct after;
 			if (ptrace(PTRACE_GETREGS, t->tid, 0, &after) != 0) {
 				err = hs_error_errno(errno, "ptrace(PTRACE_GETREGS) of thread %d",
 						     (int)t->tid);
 				break;
 			}
-			if ((int64_t)after.rax < 0)
-				snprintf(why, whylen, "clone in the target failed: %s",
-					 strerror((int)-(int64_t)after.rax));
+			*ret = (int64_t)after.rax;
 			break;
 		}
 		if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK) {
@@ -547,11 +576,31 @@ static struct hs_error *inject_clone(struct live *l, struct thread *t,
 		err = hs_error_errno(errno, "ptrace(PTRACE_SETREGS) of thread %d",
 				     (int)t->tid);
 	ptrace(PTRACE_SETOPTIONS, t->tid, 0, 0);
-	if (cpid > 0)
+	if (child && cpid > 0)
 		*child = cpid;
-	else if (!err && !*why)
-		snprintf(why, whylen, "clone in the target reported no child");
 	return err;
+}
+
+/* Makes thread t run clone(CLONE_PARENT) and puts it back; *child is the
+ * clone's pid, stopped and traced, or 0 with *why said. */
+static struct hs_error *inject_clone(struct live *l, struct thread *t,
+				     uint64_t insn, pid_t *child, char *why,
+				     size_t whylen)
+{
+	/* the clone is a child of the target's parent, never of the target;
+	 * its stack pointer points nowhere, so that if it ever ran (heapsift
+	 * killed before it could say PTRACE_O_EXITKILL), it would fault at
+	 * once */
+	const uint64_t a[3] = {CLONE_PARENT | SIGCHLD, 0x1000, 0};
+	int64_t r;
+	struct hs_error *err = inject_syscall(l, t, insn, SYS_clone, a, &r, child);
+	if (err || *child)
+		return err;
+	if (r < 0)
+		snprintf(why, whylen, "clone in the target failed: %s", strerror((int)-r));
+	else
+		snprintf(why, whylen, "clone in the target reported no child");
+	return NULL;
 }
 
 /* The clone's first stop (it comes once the clone is scheduled: waited
@@ -800,24 +849,458 @@ static uint64_t dump_size(struct live *l, const struct mapping *m)
 	return 0;
 }
 
+/* ---- write-tracked mode ----------------------------------------------- */
+
+/* Linux 6.7's PAGEMAP_SCAN (linux/fs.h) and userfaultfd flags, for older
+ * headers: the kernel's ABI, under names of our own. */
+struct hs_pm_region {
+	uint64_t start, end, categories;
+};
+
+struct hs_pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+
+#define HS_PAGEMAP_SCAN _IOWR('f', 16, struct hs_pm_scan_arg)
+enum {
+	HS_PAGE_IS_WPALLOWED = 1 << 0,
+	HS_PAGE_IS_WRITTEN = 1 << 1,
+	HS_PAGE_IS_FILE = 1 << 2,
+	HS_PAGE_IS_PRESENT = 1 << 3,
+	HS_PAGE_IS_SWAPPED = 1 << 4,
+	HS_PM_SCAN_WP_MATCHING = 1 << 0,
+	HS_UFFD_USER_MODE_ONLY = 1,
+	HS_UFFD_FEATURE_WP_UNPOPULATED = 1 << 13,
+	HS_UFFD_FEATURE_WP_ASYNC = 1 << 15,
+	/* a round of copying again while the target runs is worth it while
+	 * more than this was written during the round before */
+	RECOPY_BYTES = 8 << 20,
+	RECOPY_ROUNDS = 3,
+};
+
+/* Whether this kernel tracks writes for us: asynchronous userfaultfd
+ * write protection and PAGEMAP_SCAN (Linux 6.7), tried on ourselves. */
+static bool track_supported(struct live *l, char *why, size_t whylen)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | HS_UFFD_USER_MODE_ONLY);
+	if (fd < 0) {
+		snprintf(why, whylen, "no userfaultfd (%s)", strerror(errno));
+		return false;
+	}
+	struct uffdio_api api = {.api = UFFD_API};
+	bool ok = ioctl(fd, UFFDIO_API, &api) == 0 &&
+		  (api.features & HS_UFFD_FEATURE_WP_ASYNC);
+	close(fd);
+	if (!ok) {
+		snprintf(why, whylen, "the kernel cannot track writes (asynchronous userfaultfd write protection: Linux 6.7)");
+		return false;
+	}
+	l->uffd_features = api.features;
+	int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	struct hs_pm_region r;
+	uint64_t page = (uintptr_t)&r & ~(uint64_t)(PAGE - 1);
+	struct hs_pm_scan_arg a = {.size = sizeof(a), .start = page, .end = page + PAGE,
+				   .vec = (uintptr_t)&r, .vec_len = 1,
+				   .category_anyof_mask = HS_PAGE_IS_PRESENT,
+				   .return_mask = HS_PAGE_IS_PRESENT};
+	ok = pm >= 0 && ioctl(pm, HS_PAGEMAP_SCAN, &a) >= 0;
+	if (pm >= 0)
+		close(pm);
+	if (!ok)
+		snprintf(why, whylen, "the kernel has no PAGEMAP_SCAN (Linux 6.7)");
+	return ok;
+}
+
+/* Makes thread t (stopped) create a userfaultfd, takes it (pidfd_getfd)
+ * into l->uffd and closes the target's; on a refusal *why says it. */
+static struct hs_error *track_open(struct live *l, struct thread *t, uint64_t insn,
+				   char *why, size_t whylen)
+{
+	const uint64_t a[3] = {O_CLOEXEC | O_NONBLOCK | HS_UFFD_USER_MODE_ONLY, 0, 0};
+	int64_t fd;
+	struct hs_error *err = inject_syscall(l, t, insn, SYS_userfaultfd, a, &fd, NULL);
+	if (err)
+		return err;
+	if (fd < 0 || fd > INT32_MAX) {
+		snprintf(why, whylen, "userfaultfd in the target failed: %s",
+			 strerror(fd < 0 ? (int)-fd : EBADF));
+		return NULL;
+	}
+	int pidfd = (int)syscall(SYS_pidfd_open, l->pid, 0), e = errno;
+	int uf = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, (int)fd, 0) : -1;
+	if (pidfd >= 0) {
+		e = errno;
+		close(pidfd);
+	}
+	const uint64_t c[3] = {(uint64_t)fd, 0, 0};
+	int64_t r;
+	err = inject_syscall(l, t, insn, SYS_close, c, &r, NULL);
+	if (uf < 0) {
+		snprintf(why, whylen, "cannot take the target's userfaultfd: %s", strerror(e));
+		return err;
+	}
+	if (err) {
+		close(uf);
+		return err;
+	}
+	l->uffd = uf;
+	return NULL;
+}
+
+/* Each region [start, end) of the target's pages in [start, end) that
+ * PAGEMAP_SCAN matches (flags, inverted, mask, anyof as the kernel takes
+ * them), to fn; false when the kernel refused. */
+static bool pm_scan(struct live *l, uint64_t start, uint64_t end, uint64_t flags,
+		    uint64_t inverted, uint64_t mask, uint64_t anyof,
+		    bool (*fn)(struct live *l, uint64_t start, uint64_t end, void *arg),
+		    void *arg)
+{
+	struct hs_pm_region vec[256];
+	while (start < end) {
+		struct hs_pm_scan_arg a = {
+			.size = sizeof(a), .flags = flags, .start = start, .end = end,
+			.vec = (uintptr_t)vec, .vec_len = 256,
+			.category_inverted = inverted, .category_mask = mask,
+			.category_anyof_mask = anyof,
+			.return_mask = HS_PAGE_IS_WPALLOWED | HS_PAGE_IS_WRITTEN |
+				       HS_PAGE_IS_PRESENT | HS_PAGE_IS_SWAPPED,
+		};
+		long n = ioctl(l->pagemap, HS_PAGEMAP_SCAN, &a);
+		if (n < 0)
+			return false;
+		for (long i = 0; i < n; i++) {
+			uint64_t s = vec[i].start < start ? start : vec[i].start;
+			uint64_t e = vec[i].end > end ? end : vec[i].end;
+			if (fn && s < e && !fn(l, s, e, arg))
+				return false;
+		}
+		if (a.walk_end <= start || a.walk_end > end)
+			return a.walk_end == end;
+		start = a.walk_end;
+	}
+	return true;
+}
+
+static bool interrupted(const struct live *l, struct hs_error **err)
+{
+	sigset_t pend;
+	if (sigpending(&pend) == 0)
+		for (int s = 1; s < NSIG; s++)
+			if (sigismember(&l->blocked, s) && sigismember(&pend, s)) {
+				*err = hs_error_create(HS_ERR_IO, "interrupted by signal %d", s);
+				return true;
+			}
+	return false;
+}
+
+/* The target's bytes [start, end) into the copy's file at off. */
+static struct hs_error *copy_out(struct live *l, uint64_t start, uint64_t end,
+				 uint64_t off, uint8_t *buf)
+{
+	struct hs_error *err = NULL;
+	for (uint64_t a = start; a < end && !err; a += 1 << 20) {
+		size_t n = end - a < (1 << 20) ? (size_t)(end - a) : 1 << 20;
+		if (interrupted(l, &err))
+			break;
+		read_mem(l, a, buf, n);
+		if (pwrite(l->pre_fd, buf, n, (off_t)(off + (a - start))) != (ssize_t)n)
+			err = hs_error_errno(errno, "writing the snapshot's temporary copy");
+	}
+	return err;
+}
+
+/* The pre range holding address a, or the first one above it. */
+static size_t pre_at(const struct live *l, uint64_t a)
+{
+	size_t lo = 0, hi = l->npre;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->pre[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct recopy {
+	uint8_t *buf;
+	struct hs_error *err;
+	uint64_t bytes;
+};
+
+/* A region written since it was copied: copied again, where it has a copy. */
+static bool recopy_region(struct live *l, uint64_t start, uint64_t end, void *arg)
+{
+	struct recopy *rc = arg;
+	for (size_t i = pre_at(l, start); i < l->npre && l->pre[i].start < end; i++) {
+		const struct pre_range *p = &l->pre[i];
+		uint64_t s = start > p->start ? start : p->start;
+		uint64_t e = end < p->end ? end : p->end;
+		if (s >= e)
+			continue;
+		if ((rc->err = copy_out(l, s, e, p->off + (s - p->start), rc->buf)))
+			return false;
+		rc->bytes += e - s;
+	}
+	return true;
+}
+
+/* With the threads running again: every mapping registered for write
+ * protection and protected, then copied to a temporary file, then what
+ * was written meanwhile copied again, a few rounds while that is much. */
+static struct hs_error *track_copy(struct live *l, const char *out_path)
+{
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = HS_UFFD_FEATURE_WP_ASYNC |
+			    (l->uffd_features & HS_UFFD_FEATURE_WP_UNPOPULATED),
+	};
+	if (ioctl(l->uffd, UFFDIO_API, &api) != 0)
+		return hs_error_errno(errno, "userfaultfd of process %d", (int)l->pid);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)l->pid);
+	if ((l->pagemap = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return hs_error_errno(errno, "%s", path);
+	/* the copy: beside the output (the same file system), unnamed */
+	const char *slash = out_path ? strrchr(out_path, '/') : NULL;
+	if (!out_path || !strcmp(out_path, "-"))
+		snprintf(path, sizeof(path), "%s", getenv("TMPDIR") && *getenv("TMPDIR") ?
+			 getenv("TMPDIR") : "/tmp");
+	else if (slash)
+		snprintf(path, sizeof(path), "%.*s", (int)(slash - out_path) + 1, out_path);
+	else
+		snprintf(path, sizeof(path), ".");
+	if ((l->pre_fd = open(path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+		return hs_error_errno(errno, "a temporary file in %s", path);
+	struct mapping *maps;
+	size_t nmaps;
+	struct hs_error *err = read_maps(l->pid, true, &maps, &nmaps);
+	if (err)
+		return err;
+	if (!(l->pre = calloc(nmaps + 1, sizeof(*l->pre)))) {
+		free_maps(maps, nmaps);
+		return &hs_error_nomem;
+	}
+	uint64_t off = 0, lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < nmaps; i++) {
+		const struct mapping *m = &maps[i];
+		uint64_t size = skipped(m) ? 0 : dump_size(l, m);
+		if (!size)
+			continue;
+		struct uffdio_register reg = {
+			.range = {m->start, m->end - m->start},
+			.mode = UFFDIO_REGISTER_MODE_WP,
+		};
+		/* one that cannot be (a special mapping, another
+		 * userfaultfd's) is read again at the stop */
+		(void)ioctl(l->uffd, UFFDIO_REGISTER, &reg);
+		l->pre[l->npre++] = (struct pre_range){m->start, m->start + size, off};
+		off += size;
+		lo = m->start < lo ? m->start : lo;
+		hi = m->end > hi ? m->end : hi;
+	}
+	l->maps0 = maps;
+	l->nmaps0 = nmaps;
+	if (!l->npre)
+		return NULL;
+	/* protected before the first byte is read: a write after that
+	 * shows, one before it is in the copy */
+	if (!pm_scan(l, lo, hi, HS_PM_SCAN_WP_MATCHING, 0, HS_PAGE_IS_WPALLOWED, 0,
+		     NULL, NULL))
+		return hs_error_errno(errno, "PAGEMAP_SCAN of process %d", (int)l->pid);
+	struct recopy rc = {.buf = malloc(1 << 20)};
+	if (!rc.buf)
+		return &hs_error_nomem;
+	for (size_t i = 0; i < l->npre && !err; i++)
+		err = copy_out(l, l->pre[i].start, l->pre[i].end, l->pre[i].off, rc.buf);
+	for (int round = 0; round < RECOPY_ROUNDS && !err; round++) {
+		rc.bytes = 0;
+		/* written, or not protected: copied again and protected */
+		if (!pm_scan(l, lo, hi, HS_PM_SCAN_WP_MATCHING, HS_PAGE_IS_WPALLOWED, 0,
+			     HS_PAGE_IS_WPALLOWED | HS_PAGE_IS_WRITTEN, recopy_region, &rc))
+			err = rc.err ? rc.err :
+				hs_error_errno(errno, "PAGEMAP_SCAN of process %d", (int)l->pid);
+		l->recopied += rc.bytes;
+		if (rc.bytes < RECOPY_BYTES)
+			break;
+	}
+	free(rc.buf);
+	return err;
+}
+
+static bool late_add(struct live *l, uint64_t start, uint64_t end, bool zero)
+{
+	if (l->nlate == l->caplate) {
+		size_t cap = l->caplate ? 2 * l->caplate : 64;
+		struct late *v = realloc(l->late, cap * sizeof(*v));
+		if (!v)
+			return false;
+		l->late = v;
+		l->caplate = cap;
+	}
+	uint8_t *data = NULL;
+	if (!zero) {
+		if (!(data = malloc(end - start)))
+			return false;
+		read_mem(l, start, data, end - start);
+		l->late_bytes += end - start;
+	}
+	l->late[l->nlate++] = (struct late){start, end, data};
+	return true;
+}
+
+static bool late_region(struct live *l, uint64_t start, uint64_t end, void *arg)
+{
+	return late_add(l, start, end, *(bool *)arg);
+}
+
+static int cmp_late(const void *a, const void *b)
+{
+	const struct late *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* With the threads stopped: what load [start, end) of mapping m needs
+ * besides the copy: the parts without one, and in the parts with one,
+ * the pages written since or not protected (read now) and the pages no
+ * longer there (zeros in an anonymous mapping, read again in a file's). */
+static struct hs_error *track_late(struct live *l, const struct mapping *m,
+				   uint64_t start, uint64_t end)
+{
+	bool anon = !m->inode || m->path[0] == '[' || !m->path[0];
+	uint64_t at = start;
+	for (size_t i = pre_at(l, start); i < l->npre && l->pre[i].start < end; i++) {
+		uint64_t s = at > l->pre[i].start ? at : l->pre[i].start;
+		uint64_t e = end < l->pre[i].end ? end : l->pre[i].end;
+		if (at < s && !late_add(l, at, s, false))
+			return &hs_error_nomem;
+		bool no = false, zero = anon;
+		if (s < e &&
+		    (!pm_scan(l, s, e, 0, HS_PAGE_IS_WPALLOWED, 0,
+			      HS_PAGE_IS_WPALLOWED | HS_PAGE_IS_WRITTEN, late_region, &no) ||
+		     !pm_scan(l, s, e, 0, HS_PAGE_IS_PRESENT | HS_PAGE_IS_SWAPPED,
+			      HS_PAGE_IS_WPALLOWED | HS_PAGE_IS_PRESENT | HS_PAGE_IS_SWAPPED,
+			      0, late_region, &zero)))
+			return hs_error_errno(errno, "PAGEMAP_SCAN of process %d", (int)l->pid);
+		at = e > at ? e : at;
+	}
+	if (at < end && !late_add(l, at, end, false))
+		return &hs_error_nomem;
+	return NULL;
+}
+
+static bool any_region(struct live *l, uint64_t start, uint64_t end, void *arg)
+{
+	(void)l;
+	(void)start;
+	(void)end;
+	*(bool *)arg = true;
+	return true;
+}
+
+/* With the threads stopped, the mappings were read from maps, not smaps
+ * (whose counts walk every page table: 50 ms for 2 GiB): what decides
+ * the dump is found otherwise.  A file mapping that is not writable is
+ * dumped whole when it holds a private copy of some page (an anonymous
+ * page present: PAGEMAP_SCAN, over its own pages only); a mapping keeps
+ * the "do not dump" mark it had when the copy began. */
+static struct hs_error *track_maps(struct live *l)
+{
+	for (size_t i = 0; i < l->nmaps; i++) {
+		struct mapping *m = &l->maps[i];
+		for (size_t k = 0; k < l->nmaps0; k++)
+			if (l->maps0[k].start == m->start && l->maps0[k].inode == m->inode)
+				m->dontdump = l->maps0[k].dontdump;
+		bool anon = !m->inode || m->path[0] == '[' || !m->path[0];
+		if (anon || m->perms[1] == 'w' || m->perms[3] == 's' || skipped(m))
+			continue;
+		bool some = false;
+		if (!pm_scan(l, m->start, m->end, 0, HS_PAGE_IS_FILE,
+			     HS_PAGE_IS_FILE | HS_PAGE_IS_PRESENT, 0, any_region, &some))
+			return hs_error_errno(errno, "PAGEMAP_SCAN of process %d", (int)l->pid);
+		m->anon_kb = some;
+	}
+	return NULL;
+}
+
+/* Load bytes [addr, addr + len) from the copy and what was read at the
+ * stop. */
+static struct hs_error *track_fill(struct live *l, uint64_t addr, uint8_t *buf,
+				   size_t len)
+{
+	uint64_t end = addr + len;
+	memset(buf, 0, len);
+	for (size_t i = pre_at(l, addr); i < l->npre && l->pre[i].start < end; i++) {
+		const struct pre_range *p = &l->pre[i];
+		uint64_t s = addr > p->start ? addr : p->start;
+		uint64_t e = end < p->end ? end : p->end;
+		if (s < e && pread(l->pre_fd, buf + (s - addr), e - s,
+				   (off_t)(p->off + (s - p->start))) != (ssize_t)(e - s))
+			return hs_error_errno(errno, "reading the snapshot's temporary copy");
+	}
+	/* late ranges are sorted and disjoint: the first that ends past addr */
+	size_t lo = 0, hi = l->nlate;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->late[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < l->nlate && l->late[i].start < end; i++) {
+		const struct late *t = &l->late[i];
+		uint64_t s = addr > t->start ? addr : t->start;
+		uint64_t e = end < t->end ? end : t->end;
+		if (t->data)
+			memcpy(buf + (s - addr), t->data + (s - t->start), e - s);
+		else
+			memset(buf + (s - addr), 0, e - s);
+	}
+	return NULL;
+}
+
+static void track_close(struct live *l)
+{
+	/* closing the userfaultfd unregisters every range */
+	if (l->uffd >= 0)
+		close(l->uffd);
+	if (l->pagemap >= 0)
+		close(l->pagemap);
+	if (l->pre_fd >= 0)
+		close(l->pre_fd);
+	l->uffd = l->pagemap = l->pre_fd = -1;
+	for (size_t i = 0; i < l->nlate; i++)
+		free(l->late[i].data);
+	free(l->late);
+	free(l->pre);
+	free_maps(l->maps0, l->nmaps0);
+	l->maps0 = NULL;
+	l->nmaps0 = 0;
+	l->late = NULL;
+	l->pre = NULL;
+	l->nlate = l->npre = 0;
+}
+
 static struct hs_error *fill(void *arg, size_t index, uint64_t offset,
 			     void *buf, size_t len)
 {
 	struct live *l = arg;
-	sigset_t pend;
-	if (sigpending(&pend) == 0)
-		for (int s = 1; s < NSIG; s++)
-			if (sigismember(&l->blocked, s) && sigismember(&pend, s))
-				return hs_error_create(HS_ERR_IO, "interrupted by signal %d", s);
-	read_mem(l, l->loads[index].vaddr + offset, buf, len);
+	struct hs_error *err;
+	if (interrupted(l, &err))
+		return err;
 	l->bytes += len;
+	if (l->tracked)
+		return track_fill(l, l->loads[index].vaddr + offset, buf, len);
+	read_mem(l, l->loads[index].vaddr + offset, buf, len);
 	return NULL;
 }
 
 static struct hs_error *filled(void *arg)
 {
 	struct live *l = arg;
-	if (l->clone)
+	if (l->clone || l->tracked)
 		return NULL;
 	/* no-fork: a target killed while stopped reads as zeros; the
 	 * threads can go before the file is synced */
@@ -911,6 +1394,38 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+/* Every thread stopped and its registers read, the one that stands for
+ * the process first. */
+static struct hs_error *stop_and_read(struct live *l)
+{
+	struct hs_error *err = stop_all(l);
+	if (err)
+		return err;
+	qsort(l->threads, l->nthreads, sizeof(*l->threads), cmp_tid);
+	for (size_t i = 0; i < l->nthreads; i++)
+		if (l->threads[i].tid == l->pid && i) {
+			struct thread t = l->threads[i];
+			memmove(l->threads + 1, l->threads, i * sizeof(t));
+			l->threads[0] = t;
+		}
+	for (size_t i = 0; i < l->nthreads && !err; i++)
+		if (!l->threads[i].gone)
+			err = read_regs(&l->threads[i]);
+	return err;
+}
+
+/* After a detach: the threads as if never seen, for another stop. */
+static void forget_threads(struct live *l)
+{
+	for (size_t i = 0; i < l->nthreads; i++)
+		free(l->threads[i].xstate);
+	free(l->threads);
+	l->threads = NULL;
+	l->nthreads = 0;
+	l->detached = false;
+	l->t_first = l->t_last = 0;
+}
+
 static struct hs_error *snapshot(struct live *l, const char *out_path,
 				 struct hs_live_result *res)
 {
@@ -924,7 +1439,7 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)l->pid);
 	if ((err = read_file(path, &auxv, &auxv_len)))
 		return err;
-	bool fork_mode = !o->no_fork;
+	bool fork_mode = !o->no_fork, track = !o->no_fork && !o->fork;
 	uint64_t insn = 0;
 	if (fork_mode) {
 		/* what would make the clone unsafe or impossible, known
@@ -955,20 +1470,10 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 		l->nmaps = 0;
 	}
 
-	if ((err = stop_all(l)))
-		goto out;
-	/* the thread that stands for the process comes first */
-	qsort(l->threads, l->nthreads, sizeof(*l->threads), cmp_tid);
-	for (size_t i = 0; i < l->nthreads; i++)
-		if (l->threads[i].tid == l->pid && i) {
-			struct thread t = l->threads[i];
-			memmove(l->threads + 1, l->threads, i * sizeof(t));
-			l->threads[0] = t;
-		}
-	for (size_t i = 0; i < l->nthreads && !err; i++)
-		if (!l->threads[i].gone)
-			err = read_regs(&l->threads[i]);
-	if (err)
+	if (track && fork_mode &&
+	    !track_supported(l, res->track_why, sizeof(res->track_why)))
+		track = false;
+	if ((err = stop_and_read(l)))
 		goto out;
 
 	if (fork_mode) {
@@ -986,7 +1491,28 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 			}
 		}
 		pid_t child = 0;
-		if (!inj)
+		if (inj && track) {
+			if ((err = track_open(l, inj, insn, res->track_why,
+					      sizeof(res->track_why))))
+				goto out;
+			if (l->uffd >= 0) {
+				/* the threads run while the copy is made, then
+				 * stop again */
+				detach_all(l);
+				l->pause1_ms = l->t_last - l->t_first;
+				forget_threads(l);
+				if ((err = track_copy(l, out_path)))
+					goto out;
+				if (o->test_sleep_ms)
+					sleep_ms(o->test_sleep_ms);
+				if ((err = stop_and_read(l)))
+					goto out;
+				l->tracked = res->tracked = true;
+			}
+		}
+		if (l->tracked)
+			;
+		else if (!inj)
 			snprintf(res->fallback, sizeof(res->fallback),
 				 "no thread stopped where it can run a system call");
 		else if ((err = inject_clone(l, inj, insn, &child, res->fallback,
@@ -1010,7 +1536,8 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 	}
 
 	/* the memory's source, as it was at the stop */
-	if ((err = read_maps(l->src, true, &l->maps, &l->nmaps)))
+	if ((err = read_maps(l->src, !l->tracked, &l->maps, &l->nmaps)) ||
+	    (l->tracked && (err = track_maps(l))))
 		goto out;
 	struct hs_core_load_out *loads = calloc(l->nmaps + 1, sizeof(*loads));
 	size_t *load_map = calloc(l->nmaps + 1, sizeof(*load_map));
@@ -1058,6 +1585,18 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 		err = file_note(&nb, l);
 	if (!err)
 		err = fd_note(&nb, l->src);
+	/* tracked: what the copy lacks is read now, then the threads go */
+	for (size_t i = 0; l->tracked && i < nloads && !err; i++)
+		if (loads[i].filesz)
+			err = track_late(l, &l->maps[load_map[i]], loads[i].vaddr,
+					 loads[i].vaddr + loads[i].filesz);
+	if (l->tracked && !err) {
+		qsort(l->late, l->nlate, sizeof(*l->late), cmp_late);
+		detach_all(l);
+		res->late_bytes = l->late_bytes;
+		res->recopied = l->recopied;
+		res->pause1_ms = l->pause1_ms;
+	}
 	if (!err)
 		err = hs_core_write_new(out_path, nb.notes, nb.n, loads, nloads, fill,
 					filled, l);
@@ -1086,7 +1625,8 @@ struct hs_error *hs_live_snapshot(pid_t pid, const char *out_path,
 	struct hs_error *err = check_target(pid, opts);
 	if (err)
 		return err;
-	struct live l = {.pid = pid, .src = pid, .memfd = -1, .opts = opts};
+	struct live l = {.pid = pid, .src = pid, .memfd = -1, .opts = opts,
+			 .uffd = -1, .pagemap = -1, .pre_fd = -1};
 	sigemptyset(&l.blocked);
 	sigaddset(&l.blocked, SIGINT);
 	sigaddset(&l.blocked, SIGTERM);
@@ -1097,11 +1637,17 @@ struct hs_error *hs_live_snapshot(pid_t pid, const char *out_path,
 	err = snapshot(&l, out_path, ret);
 	detach_all(&l);
 	kill_clone(&l);
+	track_close(&l);
 	if (err && err->code == HS_ERR_IO && !strncmp(err->message, "ptrace(PTRACE_SEIZE)", 20) &&
 	    strstr(err->message, "Operation not permitted"))
 		err = hs_error_wrap(err, "not allowed to trace process %d (another tracer, a different user, or yama's ptrace_scope)",
 				    (int)pid);
 	ret->pause_ms = l.t_first ? l.t_last - l.t_first : 0;
+	if (ret->tracked) {
+		ret->pause2_ms = ret->pause_ms;
+		if (ret->pause1_ms > ret->pause_ms)
+			ret->pause_ms = ret->pause1_ms;
+	}
 	ret->bytes = l.bytes;
 	if (l.memfd >= 0)
 		close(l.memfd);

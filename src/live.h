@@ -42,6 +42,7 @@
 
 struct hs_live_options {
 	bool no_fork;
+	bool fork;              /* fork mode, not write-tracked */
 	/* /proc/sys/kernel/yama/ptrace_scope, or the tests' stand-in */
 	const char *ptrace_scope_path;
 	/* tests only: milliseconds to sleep once the memory's source is
@@ -54,9 +55,16 @@ struct hs_live_options {
 };
 
 struct hs_live_result {
-	double pause_ms;        /* first interrupt to last detach */
+	double pause_ms;        /* the longest stop: first interrupt to last
+				 * detach */
 	bool forked;            /* fork mode was asked and used */
 	char fallback[160];     /* fork mode asked but not used: why */
+	bool tracked;           /* write-tracked mode was used */
+	char track_why[160];    /* write tracking tried and not used: why */
+	double pause1_ms;       /* tracked: the stop that starts the tracking */
+	double pause2_ms;       /* tracked: the stop at the snapshot */
+	uint64_t recopied;      /* tracked: bytes copied again while it ran */
+	uint64_t late_bytes;    /* tracked: bytes read with the threads stopped */
 	size_t nthreads, nloads;
 	uint64_t bytes;         /* memory bytes written */
 };

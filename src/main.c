@@ -87,7 +87,7 @@ enum {
 	OPT_STATE, OPT_MIN_SIZE, OPT_HELP, OPT_LIST, OPT_SHOW_BYTES,
 	OPT_NO_UNEXPLAINED, OPT_THREADS, OPT_STATS, OPT_ALL, OPT_KEEP_STRINGS,
 	OPT_FORCE, OPT_PPROF, OPT_FOLDED, OPT_HTML, OPT_RAW,
-	OPT_CONSERVATIVE_ROOTS, OPT_NO_RULE, OPT_NO_SYSTEM_DEBUG, OPT_NO_FORK,
+	OPT_CONSERVATIVE_ROOTS, OPT_NO_RULE, OPT_NO_SYSTEM_DEBUG, OPT_NO_FORK, OPT_FORK,
 	OPT_PID,
 };
 
@@ -164,7 +164,9 @@ static const struct opt_doc opt_docs[] = {
 	{"folded", 0, required_argument, OPT_FOLDED, "OUT", TAKES_EXPORT,
 	 "folded stacks (flamegraph.pl, speedscope)"},
 	{"no-fork", 0, no_argument, OPT_NO_FORK, NULL, TAKES_PID,
-	 "copy the memory with every thread stopped instead of from a fork (a pause that grows with the memory)"},
+	 "copy the memory with every thread stopped (a pause that grows with the memory)"},
+	{"fork", 0, no_argument, OPT_FORK, NULL, TAKES_PID,
+	 "copy the memory from a fork even where the kernel tracks writes (a pause of the page tables' copy)"},
 	{"pid", 0, required_argument, OPT_PID, "PID", TAKES_LIVE,
 	 "instead of CORE: a snapshot of live process PID (as heapsift snapshot takes it), in $TMPDIR, removed afterwards"},
 };
@@ -263,14 +265,17 @@ static const struct command commands[] = {
 	 "modules' build-ids.  heapdiff compares summaries as it compares cores.",
 	 "heapsift summary service.core -o service.summary.json"},
 	{"snapshot", hs_cmd_snapshot, TAKES_PID | TAKES_OUT_ONLY,
-	 "heapsift snapshot PID -o OUT [--no-fork] [options]",
+	 "heapsift snapshot PID -o OUT [--fork | --no-fork] [options]",
 	 "a core of a live process, with a pause of milliseconds",
 	 "A core of live process PID, for every other command, taken with a short\n"
-	 "pause: every thread is stopped (ptrace), its registers read, the process\n"
-	 "cloned, every thread let go, and the memory copied from the clone (a\n"
-	 "copy-on-write copy frozen at the stop): the pause is the clone's copy of\n"
-	 "the page tables, not the copy of the memory.  It is printed on stderr.\n"
-	 "With --no-fork the memory is copied while the threads are stopped.",
+	 "pause.  Where the kernel tracks writes (Linux 6.7+), the memory is copied\n"
+	 "while the process runs, with its writes tracked (userfaultfd), then every\n"
+	 "thread is stopped (ptrace), its registers read, and only what was written\n"
+	 "meanwhile read again: the pause is that, not the copy.  Elsewhere, or with\n"
+	 "--fork, the process is cloned at the stop and the memory copied from the\n"
+	 "clone (a copy-on-write copy): the pause is the clone's copy of the page\n"
+	 "tables.  With --no-fork the memory is copied while the threads are\n"
+	 "stopped.  The pause is printed on stderr.",
 	 "heapsift snapshot 4242 -o service.core"},
 	{"diff", hs_cmd_diff, TAKES_CORES | TAKES_N,
 	 "heapsift diff SNAP1 SNAP2 [SNAP3 ...] [--force] [--html OUT] [-n N] [options]",
@@ -692,6 +697,9 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 		case OPT_NO_FORK:
 			cli->no_fork = true;
 			break;
+		case OPT_FORK:
+			cli->fork = true;
+			break;
 		case OPT_PID: {
 			int pid;
 			if (!hs_cli_parse_pid(optarg, &pid))
@@ -805,9 +813,9 @@ static int live_snapshot(struct hs_cli *cli, char *path, size_t len)
 		return rc;
 	}
 	if (!cli->quiet)
-		fprintf(stderr, "heapsift: snapshot of process %d: paused %.1f ms%s%s\n",
+		fprintf(stderr, "heapsift: snapshot of process %d: paused %.1f ms%s%s%s\n",
 			pid, r.pause_ms, r.fallback[0] ? " (no fork: " : "",
-			r.fallback[0] ? r.fallback : "");
+			r.fallback[0] ? r.fallback : "", r.fallback[0] ? ")" : "");
 	return -1;
 }
 

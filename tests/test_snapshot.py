@@ -6,18 +6,21 @@ blocks it records, a thread that measures the largest gap in its own
 clock readings (the pause as the target sees it), one asleep in nanosleep
 and the main thread in read(2) on a pipe, answering commands.
 
-  (a) snapshots in fork and no-fork modes analyze as a gcore of the same
+  (a) snapshots in write-tracked (the default where the kernel tracks
+      writes), fork and no-fork modes analyze as a gcore of the same
       quiescent process does (`list --format json`, `leaks` summary), and
       as the fixture recorded; gdb reads them (a backtrace);
-  (b) the pause seen inside the target, fork mode, stays under 50 ms at
-      HS_SNAPSHOT_MIB MiB (default 256; the best of 8 snapshots, since a
-      loaded machine adds its scheduling delays) and under a fifth of
-      no-fork's, whose pause is reported; HS_SNAPSHOT_BIG=1 adds a 2 GiB
-      heap (fork's pause under 250 ms there: the clone copies the page
-      tables, which grow with the resident heap);
+  (b) the pause seen inside the target, in tracked and in fork mode, stays
+      under 50 ms at HS_SNAPSHOT_MIB MiB (default 256; the best of 8
+      snapshots, since a loaded machine adds its scheduling delays) and
+      under a fifth of no-fork's, whose pause is reported;
+      HS_SNAPSHOT_BIG=1 adds a 2 GiB heap (tracked: under 50 ms there too;
+      fork: under 250 ms, the clone copies the page tables, which grow
+      with the resident heap);
   (c) after a snapshot, and after heapsift is SIGKILLed in the middle of
-      one (HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS), the target runs, answers,
-      and has no child;
+      one (HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS: in tracked mode while the
+      target runs with its writes tracked), the target runs, answers, has
+      no child and no descriptor more than before;
   (d) refusals: no such process, a process already traced, yama's
       ptrace_scope (HEAPSIFT_TEST_PTRACE_SCOPE_FILE), another user, a
       target that exits during the snapshot: one line, exit 1, nothing
@@ -25,9 +28,12 @@ and the main thread in read(2) on a pipe, answering commands.
   (e) --pid on an analysis command, and the descriptor table in `files`.
 """
 
+import ctypes
+import fcntl
 import json
 import os
 import shutil
+import struct
 import signal
 import subprocess
 import sys
@@ -40,6 +46,49 @@ from hstest import HEAPSIFT, Checker, HsError  # noqa: E402
 WORK = os.path.join(hstest.WORKDIR, "snapshot")
 FX = os.path.join(hstest.FIXTURES, "fx_snapshot")
 PAUSE_LIMIT_MS = 50.0
+
+
+def kernel_tracks_writes():
+    """Whether this kernel has asynchronous userfaultfd write protection
+    and PAGEMAP_SCAN (Linux 6.7), asked of the kernel directly: then
+    snapshot's default is the write-tracked mode."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(323, os.O_CLOEXEC | 1)  # userfaultfd(UFFD_USER_MODE_ONLY)
+    if fd < 0:
+        return False
+    try:
+        api = bytearray(struct.pack("QQQ", 0xAA, 0, 0))
+        fcntl.ioctl(fd, 0xC018AA3F, api)  # UFFDIO_API
+        if not struct.unpack("QQQ", bytes(api))[1] & (1 << 15):  # WP_ASYNC
+            return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    page = bytearray(8192)
+    addr = (ctypes.addressof((ctypes.c_char * 8192).from_buffer(page)) + 4095) & ~4095
+    region = ctypes.create_string_buffer(24)
+    # struct pm_scan_arg: one page, present pages, one region out
+    arg = bytearray(struct.pack("12Q", 96, 0, addr, addr + 4096, 0,
+                                ctypes.addressof(region), 1, 0, 0, 0, 1 << 3, 1 << 3))
+    with open("/proc/self/pagemap", "rb") as pm:
+        try:
+            fcntl.ioctl(pm.fileno(), 0xC0606610, arg)  # PAGEMAP_SCAN
+        except OSError:
+            return False
+    return True
+
+
+TRACKS = kernel_tracks_writes()
+# what the default mode says it did
+DEFAULT_SAYS = "its writes tracked" if TRACKS else "copied from a fork"
+
+
+def fds_of(pid):
+    try:
+        return sorted(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return None
 
 
 class Target:
@@ -170,22 +219,32 @@ def test_same_as_gcore(ck):
         # fork: the clone is run by the busy thread (stopped in user
         # code), or with HEAPSIFT_TEST_INJECT_IN_SYSCALL by the main
         # thread, stopped in read(2), whose call must then be restarted
-        for mode, extra, env in (("fork", [], {}),
-                                 ("fork-in-syscall", [], {"HEAPSIFT_TEST_INJECT_IN_SYSCALL": "1"}),
-                                 ("no-fork", ["--no-fork"], {})):
+        # (the userfaultfd, in tracked mode, is made the same ways)
+        modes = (("default", [], {}, DEFAULT_SAYS),
+                 ("default-in-syscall", [], {"HEAPSIFT_TEST_INJECT_IN_SYSCALL": "1"},
+                  DEFAULT_SAYS),
+                 ("fork", ["--fork"], {}, "copied from a fork"),
+                 ("fork-in-syscall", ["--fork"], {"HEAPSIFT_TEST_INJECT_IN_SYSCALL": "1"},
+                  "copied from a fork"),
+                 ("no-fork", ["--no-fork"], {}, "copied with the threads stopped"))
+        if not TRACKS:
+            ck.skip("same: tracked mode", "this kernel cannot track writes (Linux 6.7+)")
+        fds = fds_of(t.pid)
+        for mode, extra, env, says in modes:
             out = os.path.join(WORK, "same-%s.core" % mode)
             r = snapshot(t.pid, out, *extra, env=env)
             ck.check("same: %s snapshot succeeds" % mode, r.rc == 0, r.describe() + "\n" + r.err)
             ck.check("same: %s pause printed" % mode, pause_of(r) is not None, r.err)
-            if mode != "no-fork":
-                ck.check("same: %s mode used" % mode, "copied from a fork" in r.out, r.out + r.err)
+            ck.check("same: %s mode used" % mode, says in r.out, r.out + r.err)
             cores[mode] = out
             ck.case("same: target well after %s snapshot" % mode, alive_and_well(t))
+            ck.check("same: the target's descriptors are as before (%s)" % mode,
+                     fds_of(t.pid) == fds, "%s then %s" % (fds, fds_of(t.pid)))
         cores["gcore"] = hstest.gcore(t.pid, os.path.join(WORK, "same-gcore"))
         ck.case("same: target well after gcore", alive_and_well(t))
         lists = {m: blocks_of(c) for m, c in cores.items()}
         leaks = {m: leak_summary(c) for m, c in cores.items()}
-        for m in ("fork", "fork-in-syscall", "no-fork"):
+        for m, _, _, _ in modes:
             ck.check("same: %s lists the blocks gcore's core does" % m,
                      lists[m] == lists["gcore"],
                      "only in %s: %s\nonly in gcore: %s" % (
@@ -194,7 +253,7 @@ def test_same_as_gcore(ck):
             ck.check("same: %s leak summary is gcore's" % m, leaks[m] == leaks["gcore"],
                      "%s\n%s" % (leaks[m], leaks["gcore"]))
         # the fixture's own record
-        by_addr = {int(a, 16): (size, reach) for a, size, reach, _ in lists["fork"]}
+        by_addr = {int(a, 16): (size, reach) for a, size, reach, _ in lists["default"]}
         rec = t.blocks()
         problems = []
         for addr, (size, usable, leaked) in rec.items():
@@ -205,8 +264,8 @@ def test_same_as_gcore(ck):
                 problems.append("%#x: size %d, malloc_usable_size %d" % (addr, got[0], usable))
             elif leaked == (got[1] == "reachable"):
                 problems.append("%#x: %s, recorded leaked=%s" % (addr, got[1], leaked))
-        ck.case("same: fork snapshot has every recorded block, size and class", problems)
-        for m in ("fork", "no-fork"):
+        ck.case("same: default snapshot has every recorded block, size and class", problems)
+        for m in ("default", "fork", "no-fork"):
             r = hstest.run(["gdb", "-batch", "-ex", "thread apply all bt", FX, cores[m]],
                            timeout=300)
             ck.check("same: gdb shows %s snapshot's backtraces" % m,
@@ -219,12 +278,14 @@ def test_same_as_gcore(ck):
         except ValueError:
             j = {}
         ck.check("same: --format json says what was written",
-                 j.get("output") == out and j.get("pid") == t.pid and j.get("mode") == "fork"
+                 j.get("output") == out and j.get("pid") == t.pid and
+                 j.get("mode") == ("tracked" if TRACKS else "fork") and
+                 (not TRACKS or j.get("first_pause_us", 0) > 0)
                  and j.get("threads") == 3 and j.get("pause_us", 0) > 0
                  and j.get("memory_bytes", 0) > 64 << 20, r.out + r.err)
         if os.path.exists(out):
             os.remove(out)
-        info = hs_json("info", cores["fork"], "--exe", FX)
+        info = hs_json("info", cores["default"], "--exe", FX)
         ck.check("same: info sees the process's pid and 3 threads",
                  info.get("process", {}).get("pid") == t.pid and
                  len(info.get("threads", [])) == 3, json.dumps(info)[:400])
@@ -234,31 +295,46 @@ def test_same_as_gcore(ck):
         t.stop()
 
 
-def test_pause(ck, mib, label, limit_ms=PAUSE_LIMIT_MS):
+def best_pause(ck, t, mib, label, mode, extra, says, attempts):
+    """The pauses seen by target t over `attempts` snapshots in a mode
+    (the best is the figure: a loaded machine adds scheduling delays), and
+    those heapsift printed; None when a snapshot failed."""
+    out = os.path.join(WORK, "pause-%s.core" % label)
+    inside, printed = [], []
+    for _ in range(attempts):
+        t.ask("reset")
+        r = snapshot(t.pid, out, *extra)
+        if r.rc != 0 or says not in r.out:
+            ck.check("pause %s: %s snapshot" % (label, mode), False,
+                     r.describe() + r.out + r.err)
+            return None
+        inside.append(t.gap_us() / 1000.0)
+        printed.append(pause_of(r))
+        os.remove(out)  # the pause is measured, the core not needed
+    print("pause %s MiB: %s, seen by the target %s ms, printed %s ms"
+          % (mib, mode, inside, printed))
+    return inside, printed
+
+
+def test_pause(ck, mib, label, fork_limit_ms=PAUSE_LIMIT_MS, attempts=8):
     t = Target(mib, "pause-%s" % label)
     figures = []
     try:
+        modes = [("fork", ["--fork"], "copied from a fork", fork_limit_ms)]
+        if TRACKS:
+            modes.insert(0, ("tracked", [], "its writes tracked", PAUSE_LIMIT_MS))
+        best = {}
+        for mode, extra, says, limit in modes:
+            got = best_pause(ck, t, mib, label, mode, extra, says, attempts)
+            if got is None:
+                return figures
+            figures.append((mode,) + got)
+            best[mode] = min(got[0])
+            ck.check("pause %s MiB: %s pause seen by the target under %.0f ms"
+                     % (mib, mode, limit), best[mode] < limit, "%s ms" % got[0])
+            ck.case("pause %s: target well after %s snapshots" % (label, mode),
+                    alive_and_well(t))
         out = os.path.join(WORK, "pause-%s.core" % label)
-        inside, printed = [], []
-        for attempt in range(8):
-            t.ask("reset")
-            r = snapshot(t.pid, out)
-            if r.rc != 0:
-                ck.check("pause %s: fork snapshot" % label, False, r.describe() + r.err)
-                return
-            inside.append(t.gap_us() / 1000.0)
-            printed.append(pause_of(r))
-            os.remove(out)  # the pause is measured, the core not needed
-            if "copied from a fork" not in r.out:
-                ck.check("pause %s: fork mode used" % label, False, r.out + r.err)
-                return
-        best = min(inside)
-        print("pause %s MiB: fork, seen by the target %s ms, printed %s ms"
-              % (mib, inside, printed))
-        figures.append(("fork", inside, printed))
-        ck.check("pause %s MiB: fork's pause seen by the target under %.0f ms"
-                 % (mib, limit_ms), best < limit_ms, "%s ms" % inside)
-        ck.case("pause %s: target well after fork snapshots" % label, alive_and_well(t))
         t.ask("reset")
         r = snapshot(t.pid, out, "--no-fork")
         gap = t.gap_us() / 1000.0
@@ -267,8 +343,9 @@ def test_pause(ck, mib, label, limit_ms=PAUSE_LIMIT_MS):
         figures.append(("no-fork", [gap], [pause_of(r)]))
         ck.check("pause %s: no-fork pause reported" % label,
                  r.rc == 0 and pause_of(r) is not None, r.err)
-        ck.check("pause %s MiB: fork's pause is under a fifth of no-fork's" % mib,
-                 best < gap / 5, "fork %.1f ms, no-fork %.1f ms" % (best, gap))
+        for mode in best:
+            ck.check("pause %s MiB: %s pause is under a fifth of no-fork's" % (mib, mode),
+                     best[mode] < gap / 5, "%s %.1f ms, no-fork %.1f ms" % (mode, best[mode], gap))
         ck.case("pause %s: target well after no-fork snapshot" % label, alive_and_well(t))
         if os.path.exists(out):
             os.remove(out)
@@ -301,16 +378,24 @@ def wait_for_clone(parent_pid, timeout=20):
 def test_killed(ck):
     t = Target(16, "killed")
     try:
-        for mode in ("fork", "no-fork"):
+        fds = fds_of(t.pid)
+        for mode in ("tracked", "fork", "no-fork") if TRACKS else ("fork", "no-fork"):
             out = os.path.join(WORK, "killed-%s.core" % mode)
             e = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS="5000")
             argv = [HEAPSIFT, "snapshot", str(t.pid), "-o", out]
-            if mode == "no-fork":
-                argv.append("--no-fork")
+            if mode != "tracked":
+                argv.append("--" + mode)
             hs = subprocess.Popen(argv, env=e, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
             clone = None
-            if mode == "fork":
+            if mode == "tracked":
+                # heapsift sleeps with the target running, its writes
+                # tracked (registered with heapsift's userfaultfd)
+                time.sleep(0.5)
+                ck.check("killed: tracked mode lets the target run while it copies",
+                         not hstest.is_stopped(t.pid) and hs.poll() is None,
+                         hstest.proc_state(t.pid))
+            elif mode == "fork":
                 # the clone is a child of the target's parent: this script
                 clone = wait_for_clone(os.getpid())
                 ck.check("killed: the clone exists while heapsift dumps", clone is not None)
@@ -326,6 +411,8 @@ def test_killed(ck):
             time.sleep(0.2)
             ck.case("killed: target well after heapsift is SIGKILLed (%s)" % mode,
                     alive_and_well(t))
+            ck.check("killed: the target's descriptors are as before (%s)" % mode,
+                     fds_of(t.pid) == fds, "%s then %s" % (fds, fds_of(t.pid)))
             if clone:
                 try:
                     pid, status = os.waitpid(clone, 0)
@@ -341,7 +428,7 @@ def test_killed(ck):
         # a signal that heapsift may handle: it cleans up itself
         out = os.path.join(WORK, "interrupted.core")
         e = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS="1000")
-        hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out], env=e,
+        hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out, "--fork"], env=e,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         clone = wait_for_clone(os.getpid())
         hs.send_signal(signal.SIGTERM)
@@ -356,6 +443,118 @@ def test_killed(ck):
                 os.waitpid(clone, 0)
             except ChildProcessError:
                 pass
+        if TRACKS:
+            # the same while the target runs with its writes tracked
+            hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out], env=e,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(0.5)
+            hs.send_signal(signal.SIGTERM)
+            hs.communicate()
+            ck.check("interrupted (tracked): heapsift dies of the SIGTERM",
+                     hs.returncode == -signal.SIGTERM, hs.returncode)
+            ck.case("interrupted (tracked): target well", alive_and_well(t))
+            ck.check("interrupted (tracked): the target's descriptors are as before",
+                     fds_of(t.pid) == fds, "%s then %s" % (fds, fds_of(t.pid)))
+            left = [f for f in os.listdir(WORK) if f.startswith("interrupted.core")]
+            ck.check("interrupted (tracked): no file left", not left, left)
+    finally:
+        t.stop()
+
+
+def core_words(core, addrs):
+    """The 8-byte words of an ELF core at each address (None where the
+    core has no bytes for it)."""
+    out = {}
+    with open(core, "rb") as f:
+        head = f.read(64)
+        phoff, = struct.unpack_from("<Q", head, 32)
+        phentsize, phnum = struct.unpack_from("<HH", head, 54)
+        f.seek(phoff)
+        phdrs = [struct.unpack("<IIQQQQQQ", f.read(phentsize)[:56]) for _ in range(phnum)]
+        for a in addrs:
+            out[a] = None
+            for ptype, _, off, vaddr, _, filesz, _, _ in phdrs:
+                if ptype == 1 and vaddr <= a and a + 8 <= vaddr + filesz:
+                    f.seek(off + a - vaddr)
+                    out[a], = struct.unpack("<Q", f.read(8))
+    return out
+
+
+def test_late_changes(ck):
+    """Pages written and pages zapped after the copy of them, while the
+    target runs (tracked mode): the core has them as they are at the
+    stop."""
+    if not TRACKS:
+        ck.skip("late changes", "this kernel cannot track writes (Linux 6.7+)")
+        return
+    t = Target(8, "late")
+    try:
+        base = int(t.ask("poke").split()[1], 16)
+        out = os.path.join(WORK, "late.core")
+        e = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS="1500")
+        hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out, "--format", "json"],
+                              env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.7)  # the copy is made; heapsift sleeps, the target runs
+        copied = hs.poll() is None and not hstest.is_stopped(t.pid)
+        ck.check("late: the target was copied and runs", copied, hstest.proc_state(t.pid))
+        t.ask("poke2")
+        o, err = hs.communicate(timeout=120)
+        ck.check("late: snapshot succeeds", hs.returncode == 0, err)
+        if hs.returncode == 0:
+            w = core_words(out, [base, base + 4096, base + 8192])
+            ck.check("late: a page zapped after its copy reads 0", w[base] == 0, w)
+            ck.check("late: a page written after its copy has the new word",
+                     w[base + 4096] == 0x4444, w)
+            ck.check("late: a page left alone is as copied", w[base + 8192] == 0x3333, w)
+            os.remove(out)
+        ck.case("late: target well after", alive_and_well(t))
+    finally:
+        t.stop()
+
+
+def test_churn(ck):
+    """A thread rewrites 4096 pages without end (and zaps the first each
+    time) while the memory is copied: the core holds one moment.  Each
+    snapshot in tracked mode must find the pages written and the page
+    zapped since they were copied."""
+    t = Target(8, "churn")
+    try:
+        w = t.ask("churn").split()
+        base, pages = int(w[1], 16), int(w[2])
+        for mode, extra in (("tracked", []), ("fork", ["--fork"])) if TRACKS else \
+                (("fork", ["--fork"]),):
+            for attempt in range(3):
+                out = os.path.join(WORK, "churn-%s.core" % mode)
+                r = snapshot(t.pid, out, *extra, "--format", "json")
+                try:
+                    j = json.loads(r.out)
+                except ValueError:
+                    j = {}
+                ck.check("churn: %s snapshot %d" % (mode, attempt), r.rc == 0 and
+                         j.get("mode") == mode, r.describe() + r.out + r.err)
+                if r.rc:
+                    return
+                words = core_words(out, [base + i * 4096 for i in range(pages)])
+                v = [words[base + i * 4096] for i in range(pages)]
+                os.remove(out)
+                # one moment (fx_snapshot.c): with G the last page's word,
+                # page 0 holds 0 and pages [1, K) G, [K, PAGES - 1) G - 1;
+                # or every page holds G
+                g = v[-1] or 0
+                k = 1
+                while k < pages - 1 and v[k] == g:
+                    k += 1
+                good = None not in v and g >= 1 and \
+                    all(x == g - 1 for x in v[k:pages - 1]) and \
+                    (v[0] == 0 or (v[0] == g and k == pages - 1))
+                ck.check("churn: %s snapshot %d holds one moment of the sweep" % (mode, attempt),
+                         good, "G=%d, first words %s, changes at %s" % (
+                             g, v[:4], [i for i in range(1, pages) if v[i] != v[i - 1]][:8]))
+                if mode == "tracked" and attempt == 0:
+                    print("churn: tracked, %s bytes copied again, %s read at the stop, "
+                          "pause %s us" % (j.get("recopied_bytes"), j.get("stopped_read_bytes"),
+                                           j.get("pause_us")))
+        ck.case("churn: target well after", alive_and_well(t))
     finally:
         t.stop()
 
@@ -440,6 +639,20 @@ def test_refusals(ck):
                          ["exited during the snapshot"])
     finally:
         t.stop()
+    if TRACKS:
+        # exits while its memory is copied, its writes tracked
+        t = Target(8, "refused-tracked")
+        try:
+            hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out], env=e,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(0.5)
+            os.kill(t.pid, signal.SIGKILL)
+            o, e2 = hs.communicate(timeout=120)
+            r = hstest.Run(hs.args, hs.returncode, o, e2, False, 0)
+            one_line_refusal(ck, "exits during the tracked copy", r, out,
+                             ["exited during the snapshot"])
+        finally:
+            t.stop()
 
 
 def test_pid_and_files(ck):
@@ -511,7 +724,9 @@ def main():
     if os.environ.get("HS_SNAPSHOT_BIG") == "1":
         # the clone copies the page tables: about 45 ms per GiB resident
         # on the 2-core test machine (docs/performance.md)
-        test_pause(ck, 2048, "big", limit_ms=250)
+        test_pause(ck, 2048, "big", fork_limit_ms=250, attempts=3)
+    test_late_changes(ck)
+    test_churn(ck)
     test_killed(ck)
     test_refusals(ck)
     test_pid_and_files(ck)
