@@ -84,6 +84,19 @@ TRACKS = kernel_tracks_writes()
 DEFAULT_SAYS = "its writes tracked" if TRACKS else "copied from a fork"
 
 
+def maps_of(pid):
+    """/proc/PID/maps, and whether some mapping is still registered for
+    userfaultfd write protection (smaps' VmFlags "uw")."""
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            maps = f.read()
+        with open("/proc/%d/smaps" % pid) as f:
+            uw = any(ln.startswith("VmFlags:") and " uw" in ln for ln in f)
+    except OSError:
+        return None, None
+    return maps, uw
+
+
 def fds_of(pid):
     try:
         return sorted(os.listdir("/proc/%d/fd" % pid))
@@ -230,6 +243,7 @@ def test_same_as_gcore(ck):
         if not TRACKS:
             ck.skip("same: tracked mode", "this kernel cannot track writes (Linux 6.7+)")
         fds = fds_of(t.pid)
+        maps = maps_of(t.pid)[0]
         for mode, extra, env, says in modes:
             out = os.path.join(WORK, "same-%s.core" % mode)
             r = snapshot(t.pid, out, *extra, env=env)
@@ -240,6 +254,9 @@ def test_same_as_gcore(ck):
             ck.case("same: target well after %s snapshot" % mode, alive_and_well(t))
             ck.check("same: the target's descriptors are as before (%s)" % mode,
                      fds_of(t.pid) == fds, "%s then %s" % (fds, fds_of(t.pid)))
+            now, uw = maps_of(t.pid)
+            ck.check("same: the target's mappings are as before, none write-protected (%s)"
+                     % mode, now == maps and uw is False, "%s\nthen\n%s" % (maps, now))
         cores["gcore"] = hstest.gcore(t.pid, os.path.join(WORK, "same-gcore"))
         ck.case("same: target well after gcore", alive_and_well(t))
         lists = {m: blocks_of(c) for m, c in cores.items()}
