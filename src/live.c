@@ -849,6 +849,13 @@ static uint64_t dump_size(struct live *l, const struct mapping *m)
 	return 0;
 }
 
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
 /* ---- write-tracked mode ----------------------------------------------- */
 
 /* Linux 6.7's PAGEMAP_SCAN (linux/fs.h) and userfaultfd flags, for older
@@ -1301,6 +1308,8 @@ static struct hs_error *fill(void *arg, size_t index, uint64_t offset,
 	struct hs_error *err;
 	if (interrupted(l, &err))
 		return err;
+	if (l->opts->test_sleep_ms && !l->tracked && !l->bytes)
+		sleep_ms(l->opts->test_sleep_ms);   /* the output file exists */
 	l->bytes += len;
 	if (l->tracked)
 		return track_fill(l, l->loads[index].vaddr + offset, buf, len);
@@ -1397,13 +1406,6 @@ static struct hs_error *check_target(pid_t pid, const struct hs_live_options *o)
 }
 
 /* ---- the snapshot ----------------------------------------------------- */
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
 
 /* Every thread stopped and its registers read, the one that stands for
  * the process first. */
@@ -1535,11 +1537,7 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 			res->forked = true;
 			if ((err = hold_clone(l)))
 				goto out;
-			if (o->test_sleep_ms)
-				sleep_ms(o->test_sleep_ms);
 		}
-	} else if (o->test_sleep_ms) {
-		sleep_ms(o->test_sleep_ms);
 	}
 	if (!l->clone && !process_alive(l->pid)) {
 		err = gone_error(l);

@@ -46,8 +46,10 @@ struct hs_live_options {
 	/* /proc/sys/kernel/yama/ptrace_scope, or the tests' stand-in */
 	const char *ptrace_scope_path;
 	/* tests only: milliseconds to sleep once the memory's source is
-	 * ready (fork: after the threads were let go; no-fork: while they
-	 * are stopped) */
+	 * ready and the output file is being written (fork: after the
+	 * threads were let go; no-fork: while they are stopped), or in
+	 * tracked mode once the copy is made, the target running with its
+	 * writes tracked */
 	unsigned test_sleep_ms;
 	/* tests only: the clone is run by a thread stopped inside a system
 	 * call rather than one stopped in user code */

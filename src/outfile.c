@@ -38,7 +38,7 @@ struct hs_error *hs_outfile_open(struct hs_outfile *o, const char *path)
 {
 	o->path = path;
 	o->tmp = NULL;
-	o->fd = -1;
+	o->fd = o->keep = -1;
 	struct hs_error *err = hs_outfile_check(path);
 	if (err)
 		return err;
@@ -52,6 +52,24 @@ struct hs_error *hs_outfile_open(struct hs_outfile *o, const char *path)
 	if (asprintf(&o->tmp, "%s.tmp-XXXXXX", path) < 0) {
 		o->tmp = NULL;
 		return &hs_error_nomem;
+	}
+	/* unnamed until complete, where the file system can: a writer
+	 * killed on the way leaves nothing (o->keep holds it open after the
+	 * caller's close, for the link) */
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+	if (!dir) {
+		free(o->tmp);
+		o->tmp = NULL;
+		return &hs_error_nomem;
+	}
+	o->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	free(dir);
+	if (o->fd >= 0) {
+		o->keep = fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
+		if (o->keep >= 0)
+			return NULL;
+		close(o->fd);
 	}
 	o->fd = mkostemp(o->tmp, O_CLOEXEC);
 	if (o->fd < 0) {
@@ -87,9 +105,36 @@ struct hs_error *hs_outfile_finish(struct hs_outfile *o, struct hs_error *err)
 	 * symbolic link, never its target.) */
 	if (!err)
 		err = hs_outfile_check(o->path);
+	bool named = o->keep < 0;
+	if (!err && !named) {
+		/* the unnamed file gets the temporary name (a name that
+		 * exists already: another), then the rename replaces PATH */
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->keep);
+		for (int tries = 0; !named && tries < 100; tries++) {
+			int fd = mkostemp(o->tmp, O_CLOEXEC);
+			if (fd < 0)
+				break;
+			close(fd);
+			unlink(o->tmp);
+			named = linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0 ||
+				/* no /proc: the way that needs privilege */
+				(errno == ENOENT &&
+				 linkat(o->keep, "", AT_FDCWD, o->tmp, AT_EMPTY_PATH) == 0);
+			if (!named && errno != EEXIST)
+				break;
+			if (!named)
+				memcpy(o->tmp + strlen(o->tmp) - 6, "XXXXXX", 6);
+		}
+		if (!named)
+			err = hs_error_errno(errno, "%s", o->path);
+	}
+	if (o->keep >= 0)
+		close(o->keep);
+	o->keep = -1;
 	if (!err && rename(o->tmp, o->path) != 0)
 		err = hs_error_errno(errno, "%s", o->path);
-	if (err)
+	if (err && named)
 		unlink(o->tmp);
 	free(o->tmp);
 	o->tmp = NULL;

@@ -1,8 +1,11 @@
 /* Output files.
  *
- * A path is written beside its final name (PATH.tmp-XXXXXX) and renamed over
- * it only when complete: a failed write leaves nothing behind and an existing
- * PATH untouched.  What is at PATH already must be a regular file, or
+ * A path is written as an unnamed file in its directory (O_TMPFILE), given a
+ * temporary name beside its final one (PATH.tmp-XXXXXX) when complete and
+ * renamed over it: a failed write leaves nothing behind and an existing PATH
+ * untouched, and so does a writer killed on the way (where the file system
+ * has no O_TMPFILE the file is named PATH.tmp-XXXXXX from the start, and a
+ * killed writer leaves that).  What is at PATH already must be a regular file, or
  * nothing: a symbolic link there is never followed nor replaced, and a
  * device, FIFO, socket or directory is refused (renaming over /dev/null, run
  * as root, would replace the system's /dev/null).  "-" is standard output,
@@ -20,6 +23,7 @@ struct hs_outfile {
 	const char *path;
 	char *tmp;          /* NULL when writing to standard output */
 	int fd;
+	int keep;           /* the unnamed file, until it is linked; else -1 */
 };
 
 /* True for "-". */

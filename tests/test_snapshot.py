@@ -439,9 +439,9 @@ def test_killed(ck):
                 ck.check("killed: the clone died with heapsift (SIGKILL)", dead, status)
             ck.check("killed: nothing under the output's name (%s)" % mode,
                      not os.path.exists(out))
-            for f in os.listdir(WORK):
-                if f.startswith(os.path.basename(out) + ".tmp-"):
-                    os.remove(os.path.join(WORK, f))
+            # the core is unnamed (O_TMPFILE) until complete
+            left = [f for f in os.listdir(WORK) if f.startswith(os.path.basename(out))]
+            ck.check("killed: no temporary file left (%s)" % mode, not left, left)
         # a signal that heapsift may handle: it cleans up itself
         out = os.path.join(WORK, "interrupted.core")
         e = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS="1000")
