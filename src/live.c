@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/procfs.h>
@@ -440,6 +443,143 @@ static struct hs_error *read_regs(struct thread *t)
 	return NULL;
 }
 
+/* ---- seccomp ----------------------------------------------------------- */
+
+/* The action (SECCOMP_RET_*) of one classic BPF seccomp program on d, as
+ * the kernel would run it; false for a program we cannot run (an
+ * instruction we do not know, a load or a jump out of bounds). */
+static bool bpf_run(const struct sock_filter *f, size_t n,
+		    const struct seccomp_data *d, uint32_t *ret)
+{
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
+	const uint8_t *data = (const uint8_t *)d;
+	for (size_t pc = 0; pc < n; pc++) {
+		const struct sock_filter *in = &f[pc];
+		uint32_t k = in->k, src = BPF_SRC(in->code) == BPF_X ? x : k;
+		switch (BPF_CLASS(in->code)) {
+		case BPF_LD:
+		case BPF_LDX: {
+			uint32_t v;
+			if (in->code == (BPF_LD | BPF_W | BPF_ABS)) {
+				if (k % 4 || k > sizeof(*d) - 4)
+					return false;
+				memcpy(&v, data + k, 4);
+			} else if (BPF_MODE(in->code) == BPF_LEN && BPF_SIZE(in->code) == BPF_W) {
+				v = sizeof(*d);
+			} else if (BPF_MODE(in->code) == BPF_IMM) {
+				v = k;
+			} else if (BPF_MODE(in->code) == BPF_MEM && k < BPF_MEMWORDS) {
+				v = mem[k];
+			} else {
+				return false;
+			}
+			if (BPF_CLASS(in->code) == BPF_LD)
+				a = v;
+			else
+				x = v;
+			break;
+		}
+		case BPF_ST:
+		case BPF_STX:
+			if (k >= BPF_MEMWORDS)
+				return false;
+			mem[k] = BPF_CLASS(in->code) == BPF_ST ? a : x;
+			break;
+		case BPF_ALU:
+			switch (BPF_OP(in->code)) {
+			case BPF_ADD: a += src; break;
+			case BPF_SUB: a -= src; break;
+			case BPF_MUL: a *= src; break;
+			case BPF_DIV: if (!src) return false; a /= src; break;
+			case BPF_MOD: if (!src) return false; a %= src; break;
+			case BPF_AND: a &= src; break;
+			case BPF_OR: a |= src; break;
+			case BPF_XOR: a ^= src; break;
+			case BPF_LSH: a = src < 32 ? a << src : 0; break;
+			case BPF_RSH: a = src < 32 ? a >> src : 0; break;
+			case BPF_NEG: a = -a; break;
+			default: return false;
+			}
+			break;
+		case BPF_JMP: {
+			size_t to;
+			if (BPF_OP(in->code) == BPF_JA) {
+				to = pc + 1 + (size_t)k;
+			} else {
+				bool c;
+				switch (BPF_OP(in->code)) {
+				case BPF_JEQ: c = a == src; break;
+				case BPF_JGT: c = a > src; break;
+				case BPF_JGE: c = a >= src; break;
+				case BPF_JSET: c = (a & src) != 0; break;
+				default: return false;
+				}
+				to = pc + 1 + (c ? in->jt : in->jf);
+			}
+			if (to >= n)
+				return false;
+			pc = to - 1;
+			break;
+		}
+		case BPF_RET:
+			if (BPF_RVAL(in->code) == BPF_K)
+				*ret = k;
+			else if (BPF_RVAL(in->code) == BPF_A)
+				*ret = a;
+			else
+				return false;
+			return true;
+		case BPF_MISC:
+			if (BPF_MISCOP(in->code) == BPF_TAX)
+				x = a;
+			else if (BPF_MISCOP(in->code) == BPF_TXA)
+				a = x;
+			else
+				return false;
+			break;
+		default:
+			return false;
+		}
+	}
+	return false;   /* ran off the end: the kernel refuses such programs */
+}
+
+/* Whether every seccomp filter of thread tid (stopped) lets system call
+ * nr(args) made from the instruction at ip run: each filter run as the
+ * kernel runs it (PTRACE_SECCOMP_GET_FILTER, which needs CAP_SYS_ADMIN),
+ * the call allowed only when all of them say ALLOW or LOG.  An error
+ * when the filters cannot be read. */
+static struct hs_error *seccomp_allows(pid_t tid, uint64_t ip, long nr,
+				       const uint64_t args[3], bool *ret)
+{
+	struct seccomp_data d = {.nr = (int)nr, .arch = AUDIT_ARCH_X86_64,
+				 .instruction_pointer = ip,
+				 .args = {args[0], args[1], args[2]}};
+	*ret = true;
+	for (unsigned long index = 0; index < 4096; index++) {
+		long n = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)index, NULL);
+		if (n < 0 && errno == ENOENT && index > 0)
+			return NULL;    /* every filter ran */
+		if (n <= 0 || n > BPF_MAXINSNS)
+			return hs_error_errno(n < 0 ? errno : EINVAL,
+					      "reading the seccomp filter of thread %d", (int)tid);
+		struct sock_filter *f = calloc((size_t)n, sizeof(*f));
+		if (!f)
+			return &hs_error_nomem;
+		uint32_t action = 0;
+		bool ran = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)index, f) == n &&
+			   bpf_run(f, (size_t)n, &d, &action);
+		free(f);
+		if (!ran)
+			return hs_error_create(HS_ERR_IO, "the seccomp filter of thread %d cannot be read or run",
+					       (int)tid);
+		action &= SECCOMP_RET_ACTION_FULL;
+		if (action != SECCOMP_RET_ALLOW && action != SECCOMP_RET_LOG)
+			*ret = false;
+	}
+	return hs_error_create(HS_ERR_IO, "thread %d has too many seccomp filters", (int)tid);
+}
+
 /* ---- fork mode -------------------------------------------------------- */
 
 /* A `syscall` instruction (0f 05) in an executable mapping: the vdso's,
@@ -583,17 +723,17 @@ static struct hs_error *inject_syscall(struct live *l, struct thread *t,
 
 /* Makes thread t run clone(CLONE_PARENT) and puts it back; *child is the
  * clone's pid, stopped and traced, or 0 with *why said. */
+/* The clone is a child of the target's parent, never of the target; its
+ * stack pointer points nowhere, so that if it ever ran (heapsift killed
+ * before it could say PTRACE_O_EXITKILL), it would fault at once. */
+static const uint64_t clone_args[3] = {CLONE_PARENT | SIGCHLD, 0x1000, 0};
+
 static struct hs_error *inject_clone(struct live *l, struct thread *t,
 				     uint64_t insn, pid_t *child, char *why,
 				     size_t whylen)
 {
-	/* the clone is a child of the target's parent, never of the target;
-	 * its stack pointer points nowhere, so that if it ever ran (heapsift
-	 * killed before it could say PTRACE_O_EXITKILL), it would fault at
-	 * once */
-	const uint64_t a[3] = {CLONE_PARENT | SIGCHLD, 0x1000, 0};
 	int64_t r;
-	struct hs_error *err = inject_syscall(l, t, insn, SYS_clone, a, &r, child);
+	struct hs_error *err = inject_syscall(l, t, insn, SYS_clone, clone_args, &r, child);
 	if (err || *child)
 		return err;
 	if (r < 0)
@@ -887,6 +1027,8 @@ enum {
 	UNREGISTER_SLICE = 64 << 20,
 };
 
+static const uint64_t uffd_args[3] = {O_CLOEXEC | O_NONBLOCK | HS_UFFD_USER_MODE_ONLY, 0, 0};
+
 /* Whether this kernel tracks writes for us: asynchronous userfaultfd
  * write protection and PAGEMAP_SCAN (Linux 6.7), tried on ourselves. */
 static bool track_supported(struct live *l, char *why, size_t whylen)
@@ -925,9 +1067,8 @@ static bool track_supported(struct live *l, char *why, size_t whylen)
 static struct hs_error *track_open(struct live *l, struct thread *t, uint64_t insn,
 				   char *why, size_t whylen)
 {
-	const uint64_t a[3] = {O_CLOEXEC | O_NONBLOCK | HS_UFFD_USER_MODE_ONLY, 0, 0};
 	int64_t fd;
-	struct hs_error *err = inject_syscall(l, t, insn, SYS_userfaultfd, a, &fd, NULL);
+	struct hs_error *err = inject_syscall(l, t, insn, SYS_userfaultfd, uffd_args, &fd, NULL);
 	if (err)
 		return err;
 	if (fd < 0 || fd > INT32_MAX) {
@@ -1453,6 +1594,7 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 	if ((err = read_file(path, &auxv, &auxv_len)))
 		return err;
 	bool fork_mode = !o->no_fork, track = !o->no_fork && !o->fork;
+	bool filtered = false, clone_ok = true;
 	uint64_t insn = 0;
 	if (fork_mode) {
 		/* what would make the clone unsafe or impossible, known
@@ -1461,9 +1603,15 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 		const char *f;
 		if ((err = read_file(path, &status, NULL)))
 			goto out;
-		if ((f = status_field(status, "Seccomp")) && strtol(f, NULL, 10) != 0) {
+		long mode = (f = status_field(status, "Seccomp")) ? strtol(f, NULL, 10) : 0;
+		filtered = mode == 2;
+		if (mode == 1) {
 			snprintf(res->fallback, sizeof(res->fallback),
-				 "the target runs under seccomp (it might forbid clone)");
+				 "the target runs in seccomp's strict mode");
+			fork_mode = false;
+		} else if (filtered && geteuid() != 0) {
+			snprintf(res->fallback, sizeof(res->fallback),
+				 "the target runs under a seccomp filter, which only root can read (it might forbid or punish the calls heapsift would make it run)");
 			fork_mode = false;
 		}
 		free(status);
@@ -1503,6 +1651,24 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 					inj = t;
 			}
 		}
+		/* under a seccomp filter: only calls the filter lets run */
+		if (inj && filtered) {
+			bool uf = false;
+			struct hs_error *e = NULL;
+			if (track)
+				e = seccomp_allows(inj->tid, insn + 2, SYS_userfaultfd, uffd_args, &uf);
+			if (!e)
+				e = seccomp_allows(inj->tid, insn + 2, SYS_clone, clone_args, &clone_ok);
+			if (e) {
+				snprintf(res->fallback, sizeof(res->fallback), "%s", e->message);
+				hs_error_destroy(e);
+				inj = NULL;
+			} else if (track && !uf) {
+				track = false;
+				snprintf(res->track_why, sizeof(res->track_why),
+					 "the target's seccomp filter does not let it call userfaultfd");
+			}
+		}
 		pid_t child = 0;
 		if (inj && track) {
 			if ((err = track_open(l, inj, insn, res->track_why,
@@ -1523,11 +1689,14 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 				l->tracked = res->tracked = true;
 			}
 		}
-		if (l->tracked)
+		if (l->tracked || res->fallback[0])
 			;
 		else if (!inj)
 			snprintf(res->fallback, sizeof(res->fallback),
 				 "no thread stopped where it can run a system call");
+		else if (!clone_ok)
+			snprintf(res->fallback, sizeof(res->fallback),
+				 "the target's seccomp filter does not let it call clone");
 		else if ((err = inject_clone(l, inj, insn, &child, res->fallback,
 					     sizeof(res->fallback))))
 			goto out;

@@ -107,9 +107,10 @@ def fds_of(pid):
 class Target:
     """A running fx_snapshot."""
 
-    def __init__(self, mib, name):
+    def __init__(self, mib, name, *extra):
         self.record = os.path.join(WORK, name + ".rec")
-        self.proc = subprocess.Popen([FX, str(mib), self.record], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([FX, str(mib), self.record] + list(extra),
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
         line = self.proc.stdout.readline()
         if not line.startswith("ready "):
@@ -672,6 +673,80 @@ def test_refusals(ck):
             t.stop()
 
 
+def test_pid_namespace_init(ck):
+    """A process that is the init of its PID namespace (a container's
+    first process) cannot clone(CLONE_PARENT): tracked mode needs no
+    clone; --fork falls back to no-fork and says why."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare:
+        ck.skip("pid namespace init", "needs root and unshare")
+        return
+    rec = os.path.join(WORK, "nsinit.rec")
+    p = subprocess.Popen([unshare, "--pid", "--fork", "--kill-child", FX, "8", rec],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        line = p.stdout.readline().split()
+        ck.check("pid namespace init: the fixture is pid 1 of its namespace",
+                 line == ["ready", "1"], line)
+        with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+            pid = int(f.read().split()[0])
+        out = os.path.join(WORK, "nsinit.core")
+        for mode, extra in (("default", []), ("--fork", ["--fork"])):
+            r = snapshot(pid, out, *extra)
+            ck.check("pid namespace init: %s snapshot succeeds" % mode, r.rc == 0,
+                     r.describe() + r.err)
+            if mode == "default" and TRACKS:
+                ck.check("pid namespace init: tracked mode used", "its writes tracked" in r.out,
+                         r.out + r.err)
+            if mode == "--fork":
+                warn = [ln for ln in r.err.splitlines() if "warning" in ln]
+                ck.check("pid namespace init: --fork falls back to no-fork, saying why",
+                         "copied with the threads stopped" in r.out and len(warn) == 1 and
+                         "clone in the target failed" in warn[0], r.out + r.err)
+            if r.rc == 0:
+                s = leak_summary(out)
+                ck.check("pid namespace init: %s core has the fixture's leaks" % mode,
+                         s["leaked"]["count"] > 0, s)
+                os.remove(out)
+    finally:
+        hstest.kill_process(p)
+
+
+def test_seccomp(ck):
+    """A target under a seccomp filter: heapsift (as root) runs the filter
+    on the calls it would make the target run, and makes only those the
+    filter allows; without root it copies with the threads stopped."""
+    if os.geteuid() != 0:
+        ck.skip("seccomp", "reading a seccomp filter needs root")
+        return
+    out = os.path.join(WORK, "seccomp.core")
+    # the filter, the mode it leaves, and the field and words of the why
+    for how, want, field, why in (
+            ("deny-ptrace", "tracked" if TRACKS else "fork", None, None),
+            ("deny-uffd", "fork", "untracked" if TRACKS else None,
+             "does not let it call userfaultfd"),
+            ("kill-clone", "no-fork", "fallback", "does not let it call clone")):
+        t = Target(8, "seccomp-" + how, how)
+        try:
+            r = snapshot(t.pid, out, "--format", "json")
+            try:
+                j = json.loads(r.out)
+            except ValueError:
+                j = {}
+            ck.check("seccomp %s: snapshot succeeds" % how, r.rc == 0, r.describe() + r.err)
+            ck.check("seccomp %s: %s mode%s" % (how, want, ", saying why" if field else ""),
+                     j.get("mode") == want and (not field or why in j.get(field, "")),
+                     r.out + r.err)
+            ck.case("seccomp %s: target well after (alive: heapsift made no call the filter "
+                    "punishes)" % how, alive_and_well(t))
+            if r.rc == 0:
+                ck.check("seccomp %s: the core has the fixture's leaks" % how,
+                         leak_summary(out)["leaked"]["count"] > 0)
+                os.remove(out)
+        finally:
+            t.stop()
+
+
 def test_pid_and_files(ck):
     t = Target(8, "pid")
     try:
@@ -746,6 +821,8 @@ def main():
     test_churn(ck)
     test_killed(ck)
     test_refusals(ck)
+    test_pid_namespace_init(ck)
+    test_seccomp(ck)
     test_pid_and_files(ck)
     shutil.rmtree(WORK, ignore_errors=True)
     return ck.finish()
