@@ -4,9 +4,20 @@
  * threads is read again until it no longer grows), its registers are read,
  * and then either
  *
+ *  - tracked (default where the kernel has asynchronous userfaultfd write
+ *    protection and PAGEMAP_SCAN, Linux 6.7): one thread (chosen as for
+ *    fork) is made to run userfaultfd(), which heapsift takes with
+ *    pidfd_getfd before the thread closes its own; the threads go; every
+ *    dumped mapping is registered and write-protected, copied to an
+ *    unnamed file while the process runs, the pages written meanwhile
+ *    copied again (a few rounds); the threads are stopped again, their
+ *    registers read, and what PAGEMAP_SCAN says was written since its
+ *    copy (or is gone, or was mapped since) is read before they go again.
+ *    The protection is lifted a slice at a time; closing the userfaultfd
+ *    (heapsift killed included) lifts what is left.
  *  - no-fork: the memory is copied (process_vm_readv, /proc/PID/mem for
  *    what it cannot read) while the threads stay stopped, or
- *  - fork (default): one thread (one stopped in user code, else one
+ *  - fork (default without tracking, or asked): one thread (one stopped in user code, else one
  *    stopped in a system call, which is then restarted) is made to run
  *    clone(CLONE_PARENT) from a `syscall` instruction of its own mappings
  *    (the vdso's first), its registers are put back, every thread is let
