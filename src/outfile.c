@@ -39,6 +39,8 @@ struct hs_error *hs_outfile_open(struct hs_outfile *o, const char *path)
 	o->path = path;
 	o->tmp = NULL;
 	o->fd = o->keep = -1;
+	if (!path)
+		return hs_error_create(HS_ERR_USAGE, "no output path");
 	struct hs_error *err = hs_outfile_check(path);
 	if (err)
 		return err;
