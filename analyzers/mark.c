@@ -224,6 +224,12 @@ static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
 	return true;
 }
 
+static int cmp_leak_root(const void *a, const void *b)
+{
+	const struct hs_leak_root *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
 static struct hs_error *classify_leaks(const struct hs_heap *heap,
 				       const struct hs_graph *g, uint8_t *reach,
 				       struct hs_mark *m)
@@ -327,16 +333,8 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 			}
 		}
 		free(lowest);
-		/* keep leak roots in address order */
-		for (size_t i = 1; i < m->nleak_roots; i++) {
-			struct hs_leak_root x = m->leak_roots[i];
-			size_t j = i;
-			while (j > 0 && m->leak_roots[j - 1].id > x.id) {
-				m->leak_roots[j] = m->leak_roots[j - 1];
-				j--;
-			}
-			m->leak_roots[j] = x;
-		}
+		/* keep leak roots in address order (ids are unique) */
+		qsort(m->leak_roots, m->nleak_roots, sizeof(*m->leak_roots), cmp_leak_root);
 	}
 	err = NULL;
 out:
