@@ -113,6 +113,7 @@ struct live {
 	struct late *late;      /* what was read at the stop, by address */
 	size_t nlate, caplate;
 	uint64_t late_bytes;    /* read at the stop */
+	uint8_t *scratch;       /* 1 MiB, for what is read again at the stop */
 	uint64_t recopied;      /* read again while it ran */
 	double pause1_ms;       /* the stop that made the userfaultfd */
 };
@@ -1200,9 +1201,32 @@ static bool late_add(struct live *l, uint64_t start, uint64_t end, bool zero)
 	return true;
 }
 
+struct late_ctx {
+	bool zero;              /* pages gone: zeros */
+	struct hs_error *err;
+};
+
+/* A region the stop's scan found.  Written since its copy: read again
+ * into the copy's file, at its place (a scan's region lies in one pre
+ * range), so that a process that wrote much costs no memory here. */
 static bool late_region(struct live *l, uint64_t start, uint64_t end, void *arg)
 {
-	return late_add(l, start, end, *(bool *)arg);
+	struct late_ctx *c = arg;
+	size_t i = pre_at(l, start);
+	if (c->zero || i == l->npre || l->pre[i].start > start || l->pre[i].end < end) {
+		if (!late_add(l, start, end, c->zero))
+			c->err = &hs_error_nomem;
+		return !c->err;
+	}
+	if (!l->scratch && !(l->scratch = malloc(1 << 20))) {
+		c->err = &hs_error_nomem;
+		return false;
+	}
+	if ((c->err = copy_out(l, start, end, l->pre[i].off + (start - l->pre[i].start),
+			       l->scratch)))
+		return false;
+	l->late_bytes += end - start;
+	return true;
 }
 
 static int cmp_late(const void *a, const void *b)
@@ -1225,14 +1249,15 @@ static struct hs_error *track_late(struct live *l, const struct mapping *m,
 		uint64_t e = end < l->pre[i].end ? end : l->pre[i].end;
 		if (at < s && !late_add(l, at, s, false))
 			return &hs_error_nomem;
-		bool no = false, zero = anon;
+		struct late_ctx written = {false, NULL}, gone = {anon, NULL};
 		if (s < e &&
 		    (!pm_scan(l, s, e, 0, HS_PAGE_IS_WPALLOWED, 0,
-			      HS_PAGE_IS_WPALLOWED | HS_PAGE_IS_WRITTEN, late_region, &no) ||
+			      HS_PAGE_IS_WPALLOWED | HS_PAGE_IS_WRITTEN, late_region, &written) ||
 		     !pm_scan(l, s, e, 0, HS_PAGE_IS_PRESENT | HS_PAGE_IS_SWAPPED,
 			      HS_PAGE_IS_WPALLOWED | HS_PAGE_IS_PRESENT | HS_PAGE_IS_SWAPPED,
-			      0, late_region, &zero)))
-			return hs_error_errno(errno, "PAGEMAP_SCAN of process %d", (int)l->pid);
+			      0, late_region, &gone)))
+			return written.err ? written.err : gone.err ? gone.err :
+				hs_error_errno(errno, "PAGEMAP_SCAN of process %d", (int)l->pid);
 		at = e > at ? e : at;
 	}
 	if (at < end && !late_add(l, at, end, false))
@@ -1334,6 +1359,8 @@ static void track_close(struct live *l)
 		free(l->late[i].data);
 	free(l->late);
 	free(l->pre);
+	free(l->scratch);
+	l->scratch = NULL;
 	free_maps(l->maps0, l->nmaps0);
 	l->maps0 = NULL;
 	l->nmaps0 = 0;
@@ -1586,6 +1613,21 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 					sleep_ms(o->test_sleep_ms);
 				if ((err = stop_and_read(l)))
 					goto out;
+				/* a process that ran execve meanwhile has another
+				 * memory than the one copied: its auxiliary vector
+				 * (entry, random bytes' address) says so */
+				char *auxv2 = NULL;
+				size_t auxv2_len = 0;
+				snprintf(path, sizeof(path), "/proc/%d/auxv", (int)l->pid);
+				if ((err = read_file(path, &auxv2, &auxv2_len)))
+					goto out;
+				bool same = auxv2_len == auxv_len && !memcmp(auxv2, auxv, auxv_len);
+				free(auxv2);
+				if (!same) {
+					err = hs_error_create(HS_ERR_IO, "process %d ran another program (execve) during the snapshot",
+							      (int)l->pid);
+					goto out;
+				}
 				l->tracked = res->tracked = true;
 			}
 		}

@@ -658,6 +658,24 @@ def test_refusals(ck):
     finally:
         t.stop()
     if TRACKS:
+        # runs another program (execve) while its memory is copied
+        t = Target(8, "refused-exec")
+        try:
+            hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out], env=e,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(0.5)
+            t.proc.stdin.write("exec\n")
+            t.proc.stdin.flush()
+            again = t.proc.stdout.readline().split()
+            o, e2 = hs.communicate(timeout=120)
+            r = hstest.Run(hs.args, hs.returncode, o, e2, False, 0)
+            ck.check("execve during the tracked copy: the program ran again",
+                     again == ["ready", str(t.pid)], again)
+            one_line_refusal(ck, "execve during the tracked copy", r, out,
+                             ["ran another program (execve) during the snapshot"])
+            ck.case("execve during the tracked copy: target well after", alive_and_well(t))
+        finally:
+            t.stop()
         # exits while its memory is copied, its writes tracked
         t = Target(8, "refused-tracked")
         try:
