@@ -1711,7 +1711,8 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 			err = track_late(l, &l->maps[load_map[i]], loads[i].vaddr,
 					 loads[i].vaddr + loads[i].filesz);
 	if (l->tracked && !err) {
-		qsort(l->late, l->nlate, sizeof(*l->late), cmp_late);
+		if (l->nlate)   /* none at all: late is NULL */
+			qsort(l->late, l->nlate, sizeof(*l->late), cmp_late);
 		detach_all(l);
 		res->late_bytes = l->late_bytes;
 		res->recopied = l->recopied;
