@@ -795,6 +795,9 @@ def test_pid_and_files(ck):
                  r.rc == 0 and doc.get("format") == "heapsift-summary" and
                  (doc.get("process") or {}).get("pid") == t.pid and os.listdir(tmp) == [],
                  r.describe() + " " + str({k: doc.get(k) for k in ("format", "process")}))
+        ck.check("--pid: summary says it summarized the process, not the removed core",
+                 "a summary of process %d for heapdiff" % t.pid in r.out and tmp not in r.out,
+                 r.out)
         r = hstest.run([HEAPSIFT, "info", "--pid", "12x"], timeout=60)
         ck.check("--pid: a bad pid is a usage error", r.rc == 2, r.err)
 
