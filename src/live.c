@@ -27,6 +27,7 @@
 #include "formats/corewrite.h"
 #include "formats/elfcore.h"
 #include "src/seccomp.h"
+#include "src/vector.h"
 
 _Static_assert(sizeof(struct elf_prstatus) == 336, "NT_PRSTATUS layout");
 _Static_assert(sizeof(struct elf_prpsinfo) == 136, "NT_PRPSINFO layout");
@@ -72,16 +73,12 @@ struct mapping {
 	bool dontdump;          /* VmFlags dd or io */
 };
 
-/* A mapping's bytes as copied while the target ran: [start, end) at
- * offset off of the copy's file. */
-struct pre_range {
+/* Addresses [start, end) of the target and where their bytes are: for a
+ * mapping copied while the target ran, at offset off of the copy's file;
+ * for what was read with the threads stopped, in data (NULL for zeros: an
+ * anonymous page not there). */
+struct span {
 	uint64_t start, end, off;
-};
-
-/* Bytes read with the threads stopped: [start, end), data NULL for zeros
- * (an anonymous page not there). */
-struct late {
-	uint64_t start, end;
 	uint8_t *data;
 };
 
@@ -108,9 +105,9 @@ struct live {
 	int pre_fd;             /* the copy made while the target ran */
 	struct mapping *maps0;  /* the mappings when the copy began */
 	size_t nmaps0;
-	struct pre_range *pre;  /* where each mapping's copy is, by address */
+	struct span *pre;       /* where each mapping's copy is, by address */
 	size_t npre;
-	struct late *late;      /* what was read at the stop, by address */
+	struct span *late;      /* what was read at the stop, by address */
 	size_t nlate, caplate;
 	uint64_t late_bytes;    /* read at the stop */
 	uint8_t *scratch;       /* 1 MiB, for what is read again at the stop */
@@ -1060,13 +1057,14 @@ static struct hs_error *copy_out(struct live *l, uint64_t start, uint64_t end,
 	return err;
 }
 
-/* The pre range holding address a, or the first one above it. */
-static size_t pre_at(const struct live *l, uint64_t a)
+/* Of n sorted, disjoint spans, the one holding address a, or the first
+ * one above it (n when none). */
+static size_t span_at(const struct span *v, size_t n, uint64_t a)
 {
-	size_t lo = 0, hi = l->npre;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (l->pre[mid].end <= a)
+		if (v[mid].end <= a)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -1084,8 +1082,8 @@ struct recopy {
 static bool recopy_region(struct live *l, uint64_t start, uint64_t end, void *arg)
 {
 	struct recopy *rc = arg;
-	for (size_t i = pre_at(l, start); i < l->npre && l->pre[i].start < end; i++) {
-		const struct pre_range *p = &l->pre[i];
+	for (size_t i = span_at(l->pre, l->npre, start); i < l->npre && l->pre[i].start < end; i++) {
+		const struct span *p = &l->pre[i];
 		uint64_t s = start > p->start ? start : p->start;
 		uint64_t e = end < p->end ? end : p->end;
 		if (s >= e)
@@ -1146,7 +1144,7 @@ static struct hs_error *track_copy(struct live *l, const char *out_path)
 		/* one that cannot be (a special mapping, another
 		 * userfaultfd's) is read again at the stop */
 		(void)ioctl(l->uffd, UFFDIO_REGISTER, &reg);
-		l->pre[l->npre++] = (struct pre_range){m->start, m->start + size, off};
+		l->pre[l->npre++] = (struct span){m->start, m->start + size, off, NULL};
 		off += size;
 		lo = m->start < lo ? m->start : lo;
 		hi = m->end > hi ? m->end : hi;
@@ -1182,14 +1180,11 @@ static struct hs_error *track_copy(struct live *l, const char *out_path)
 
 static bool late_add(struct live *l, uint64_t start, uint64_t end, bool zero)
 {
-	if (l->nlate == l->caplate) {
-		size_t cap = l->caplate ? 2 * l->caplate : 64;
-		struct late *v = realloc(l->late, cap * sizeof(*v));
-		if (!v)
-			return false;
-		l->late = v;
-		l->caplate = cap;
-	}
+	struct span *v = l->nlate < l->caplate ? l->late :
+		hs_vector_grow(l->late, l->nlate, &l->caplate, 1, sizeof(*v));
+	if (!v)
+		return false;
+	l->late = v;
 	uint8_t *data = NULL;
 	if (!zero) {
 		if (!(data = malloc(end - start)))
@@ -1197,7 +1192,7 @@ static bool late_add(struct live *l, uint64_t start, uint64_t end, bool zero)
 		read_mem(l, start, data, end - start);
 		l->late_bytes += end - start;
 	}
-	l->late[l->nlate++] = (struct late){start, end, data};
+	l->late[l->nlate++] = (struct span){start, end, 0, data};
 	return true;
 }
 
@@ -1212,7 +1207,7 @@ struct late_ctx {
 static bool late_region(struct live *l, uint64_t start, uint64_t end, void *arg)
 {
 	struct late_ctx *c = arg;
-	size_t i = pre_at(l, start);
+	size_t i = span_at(l->pre, l->npre, start);
 	if (c->zero || i == l->npre || l->pre[i].start > start || l->pre[i].end < end) {
 		if (!late_add(l, start, end, c->zero))
 			c->err = &hs_error_nomem;
@@ -1231,7 +1226,7 @@ static bool late_region(struct live *l, uint64_t start, uint64_t end, void *arg)
 
 static int cmp_late(const void *a, const void *b)
 {
-	const struct late *x = a, *y = b;
+	const struct span *x = a, *y = b;
 	return (x->start > y->start) - (x->start < y->start);
 }
 
@@ -1244,7 +1239,7 @@ static struct hs_error *track_late(struct live *l, const struct mapping *m,
 {
 	bool anon = !m->inode || m->path[0] == '[' || !m->path[0];
 	uint64_t at = start;
-	for (size_t i = pre_at(l, start); i < l->npre && l->pre[i].start < end; i++) {
+	for (size_t i = span_at(l->pre, l->npre, start); i < l->npre && l->pre[i].start < end; i++) {
 		uint64_t s = at > l->pre[i].start ? at : l->pre[i].start;
 		uint64_t e = end < l->pre[i].end ? end : l->pre[i].end;
 		if (at < s && !late_add(l, at, s, false))
@@ -1306,25 +1301,17 @@ static struct hs_error *track_fill(struct live *l, uint64_t addr, uint8_t *buf,
 {
 	uint64_t end = addr + len;
 	memset(buf, 0, len);
-	for (size_t i = pre_at(l, addr); i < l->npre && l->pre[i].start < end; i++) {
-		const struct pre_range *p = &l->pre[i];
+	for (size_t i = span_at(l->pre, l->npre, addr); i < l->npre && l->pre[i].start < end; i++) {
+		const struct span *p = &l->pre[i];
 		uint64_t s = addr > p->start ? addr : p->start;
 		uint64_t e = end < p->end ? end : p->end;
 		if (s < e && pread(l->pre_fd, buf + (s - addr), e - s,
 				   (off_t)(p->off + (s - p->start))) != (ssize_t)(e - s))
 			return hs_error_errno(errno, "reading the snapshot's temporary copy");
 	}
-	/* late ranges are sorted and disjoint: the first that ends past addr */
-	size_t lo = 0, hi = l->nlate;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (l->late[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < l->nlate && l->late[i].start < end; i++) {
-		const struct late *t = &l->late[i];
+	for (size_t i = span_at(l->late, l->nlate, addr);
+	     i < l->nlate && l->late[i].start < end; i++) {
+		const struct span *t = &l->late[i];
 		uint64_t s = addr > t->start ? addr : t->start;
 		uint64_t e = end < t->end ? end : t->end;
 		if (t->data)
