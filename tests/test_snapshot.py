@@ -189,6 +189,19 @@ def snapshot(pid, out, *extra, env=None):
                       env=e, timeout=600)
 
 
+def snapshot_during(pid, out, sleep_ms, act, *extra):
+    """`heapsift snapshot` started in the background with
+    HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS=sleep_ms; act(proc) runs while it
+    works (the sleep is its window); then its Run (rc negative for a
+    signal)."""
+    env = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS=str(sleep_ms))
+    hs = subprocess.Popen([HEAPSIFT, "snapshot", str(pid), "-o", out] + list(extra),
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    act(hs)
+    o, e = hs.communicate(timeout=120)
+    return hstest.Run(hs.args, hs.returncode, o, e, False, 0)
+
+
 def pause_of(r):
     """The pause heapsift printed on stderr, in ms, or None."""
     for line in r.err.splitlines():
@@ -445,14 +458,15 @@ def test_killed(ck):
             ck.check("killed: no temporary file left (%s)" % mode, not left, left)
         # a signal that heapsift may handle: it cleans up itself
         out = os.path.join(WORK, "interrupted.core")
-        e = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS="1000")
-        hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out, "--fork"], env=e,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        clone = wait_for_clone(os.getpid())
-        hs.send_signal(signal.SIGTERM)
-        hs.communicate()
-        ck.check("interrupted: heapsift dies of the SIGTERM", hs.returncode == -signal.SIGTERM,
-                 hs.returncode)
+        clones = []
+
+        def term_once_cloned(hs):
+            clones.append(wait_for_clone(os.getpid()))
+            hs.send_signal(signal.SIGTERM)
+
+        r = snapshot_during(t.pid, out, 1000, term_once_cloned, "--fork")
+        clone = clones[0]
+        ck.check("interrupted: heapsift dies of the SIGTERM", r.rc == -signal.SIGTERM, r.rc)
         ck.case("interrupted: target well", alive_and_well(t))
         left = [f for f in os.listdir(WORK) if f.startswith("interrupted.core")]
         ck.check("interrupted: no file left, not even a temporary one", not left, left)
@@ -463,13 +477,10 @@ def test_killed(ck):
                 pass
         if TRACKS:
             # the same while the target runs with its writes tracked
-            hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out], env=e,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            time.sleep(0.5)
-            hs.send_signal(signal.SIGTERM)
-            hs.communicate()
+            r = snapshot_during(t.pid, out, 1000,
+                                lambda hs: (time.sleep(0.5), hs.send_signal(signal.SIGTERM)))
             ck.check("interrupted (tracked): heapsift dies of the SIGTERM",
-                     hs.returncode == -signal.SIGTERM, hs.returncode)
+                     r.rc == -signal.SIGTERM, r.rc)
             ck.case("interrupted (tracked): target well", alive_and_well(t))
             ck.check("interrupted (tracked): the target's descriptors are as before",
                      fds_of(t.pid) == fds, "%s then %s" % (fds, fds_of(t.pid)))
@@ -509,16 +520,16 @@ def test_late_changes(ck):
     try:
         base = int(t.ask("poke").split()[1], 16)
         out = os.path.join(WORK, "late.core")
-        e = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS="1500")
-        hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out, "--format", "json"],
-                              env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.7)  # the copy is made; heapsift sleeps, the target runs
-        copied = hs.poll() is None and not hstest.is_stopped(t.pid)
-        ck.check("late: the target was copied and runs", copied, hstest.proc_state(t.pid))
-        t.ask("poke2")
-        o, err = hs.communicate(timeout=120)
-        ck.check("late: snapshot succeeds", hs.returncode == 0, err)
-        if hs.returncode == 0:
+
+        def change_after_copy(hs):
+            time.sleep(0.7)  # the copy is made; heapsift sleeps, the target runs
+            copied = hs.poll() is None and not hstest.is_stopped(t.pid)
+            ck.check("late: the target was copied and runs", copied, hstest.proc_state(t.pid))
+            t.ask("poke2")
+
+        r = snapshot_during(t.pid, out, 1500, change_after_copy, "--format", "json")
+        ck.check("late: snapshot succeeds", r.rc == 0, r.err)
+        if r.rc == 0:
             w = core_words(out, [base, base + 4096, base + 8192])
             ck.check("late: a page zapped after its copy reads 0", w[base] == 0, w)
             ck.check("late: a page written after its copy has the new word",
@@ -643,16 +654,14 @@ def test_refusals(ck):
         ck.case("refusals: target well after", alive_and_well(t))
 
         # exits during the snapshot (killed while heapsift holds it)
-        e = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS="1500")
-        hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out, "--no-fork"],
-                              env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not hstest.is_stopped(t.pid):
-            time.sleep(0.01)
-        os.kill(t.pid, signal.SIGKILL)
-        o, e2 = hs.communicate(timeout=120)
-        r = hstest.Run(hs.args, hs.returncode, o, e2, False, 0)
+
+        def kill_once_stopped(hs):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not hstest.is_stopped(t.pid):
+                time.sleep(0.01)
+            os.kill(t.pid, signal.SIGKILL)
+
+        r = snapshot_during(t.pid, out, 1500, kill_once_stopped, "--no-fork")
         one_line_refusal(ck, "exits during the snapshot", r, out,
                          ["exited during the snapshot"])
     finally:
@@ -661,14 +670,15 @@ def test_refusals(ck):
         # runs another program (execve) while its memory is copied
         t = Target(8, "refused-exec")
         try:
-            hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out], env=e,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(0.5)
-            t.proc.stdin.write("exec\n")
-            t.proc.stdin.flush()
-            again = t.proc.stdout.readline().split()
-            o, e2 = hs.communicate(timeout=120)
-            r = hstest.Run(hs.args, hs.returncode, o, e2, False, 0)
+            again = []
+
+            def exec_after_copy(hs):
+                time.sleep(0.5)
+                t.proc.stdin.write("exec\n")
+                t.proc.stdin.flush()
+                again.extend(t.proc.stdout.readline().split())
+
+            r = snapshot_during(t.pid, out, 1500, exec_after_copy)
             ck.check("execve during the tracked copy: the program ran again",
                      again == ["ready", str(t.pid)], again)
             one_line_refusal(ck, "execve during the tracked copy", r, out,
@@ -679,12 +689,8 @@ def test_refusals(ck):
         # exits while its memory is copied, its writes tracked
         t = Target(8, "refused-tracked")
         try:
-            hs = subprocess.Popen([HEAPSIFT, "snapshot", str(t.pid), "-o", out], env=e,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(0.5)
-            os.kill(t.pid, signal.SIGKILL)
-            o, e2 = hs.communicate(timeout=120)
-            r = hstest.Run(hs.args, hs.returncode, o, e2, False, 0)
+            r = snapshot_during(t.pid, out, 1500,
+                                lambda hs: (time.sleep(0.5), os.kill(t.pid, signal.SIGKILL)))
             one_line_refusal(ck, "exits during the tracked copy", r, out,
                              ["exited during the snapshot"])
         finally:
