@@ -26,6 +26,7 @@
 
 #include "formats/corewrite.h"
 #include "formats/elfcore.h"
+#include "src/outfile.h"
 #include "src/seccomp.h"
 #include "src/vector.h"
 
@@ -1107,24 +1108,17 @@ static struct hs_error *track_copy(struct live *l, const char *out_path)
 	};
 	if (ioctl(l->uffd, UFFDIO_API, &api) != 0)
 		return hs_error_errno(errno, "userfaultfd of process %d", (int)l->pid);
-	char path[PATH_MAX];
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)l->pid);
 	if ((l->pagemap = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return hs_error_errno(errno, "%s", path);
 	/* the copy: beside the output (the same file system), unnamed */
-	const char *slash = out_path ? strrchr(out_path, '/') : NULL;
-	if (!out_path || !strcmp(out_path, "-"))
-		snprintf(path, sizeof(path), "%s", getenv("TMPDIR") && *getenv("TMPDIR") ?
-			 getenv("TMPDIR") : "/tmp");
-	else if (slash)
-		snprintf(path, sizeof(path), "%.*s", (int)(slash - out_path) + 1, out_path);
-	else
-		snprintf(path, sizeof(path), ".");
-	if ((l->pre_fd = open(path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
-		return hs_error_errno(errno, "a temporary file in %s", path);
+	struct hs_error *err = hs_outfile_scratch(out_path, &l->pre_fd);
+	if (err)
+		return err;
 	struct mapping *maps;
 	size_t nmaps;
-	struct hs_error *err = read_maps(l->pid, true, &maps, &nmaps);
+	err = read_maps(l->pid, true, &maps, &nmaps);
 	if (err)
 		return err;
 	if (!(l->pre = calloc(nmaps + 1, sizeof(*l->pre)))) {

@@ -34,6 +34,35 @@ struct hs_error *hs_outfile_check(const char *path)
 			       path, hs_file_kind(st.st_mode));
 }
 
+/* The directory path's output goes to (malloc'd): $TMPDIR (else /tmp)
+ * for standard output. */
+static char *dir_of(const char *path)
+{
+	if (hs_outfile_is_stdout(path)) {
+		const char *t = getenv("TMPDIR");
+		return strdup(t && *t ? t : "/tmp");
+	}
+	const char *slash = strrchr(path, '/');
+	return slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+}
+
+struct hs_error *hs_outfile_scratch(const char *path, int *fd)
+{
+	*fd = -1;
+	char *dir = path ? dir_of(path) : NULL, *name = NULL;
+	if (!dir)
+		return path ? &hs_error_nomem : hs_error_create(HS_ERR_USAGE, "no output path");
+	*fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (*fd < 0 && asprintf(&name, "%s/heapsift-XXXXXX", dir) >= 0) {
+		if ((*fd = mkostemp(name, O_CLOEXEC)) >= 0)
+			unlink(name);
+		free(name);
+	}
+	struct hs_error *err = *fd < 0 ? hs_error_errno(errno, "a temporary file in %s", dir) : NULL;
+	free(dir);
+	return err;
+}
+
 struct hs_error *hs_outfile_open(struct hs_outfile *o, const char *path)
 {
 	o->path = path;
@@ -58,8 +87,7 @@ struct hs_error *hs_outfile_open(struct hs_outfile *o, const char *path)
 	/* unnamed until complete, where the file system can: a writer
 	 * killed on the way leaves nothing (o->keep holds it open after the
 	 * caller's close, for the link) */
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+	char *dir = dir_of(path);
 	if (!dir) {
 		free(o->tmp);
 		o->tmp = NULL;

@@ -40,6 +40,12 @@ struct hs_error *hs_outfile_open(struct hs_outfile *o, const char *path);
 /* The same, as a stdio stream (closed with fclose by the caller). */
 struct hs_error *hs_outfile_fopen(struct hs_outfile *o, const char *path,
 				  FILE **f);
+/* A scratch file for a writer of path: unnamed, open for reading and
+ * writing, in the directory path's output goes to (the same file system;
+ * $TMPDIR, else /tmp, for standard output), gone when *fd is closed or the
+ * process dies.  Where the file system has no O_TMPFILE, a named file
+ * removed at once. */
+struct hs_error *hs_outfile_scratch(const char *path, int *fd);
 /* After the caller closed the file: with err NULL, renames it over the path
  * (an error if that fails); otherwise removes it.  Returns the outcome. */
 struct hs_error *hs_outfile_finish(struct hs_outfile *o, struct hs_error *err);
