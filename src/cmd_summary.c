@@ -53,15 +53,14 @@ int hs_cmd_summary(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_object_end(&w);
 		hs_jsonw_finish(&w);
 	} else {
-		char sz[32];
+		char sz[32], what[64];
 		/* --pid: the core was a temporary file, removed; the process
 		 * is what was summarized */
 		if (cli->live_pid)
-			printf("wrote %s (%s): a summary of process %s for heapdiff\n", cli->out,
-			       hs_fmt_size(sz, size < 0 ? 0 : (uint64_t)size), cli->live_pid);
-		else
-			printf("wrote %s (%s): a summary of %s for heapdiff\n", cli->out,
-			       hs_fmt_size(sz, size < 0 ? 0 : (uint64_t)size), cli->core);
+			snprintf(what, sizeof(what), "process %s", cli->live_pid);
+		printf("wrote %s (%s): a summary of %s for heapdiff\n", cli->out,
+		       hs_fmt_size(sz, size < 0 ? 0 : (uint64_t)size),
+		       cli->live_pid ? what : cli->core);
 	}
 	return HS_EXIT_OK;
 }
