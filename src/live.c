@@ -1073,27 +1073,37 @@ static size_t span_at(const struct span *v, size_t n, uint64_t a)
 	return lo;
 }
 
-struct recopy {
-	uint8_t *buf;
-	struct hs_error *err;
-	uint64_t bytes;
-};
-
-/* A region written since it was copied: copied again, where it has a copy. */
-static bool recopy_region(struct live *l, uint64_t start, uint64_t end, void *arg)
+/* Of [start, end), the parts that have a place in the copy's file,
+ * copied (again) there through l->scratch, *bytes counting them. */
+static struct hs_error *copy_again(struct live *l, uint64_t start, uint64_t end,
+				   uint64_t *bytes)
 {
-	struct recopy *rc = arg;
+	if (!l->scratch && !(l->scratch = malloc(1 << 20)))
+		return &hs_error_nomem;
 	for (size_t i = span_at(l->pre, l->npre, start); i < l->npre && l->pre[i].start < end; i++) {
 		const struct span *p = &l->pre[i];
 		uint64_t s = start > p->start ? start : p->start;
 		uint64_t e = end < p->end ? end : p->end;
 		if (s >= e)
 			continue;
-		if ((rc->err = copy_out(l, s, e, p->off + (s - p->start), rc->buf)))
-			return false;
-		rc->bytes += e - s;
+		struct hs_error *err = copy_out(l, s, e, p->off + (s - p->start), l->scratch);
+		if (err)
+			return err;
+		*bytes += e - s;
 	}
-	return true;
+	return NULL;
+}
+
+struct recopy {
+	struct hs_error *err;
+	uint64_t bytes;
+};
+
+/* A region written since it was copied, while the target runs. */
+static bool recopy_region(struct live *l, uint64_t start, uint64_t end, void *arg)
+{
+	struct recopy *rc = arg;
+	return !(rc->err = copy_again(l, start, end, &rc->bytes));
 }
 
 /* With the threads running again: every mapping registered for write
@@ -1152,11 +1162,10 @@ static struct hs_error *track_copy(struct live *l, const char *out_path)
 	if (!pm_scan(l, lo, hi, HS_PM_SCAN_WP_MATCHING, 0, HS_PAGE_IS_WPALLOWED, 0,
 		     NULL, NULL))
 		return hs_error_errno(errno, "PAGEMAP_SCAN of process %d", (int)l->pid);
-	struct recopy rc = {.buf = malloc(1 << 20)};
-	if (!rc.buf)
-		return &hs_error_nomem;
+	struct recopy rc = {0};
+	uint64_t copied = 0;
 	for (size_t i = 0; i < l->npre && !err; i++)
-		err = copy_out(l, l->pre[i].start, l->pre[i].end, l->pre[i].off, rc.buf);
+		err = copy_again(l, l->pre[i].start, l->pre[i].end, &copied);
 	for (int round = 0; round < RECOPY_ROUNDS && !err; round++) {
 		rc.bytes = 0;
 		/* written, or not protected: copied again and protected */
@@ -1168,7 +1177,6 @@ static struct hs_error *track_copy(struct live *l, const char *out_path)
 		if (rc.bytes < RECOPY_BYTES)
 			break;
 	}
-	free(rc.buf);
 	return err;
 }
 
@@ -1195,27 +1203,17 @@ struct late_ctx {
 	struct hs_error *err;
 };
 
-/* A region the stop's scan found.  Written since its copy: read again
- * into the copy's file, at its place (a scan's region lies in one pre
- * range), so that a process that wrote much costs no memory here. */
+/* A region the stop's scan found (within a copied range).  Written since
+ * its copy: read again into the copy's file, at its place, so that a
+ * process that wrote much costs no memory here. */
 static bool late_region(struct live *l, uint64_t start, uint64_t end, void *arg)
 {
 	struct late_ctx *c = arg;
-	size_t i = span_at(l->pre, l->npre, start);
-	if (c->zero || i == l->npre || l->pre[i].start > start || l->pre[i].end < end) {
-		if (!late_add(l, start, end, c->zero))
-			c->err = &hs_error_nomem;
-		return !c->err;
-	}
-	if (!l->scratch && !(l->scratch = malloc(1 << 20))) {
-		c->err = &hs_error_nomem;
-		return false;
-	}
-	if ((c->err = copy_out(l, start, end, l->pre[i].off + (start - l->pre[i].start),
-			       l->scratch)))
-		return false;
-	l->late_bytes += end - start;
-	return true;
+	if (c->zero)
+		c->err = late_add(l, start, end, true) ? NULL : &hs_error_nomem;
+	else
+		c->err = copy_again(l, start, end, &l->late_bytes);
+	return !c->err;
 }
 
 static int cmp_late(const void *a, const void *b)
