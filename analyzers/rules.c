@@ -18,6 +18,7 @@ const char *const hs_rule_names[HS_RULE_COUNT] = {
 	[HS_RULE_PYOBJECT] = "pyobject",
 	[HS_RULE_LEARNED] = "learned",
 	[HS_RULE_TYPED] = "typed",
+	[HS_RULE_LUASTATE] = "luastate",
 };
 
 enum { VTABLE_WORDS = 20, PAGE0 = 4096 };
@@ -395,6 +396,26 @@ static bool sds_header(const struct hs_rules *r, const struct hs_alloc *a,
 	return len <= alloc && alloc < a->size && off + alloc + 1 <= a->size;
 }
 
+/* A Lua thread: the program's extra space (8 bytes), then a lua_State
+ * (see rules.h, luastate).  The smallest lua_State of 5.3 and 5.4 is over
+ * 160 bytes. */
+enum { LUA_TTHREAD_TAG = 8, LUA_STATE_MIN = 160 };
+
+static bool pointer_to_mapped(const struct hs_rules *r, uint64_t v)
+{
+	return v && v % 8 == 0 && hs_core_find_segment(r->core, v);
+}
+
+static bool lua_state(const struct hs_rules *r, const struct hs_alloc *a,
+		      const struct head *hd, uint64_t off)
+{
+	uint64_t tag, top, g;
+	return off == 8 && a->size >= 8 + LUA_STATE_MIN &&
+	       head_word(r, a, hd, a->addr + 16, &tag) && (tag & 0xff) == LUA_TTHREAD_TAG &&
+	       head_word(r, a, hd, a->addr + 24, &top) && pointer_to_mapped(r, top) &&
+	       head_word(r, a, hd, a->addr + 32, &g) && pointer_to_mapped(r, g);
+}
+
 enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 			    uint64_t v)
 {
@@ -437,6 +458,8 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 		return HS_RULE_MULTIPLE_INHERITANCE;
 	if ((on & 1u << HS_RULE_SDS) && sds_header(r, a, &hd, off))
 		return HS_RULE_SDS;
+	if ((on & 1u << HS_RULE_LUASTATE) && lua_state(r, a, &hd, off))
+		return HS_RULE_LUASTATE;
 	if ((on & 1u << HS_RULE_TYPED) && r->ntyped) {
 		size_t lo = 0, hi = r->ntyped;
 		while (lo < hi) {

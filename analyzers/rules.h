@@ -31,6 +31,19 @@
  *                        8 to 64 the header's len <= alloc, and header +
  *                        alloc + the terminating NUL fit the block
  *
+ * a Lua thread past the program's extra space:
+ *
+ *   luastate             at +8: Lua 5.3 and 5.4 (lstate.c) put a pointer's
+ *                        worth of the program's own bytes (LUA_EXTRASPACE)
+ *                        before each thread's lua_State, in the block of
+ *                        the thread (LX) or of the main thread and the
+ *                        global state (LG), and every lua_State * points
+ *                        past them.  The lua_State there starts with its
+ *                        GC header {next, tt, marked}: tt is the thread
+ *                        tag (8), and its top of stack and global state
+ *                        (its third and fourth words) point to mapped
+ *                        memory, 8-byte aligned
+ *
  * a CPython object past its block's start:
  *
  *   pyobject             at +16 or +32: the block holds a Python object
@@ -84,6 +97,7 @@ enum hs_rule {
 	HS_RULE_PYOBJECT,
 	HS_RULE_LEARNED,
 	HS_RULE_TYPED,
+	HS_RULE_LUASTATE,
 	HS_RULE_COUNT
 };
 extern const char *const hs_rule_names[HS_RULE_COUNT];

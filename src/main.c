@@ -136,7 +136,7 @@ static const struct opt_doc opt_docs[] = {
 	{"no-unexplained", 0, no_argument, OPT_NO_UNEXPLAINED, NULL, 0,
 	 "writable memory nothing explains is not a root"},
 	{"no-rule", 0, required_argument, OPT_NO_RULE, "NAMES", 0,
-	 "header rules not to apply: all, stdstring, length64, newarray, multipleinheritance, sds, learned, typed (comma-separated)"},
+	 "header rules not to apply: all, stdstring, length64, newarray, multipleinheritance, sds, pyobject, learned, typed, luastate (comma-separated)"},
 	{"conservative-roots", 0, no_argument, OPT_CONSERVATIVE_ROOTS, NULL, 0,
 	 "every register and the red zone below each stack pointer are roots, however the thread stopped"},
 	{"threads", 0, required_argument, OPT_THREADS, "N", 0,
@@ -722,7 +722,7 @@ static int parse_options(int argc, char **argv, const struct command *cmd,
 		case OPT_NO_RULE: {
 			unsigned on = HS_RULES_ALL;
 			if (!hs_rules_parse_off(optarg, &on))
-				return usage_error("--no-rule takes all, stdstring, length64, newarray, multipleinheritance, sds, learned or typed (separated by commas), not '%s'",
+				return usage_error("--no-rule takes all, stdstring, length64, newarray, multipleinheritance, sds, pyobject, learned, typed or luastate (separated by commas), not '%s'",
 						   optarg);
 			cli->opts.rules_off = optarg;
 			break;

@@ -86,6 +86,17 @@ KNOWN_DIFFERENCES = {
                "header whose last byte names its type; heapsift's sds rule "
                "takes it for a start, memcheck has no such heuristic.",
     },
+    ("rc_rules", "luastate: a Lua thread past its extra space"): {
+        "memcheck": ({"possible": 1}, 0),
+        "why": "the only pointer is 8 bytes in, past Lua's LUA_EXTRASPACE, "
+               "to a lua_State whose header says thread; heapsift's luastate "
+               "rule takes it for a start, memcheck has no such heuristic.",
+    },
+    ("rc_rules", "the Lua thread's stack"): {
+        "memcheck": ({"possible": 1}, 0),
+        "why": "held by a start pointer from the Lua thread above, which "
+               "memcheck calls possible.",
+    },
     ("rc_rules", "sds: a 16-bit header"): {
         "memcheck": ({"possible": 1}, 0),
         "why": "the same with a 5-byte header (sdshdr16).",
