@@ -239,11 +239,13 @@ if not sys.argv[2]:
     sys.exit(0)
 made = dict(l.split() for l in open(sys.argv[2]) if l.strip())
 # the list linked through interior pointers is a convention the graph
-# learns (every node is pointed to 24 bytes in): reachable via "learned"
+# learns (every node is pointed to 24 bytes in): reachable via "learned",
+# or via "typed" where a pointer's DWARF type says a node is there
 for what, a, theirs in (("leaked", s["leaked"]["count"], "leaked"),
                         ("leak roots", s["leak_root"]["count"], "leak_roots"),
-                        ("interior-linked list (possible + learned)",
-                         s["possible"]["count"] + s["via"]["learned"]["count"], "interior")):
+                        ("interior-linked list (possible + learned + typed)",
+                         s["possible"]["count"] + s["via"]["learned"]["count"] +
+                         s["via"]["typed"]["count"], "interior")):
     b = int(made[theirs])
     print(f"  {what}: heapsift {a}, the fixture made {b}" + ("" if a == b else "  <-- differs"))
 EOF
