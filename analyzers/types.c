@@ -806,7 +806,20 @@ struct infer_class {
 	uint64_t size;
 	struct hs_dtype **v;
 	size_t n;
+	struct cand_mask *m;    /* per candidate, n */
 };
+
+/* A candidate's local check as masks of its words (see local_ok_masked):
+ * its pointer slots and its scalar words (NULL: none known), nm mask
+ * words of each; or no mask: a polymorphic type (never a candidate
+ * here), or slots the masks cannot say (local_ok reads them). */
+struct cand_mask {
+	const uint64_t *pm;
+	uint64_t *sm;
+	uint32_t nm;
+	uint8_t kind;
+};
+enum { MASK_PLAIN, MASK_NEVER, MASK_SLOW };
 
 struct infer {
 	struct ctx *c;
@@ -820,7 +833,33 @@ struct infer {
 	uint32_t *poff, *preds; /* leaked holders of each block (CSR) */
 	uint64_t checks;
 	bool over;
+	/* What each word of a block is (WORD_* or the id of the block it
+	 * points to the start of), read once for all candidates: from
+	 * wfirst[j], size / 8 words; wfirst[j] == NO_WORDS where the block is
+	 * not in one piece of the core or the budget (nwords_max) is spent,
+	 * and the checks read the core themselves */
+	uint32_t *words;
+	size_t *wfirst;
+	size_t nwords, capwords, nwords_max;
+	/* per type index: its pointer slots' words, one bit each, when all
+	 * slots are aligned (NULL: not computed yet; &irregular: not so) */
+	uint64_t **pmask;
+	size_t npmask;
+	uint64_t irregular;     /* its address marks an irregular type */
 };
+
+/* A word of a leaked block, as the solver sees it: a pointer into a
+ * block's interior, null or pointing nowhere, or anything else (a scalar,
+ * a pointer to mapped memory that is no block); otherwise the id of the
+ * block it points to the start of. */
+enum {
+	WORD_OTHER = UINT32_MAX,
+	WORD_NULL = UINT32_MAX - 1,
+	WORD_INTERIOR = UINT32_MAX - 2,
+};
+#define NO_WORDS SIZE_MAX
+/* the largest block that gets word codes, in 64-bit mask words */
+#define MASK_WORDS ((HS_DSTRUCT_MAX_SIZE + 64) / 8 / 64 + 1)
 
 /* The C runtime's modules: their types come second to the program's. */
 static bool runtime_module(const struct hs_module *m)
@@ -921,6 +960,146 @@ static struct hs_error *local_ok(struct ctx *c, uint32_t id, struct hs_dtype *d,
 	return NULL;
 }
 
+/* The pointer slots of type d as a mask of its words (see struct infer);
+ * &in->irregular when a slot is not 8-byte aligned, the type is too big
+ * for a mask, or memory ran out: then local_ok reads the slots itself. */
+static const uint64_t *ptr_mask(struct infer *in, struct hs_dtype *d,
+				const struct hs_dptr *p, size_t n)
+{
+	if (d->index >= in->npmask) {
+		size_t cap = in->npmask ? in->npmask : 256;
+		while (cap <= d->index)
+			cap *= 2;
+		uint64_t **v = realloc(in->pmask, cap * sizeof(*v));
+		if (!v)
+			return &in->irregular;
+		memset(v + in->npmask, 0, (cap - in->npmask) * sizeof(*v));
+		in->pmask = v;
+		in->npmask = cap;
+	}
+	uint64_t **slot = &in->pmask[d->index];
+	if (*slot)
+		return *slot;
+	*slot = &in->irregular;
+	if (d->size / 8 > MASK_WORDS * 64)
+		return *slot;
+	uint64_t *m = calloc(MASK_WORDS, sizeof(uint64_t));
+	if (!m)
+		return *slot;
+	for (size_t i = 0; i < n; i++) {
+		for (uint32_t k = 0; k < p[i].count; k++) {
+			uint64_t off = p[i].offset + k * p[i].stride;
+			if (off + 8 > d->size)
+				break;
+			if (off % 8) {
+				free(m);
+				return *slot;
+			}
+			m[off / 8 / 64] |= 1ull << (off / 8 % 64);
+		}
+	}
+	return *slot = m;
+}
+
+/* Reads block j's words once (obj: the block in one piece of the core,
+ * nw of them): bad, those into the heap's range that are no used block
+ * but mapped memory; hit, those that point into a used block (masks of
+ * MASK_WORDS).  Keeps their codes for the arc checks while the budget
+ * lasts (in->wfirst[j]). */
+static void read_words(struct infer *in, size_t j, const uint8_t *obj, uint64_t nw,
+		       uint64_t *bad, uint64_t *hit)
+{
+	struct ctx *c = in->c;
+	const struct hs_graph *g = c->graph;
+	uint32_t *code = NULL;
+	in->wfirst[j] = NO_WORDS;
+	if (in->nwords + nw <= in->nwords_max) {
+		if (in->nwords + nw > in->capwords) {
+			size_t cap = in->capwords ? in->capwords : 4096;
+			while (cap < in->nwords + nw)
+				cap *= 2;
+			uint32_t *v = realloc(in->words, cap * sizeof(*v));
+			if (v) {
+				in->words = v;
+				in->capwords = cap;
+			}
+		}
+		if (in->nwords + nw <= in->capwords) {
+			in->wfirst[j] = in->nwords;
+			code = in->words + in->nwords;
+			in->nwords += nw;
+		}
+	}
+	memset(bad, 0, MASK_WORDS * sizeof(uint64_t));
+	memset(hit, 0, MASK_WORDS * sizeof(uint64_t));
+	for (uint64_t w = 0; w < nw; w++) {
+		uint64_t v, bit = 1ull << (w % 64);
+		memcpy(&v, obj + w * 8, 8);
+		uint32_t k = WORD_OTHER;
+		if (v >= g->map.lo && v < g->map.hi) {
+			bool interior;
+			uint32_t tgt = hs_graph_target(g, v, &interior);
+			if (tgt != HS_NO_ALLOC) {
+				hit[w / 64] |= bit;
+				k = interior ? WORD_INTERIOR : tgt;
+			} else if (hs_core_find_segment(c->core, v)) {
+				bad[w / 64] |= bit;
+			} else {
+				k = WORD_NULL;
+			}
+		} else if (!v || !hs_core_find_segment(c->core, v)) {
+			k = WORD_NULL;
+		}
+		if (code)
+			code[w] = k;
+	}
+}
+
+/* local_ok with the block's masks from read_words and the candidate's. */
+static bool local_ok_masked(const struct cand_mask *cm, const uint64_t *bad,
+			    const uint64_t *hit)
+{
+	for (uint32_t m = 0; m < cm->nm; m++)
+		if (cm->pm[m] & bad[m] || (cm->sm && cm->sm[m] & hit[m]))
+			return false;
+	return true;
+}
+
+/* Candidate d's masks (see struct cand_mask). */
+static struct hs_error *cand_mask(struct infer *in, struct hs_dtype *d,
+				  struct cand_mask *cm)
+{
+	const struct hs_dptr *p;
+	size_t n;
+	const uint64_t *scalar;
+	struct hs_error *err;
+	memset(cm, 0, sizeof(*cm));
+	if ((err = hs_dtype_pointers(in->c->t->reg, d, &p, &n)) ||
+	    (err = hs_dtype_scalar_words(in->c->t->reg, d, &scalar)))
+		return err;
+	if (d->polymorphic) {
+		cm->kind = MASK_NEVER;
+		return NULL;
+	}
+	cm->pm = ptr_mask(in, d, p, n);
+	if (cm->pm == &in->irregular) {
+		cm->kind = MASK_SLOW;
+		return NULL;
+	}
+	uint64_t nw = d->size / 8;
+	cm->nm = (uint32_t)((nw + 63) / 64);
+	if (scalar) {
+		/* the scalar words below size / 8 only, as local_ok reads them */
+		if (!(cm->sm = calloc(cm->nm ? cm->nm : 1, sizeof(uint64_t))))
+			return &hs_error_nomem;
+		for (uint64_t m = 0; m < cm->nm; m++)
+			cm->sm[m] = scalar[m] &
+				    (nw - m * 64 >= 64 ? ~0ull : (1ull << (nw - m * 64)) - 1);
+	}
+	cm->kind = MASK_PLAIN;
+	return NULL;
+}
+
 static bool has_cand(const struct infer *in, uint32_t j, const struct hs_dtype *d)
 {
 	for (size_t k = in->cfirst[j]; k < in->cfirst[j + 1]; k++)
@@ -972,11 +1151,11 @@ struct score {
 
 /* Whether candidate d of block id agrees with the blocks it points to;
  * *sc (may be NULL): the evidence. */
-static struct hs_error *arc_ok(struct infer *in, uint32_t id, struct hs_dtype *d,
+static struct hs_error *arc_ok(struct infer *in, size_t j, struct hs_dtype *d,
 			       bool *ret, struct score *sc)
 {
 	struct ctx *c = in->c;
-	const struct hs_alloc *a = &c->heap->allocs[id];
+	const struct hs_alloc *a = &c->heap->allocs[in->ids[j]];
 	const struct hs_dptr *p;
 	size_t n;
 	struct hs_error *err = hs_dtype_pointers(c->t->reg, d, &p, &n);
@@ -987,26 +1166,37 @@ static struct hs_error *arc_ok(struct infer *in, uint32_t id, struct hs_dtype *d
 	if (!sc)
 		sc = &dummy;
 	memset(sc, 0, sizeof(*sc));
-	const uint8_t *obj = hs_core_ptr(c->core, a->addr, d->size);
+	const uint32_t *words = in->wfirst[j] != NO_WORDS ? in->words + in->wfirst[j] : NULL;
+	const uint8_t *obj = words ? NULL : hs_core_ptr(c->core, a->addr, d->size);
 	for (size_t i = 0; i < n; i++) {
 		for (uint32_t k = 0; k < p[i].count; k++) {
 			uint64_t off = p[i].offset + k * p[i].stride, v;
 			if (off + 8 > d->size)
 				break;
-			bool interior;
-			if (!read_word(c, obj, a->addr, off, &v))
-				continue;
-			uint32_t tgt = hs_graph_hit(c->graph, v, &interior);
-			/* null, or pointing nowhere (zero in a redacted core) */
-			sc->nulls += !v || (tgt == HS_NO_ALLOC && !hs_core_find_segment(c->core, v));
+			bool interior = false;
+			uint32_t tgt;
+			if (words && !(off % 8)) {
+				uint32_t w = words[off / 8];
+				sc->nulls += w == WORD_NULL;
+				if (w >= WORD_INTERIOR)
+					continue;
+				tgt = w;
+			} else {
+				if (!read_word(c, obj, a->addr, off, &v))
+					continue;
+				tgt = hs_graph_hit(c->graph, v, &interior);
+				/* null, or pointing nowhere (zero in a redacted core) */
+				sc->nulls += !v || (tgt == HS_NO_ALLOC &&
+						    !hs_core_find_segment(c->core, v));
+			}
 			if (tgt == HS_NO_ALLOC || interior)
 				continue;  /* interior: an embedded member, say nothing */
 			if (!compatible(in, tgt, p[i].pointee)) {
 				*ret = false;
 				return NULL;
 			}
-			uint32_t j = hs_rankset_index(&in->set, tgt);
-			if ((j != HS_RANK_NONE && has_cand(in, j, p[i].pointee)) ||
+			uint32_t r = hs_rankset_index(&in->set, tgt);
+			if ((r != HS_RANK_NONE && has_cand(in, r, p[i].pointee)) ||
 			    c->t->type_of[tgt] == p[i].pointee->index)
 				sc->strong++;
 			else
@@ -1097,6 +1287,11 @@ static struct hs_error *class_cands(struct infer *in, struct infer_class **class
 	}
 	k->v = all;
 	k->n = m;
+	if (m && !(k->m = calloc(m, sizeof(*k->m))))
+		return &hs_error_nomem;
+	for (size_t i = 0; i < m; i++)
+		if ((err = cand_mask(in, all[i], &k->m[i])))
+			return err;
 	return NULL;
 }
 
@@ -1119,15 +1314,28 @@ static struct hs_error *infer_solve(struct infer *in)
 		size_t start = in->ncand;
 		bool own = false;
 		/* the block in one piece of the core (NULL: word by word) */
-		const uint8_t *obj = hs_core_ptr(c->core, c->heap->allocs[id].addr,
-						 c->heap->allocs[id].size);
+		uint64_t size = c->heap->allocs[id].size;
+		const uint8_t *obj = hs_core_ptr(c->core, c->heap->allocs[id].addr, size);
+		uint64_t bad[MASK_WORDS], hit[MASK_WORDS];
+		bool masked = obj && k->n && size / 8 <= MASK_WORDS * 64 &&
+			      c->graph->n < WORD_INTERIOR;
+		size_t words_at = in->nwords;
+		in->wfirst[j] = NO_WORDS;
+		if (masked)
+			read_words(in, j, obj, size / 8, bad, hit);
 		for (size_t i = 0; i < k->n && !err; i++) {
 			bool ok;
 			if (++in->checks > INFER_MAX_CHECKS) {
 				in->over = true;
 				break;
 			}
-			if ((err = local_ok(c, id, k->v[i], obj, &ok)) || !ok)
+			if (masked && k->m[i].kind == MASK_PLAIN)
+				ok = local_ok_masked(&k->m[i], bad, hit);
+			else if (masked && k->m[i].kind == MASK_NEVER)
+				ok = false;
+			else if ((err = local_ok(c, id, k->v[i], obj, &ok)))
+				break;
+			if (!ok)
 				continue;
 			if (in->ncand == in->capcand) {
 				size_t cap = in->capcand ? 2 * in->capcand : 1024;
@@ -1155,10 +1363,19 @@ static struct hs_error *infer_solve(struct infer *in)
 					in->cand[m++] = in->cand[i];
 			in->ncand = m;
 		}
+		/* no candidate: no arc check reads its words */
+		if (in->ncand == start) {
+			in->nwords = words_at;
+			in->wfirst[j] = NO_WORDS;
+		}
 	}
 	in->cfirst[in->n] = in->ncand;
-	for (size_t i = 0; i < nclasses; i++)
+	for (size_t i = 0; i < nclasses; i++) {
 		free(classes[i].v);
+		for (size_t m = 0; classes[i].m && m < classes[i].n; m++)
+			free(classes[i].m[m].sm);
+		free(classes[i].m);
+	}
 	free(classes);
 	if (err || in->over)
 		return err;
@@ -1187,7 +1404,7 @@ static struct hs_error *infer_solve(struct infer *in)
 				break;
 			}
 			bool ok;
-			if (!(err = arc_ok(in, in->ids[j], in->cand[k], &ok, NULL)) && !ok) {
+			if (!(err = arc_ok(in, j, in->cand[k], &ok, NULL)) && !ok) {
 				in->alive[k] = 0;
 				changed = true;
 			}
@@ -1234,7 +1451,7 @@ static struct hs_error *infer_solve(struct infer *in)
 				continue;
 			bool ok;
 			struct score sc;
-			if ((err = arc_ok(in, in->ids[j], in->cand[k], &ok, &sc)))
+			if ((err = arc_ok(in, j, in->cand[k], &ok, &sc)))
 				break;
 			int cmp = !ntop ? 1 :
 				sc.strong != top.strong ? (sc.strong > top.strong ? 1 : -1) :
@@ -1258,7 +1475,7 @@ static struct hs_error *infer_solve(struct infer *in)
 			continue;
 		bool ok;
 		struct score sc;
-		if ((err = arc_ok(in, in->ids[j], unique[j], &ok, &sc)))
+		if ((err = arc_ok(in, j, unique[j], &ok, &sc)))
 			break;
 		bool evidence = sc.strong || sc.weak;
 		if (!evidence)
@@ -1342,8 +1559,11 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	in.ids = malloc(cnt * sizeof(uint32_t));
 	in.cfirst = malloc((cnt + 1) * sizeof(size_t));
 	in.poff = calloc(cnt + 2, sizeof(uint32_t));
-	if (!in.ids || !in.cfirst || !in.poff)
+	in.wfirst = malloc((cnt + 1) * sizeof(size_t));
+	if (!in.ids || !in.cfirst || !in.poff || !in.wfirst)
 		goto out;
+	/* the word codes: up to 8 bytes per allocation of the graph */
+	in.nwords_max = 2 * (size_t)graph->n;
 	for (uint32_t id = 0; id < graph->n; id++)
 		if (hs_rankset_has(&in.set, id))
 			in.ids[in.n++] = id;
@@ -1392,5 +1612,11 @@ out:
 	free(in.alive);
 	free(in.poff);
 	free(in.preds);
+	free(in.wfirst);
+	free(in.words);
+	for (size_t i = 0; i < in.npmask; i++)
+		if (in.pmask[i] != &in.irregular)
+			free(in.pmask[i]);
+	free(in.pmask);
 	return err;
 }
