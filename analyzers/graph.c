@@ -243,6 +243,10 @@ static bool resolve(struct part *p, const struct cand *c, size_t n)
 		close_sources(p, src);
 		bool interior;
 		uint32_t t = hs_graph_target(g, v, &interior);
+		if (t != HS_NO_ALLOC && g->pystarts &&
+		    hs_py_is_start(g->rules->py, &allocs[t], t, v) &&
+		    __atomic_load_n(&g->pystarts[t], __ATOMIC_RELAXED) != UINT32_MAX)
+			__atomic_fetch_add(&g->pystarts[t], 1, __ATOMIC_RELAXED);
 		if (t == HS_NO_ALLOC || t == src)
 			continue;
 		uint32_t flag = 0;
@@ -390,6 +394,10 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	if (rules && rules->enabled) {
 		g->rules = rules;
 		g->rule_of = calloc((size_t)g->n + 1, 1);
+		/* (without rules the scan reads CPython's GC heads too: its
+		 * counts would not be hs_python_refs') */
+		if (rules->py && !(g->pystarts = calloc((size_t)g->n + 1, sizeof(uint32_t))))
+			g->rule_of = (free(g->rule_of), NULL);
 	}
 	if (!g->offsets || (g->rules && !g->rule_of)) {
 		err = &hs_error_nomem;
@@ -506,6 +514,7 @@ void hs_graph_destroy(struct hs_graph *g)
 		return;
 	addrmap_destroy(&g->map);
 	free(g->rule_of);
+	free(g->pystarts);
 	free(g->offsets);
 	free(g->edges);
 	free(g);

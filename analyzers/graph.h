@@ -64,6 +64,11 @@ struct hs_graph {
 	 * (its via), nothing after: hs_graph_drop_rule_of frees it then. */
 	uint8_t *rule_of;
 	const struct hs_rules *rules;
+	/* With CPython's objects among the blocks (rules->py): per
+	 * allocation, how many of the scanned words point to the start of the
+	 * object it holds (hs_py_is_start; saturating at UINT32_MAX), for
+	 * hs_python_refs, which needs them once and frees them; else NULL */
+	uint32_t *pystarts;
 };
 
 static inline bool hs_alloc_in_graph(const struct hs_alloc *a)

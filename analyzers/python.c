@@ -681,9 +681,7 @@ static inline void count_ref(const struct hs_pyobjects *py,
 	uint32_t id = hs_addrmap_lookup(&g->map, v);
 	if (id == HS_NO_ALLOC || id >= g->n)
 		return;
-	uint32_t k = py->kind[id];
-	if (k == HS_PY_NONE || (k & HS_PY_PART) ||
-	    g->map.heap->allocs[id].addr + hs_py_offset(k) != v)
+	if (!hs_py_is_start(py, &g->map.heap->allocs[id], id, v))
 		return;
 	if (counts[id] != UINT32_MAX)
 		counts[id]++;
@@ -702,17 +700,19 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 				const struct hs_heap *heap,
 				const struct hs_graph *g,
 				const struct hs_roots *roots,
+				uint32_t *starts,
 				struct hs_pyrefs **ret)
 {
 	*ret = NULL;
 	struct hs_pyrefs *r = calloc(1, sizeof(*r));
-	uint32_t *counts = calloc(g->n ? g->n : 1, sizeof(*counts));
+	uint32_t *counts = starts ? starts : calloc(g->n ? g->n : 1, sizeof(*counts));
 	if (!r || !counts) {
 		free(r);
-		free(counts);
+		if (!starts)
+			free(counts);
 		return &hs_error_nomem;
 	}
-	for (uint32_t src = 0; src < g->n; src++) {
+	for (uint32_t src = 0; !starts && src < g->n; src++) {
 		const struct hs_alloc *a = &heap->allocs[src];
 		if (!hs_alloc_in_graph(a))
 			continue;
@@ -766,7 +766,8 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 		}
 		r->v[r->n++] = (struct hs_py_outside){id, counts[id], refcnt};
 	}
-	free(counts);
+	if (!starts)
+		free(counts);
 	if (err) {
 		hs_pyrefs_destroy(r);
 		return err;

@@ -87,6 +87,15 @@ static inline uint64_t hs_py_offset(uint32_t kind)
 	return kind & HS_PY_PART ? 0 : (kind & 7) * 16;
 }
 
+/* Whether v points to the start of the CPython object that block a (of
+ * id `id`) holds. */
+static inline bool hs_py_is_start(const struct hs_pyobjects *py,
+				  const struct hs_alloc *a, uint32_t id, uint64_t v)
+{
+	uint32_t k = py->kind[id];
+	return k != HS_PY_NONE && !(k & HS_PY_PART) && a->addr + hs_py_offset(k) == v;
+}
+
 /* Py_TPFLAGS_HAVE_GC: the type's objects have a GC head before them */
 #define HS_PY_HAVE_GC (1u << 14)
 
@@ -204,11 +213,14 @@ struct hs_pyrefs {
 };
 struct hs_graph;
 struct hs_roots;
+/* starts: the graph's pystarts (counted by its scan, used up here), or
+ * NULL: the blocks are scanned for them here. */
 struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 				const struct hs_core *core,
 				const struct hs_heap *heap,
 				const struct hs_graph *graph,
 				const struct hs_roots *roots,
+				uint32_t *starts,
 				struct hs_pyrefs **ret);
 void hs_pyrefs_destroy(struct hs_pyrefs *r);
 

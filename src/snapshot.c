@@ -360,6 +360,12 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 				 * mark's via now; nothing reads the graph's */
 				if (!snap->mark_err)
 					hs_graph_drop_rule_of(snap->graph);
+				/* and the scan's counts of references to
+				 * CPython's objects go now, before the
+				 * dominators take their memory */
+				const struct hs_pyrefs *pyrefs;
+				if (!snap->mark_err && snap->graph->pystarts)
+					(void)hs_snapshot_pyrefs(snap, &pyrefs);
 			}
 	}
 	*ret = snap->mark;
@@ -379,9 +385,13 @@ const struct hs_error *hs_snapshot_pyrefs(struct hs_snapshot *snap,
 			snap->pyrefs_err = copy_error(e);
 		else if (snap->python) {
 			double t0 = hs_now();
+			/* the scan's counts, used up */
+			uint32_t *starts = snap->graph->pystarts;
+			snap->graph->pystarts = NULL;
 			snap->pyrefs_err = hs_python_refs(snap->python, snap->core,
 							  snap->heap, graph, roots,
-							  &snap->pyrefs);
+							  starts, &snap->pyrefs);
+			free(starts);
 			snap->t_mark += hs_now() - t0;
 		}
 	}
