@@ -111,11 +111,20 @@ struct hs_error *hs_rules_init(struct hs_rules *r, const struct hs_core *core,
 		return err;
 	}
 	hs_sort(r->exec, r->nexec, sizeof(*r->exec), cmp_range);
+	/* (without it, each check reads the block's first words itself) */
+	r->summary = calloc(heap->nallocs ? heap->nallocs : 1, 1);
 	return NULL;
+}
+
+void hs_rules_drop_summary(struct hs_rules *r)
+{
+	free(r->summary);
+	r->summary = NULL;
 }
 
 void hs_rules_fini(struct hs_rules *r)
 {
+	hs_rules_drop_summary(r);
 	free(r->exec);
 	free(r->learned);
 	r->exec = NULL;
@@ -369,16 +378,18 @@ static inline bool head_word(const struct hs_rules *r, const struct hs_alloc *a,
 	return word(r, addr, v);
 }
 
+enum { SDS_MAX_HEADER = 17 };  /* sdshdr64 */
+
 /* redis's sds (sds.h): the header just before the characters, its last
  * byte the flags, whose low 3 bits give the header type. */
 static bool sds_header(const struct hs_rules *r, const struct hs_alloc *a,
 		       const struct head *hd, uint64_t off)
 {
-	static const uint8_t hdr[] = {1, 3, 5, 9, 17};   /* by type 0-4 */
+	static const uint8_t hdr[] = {1, 3, 5, 9, SDS_MAX_HEADER};   /* by type 0-4 */
 	static const uint8_t field[] = {0, 1, 2, 4, 8};  /* len and alloc */
-	if (off > 17 || off >= a->size)
+	if (off > SDS_MAX_HEADER || off >= a->size)
 		return false;
-	uint8_t buf[17];
+	uint8_t buf[SDS_MAX_HEADER];
 	const uint8_t *h = off <= hd->len ? hd->p : NULL;
 	if (!h) {
 		if (!hs_core_read_quiet(r->core, a->addr, buf, (size_t)off))
@@ -416,12 +427,68 @@ static bool lua_state(const struct hs_rules *r, const struct hs_alloc *a,
 	       head_word(r, a, hd, a->addr + 32, &g) && pointer_to_mapped(r, g);
 }
 
+/* What the rules that look at a block's first words say about it, one
+ * bit each (a block's summary: struct hs_rules.summary). */
+enum {
+	SUM_KNOWN = 1,
+	SUM_STDSTRING = 2,      /* +24 holds it (stdstring) */
+	SUM_LENGTH64 = 4,       /* +8 holds it (length64) */
+	SUM_NEWARRAY = 8,       /* +8 holds it (newarray) */
+	SUM_VTABLE = 16,        /* its first word points to a vtable */
+	SUM_LUASTATE = 32,      /* +8 holds it (luastate) */
+};
+
+static uint8_t summarize(const struct hs_rules *r, const struct hs_alloc *a)
+{
+	struct head hd = head_of(r, a);
+	uint64_t w0, w1;
+	uint8_t s = SUM_KNOWN;
+	bool have0 = head_word(r, a, &hd, a->addr, &w0);
+	if (head_word(r, a, &hd, a->addr + 8, &w1) && w1 < a->size &&
+	    served(r, a, 24 + w1 + 1) && have0 && w0 <= w1)
+		s |= SUM_STDSTRING;
+	if (have0 && w0 > 0 && w0 < a->size) {
+		if (served(r, a, w0 + 8))
+			s |= SUM_LENGTH64;
+		/* some request this block served leaves n elements of equal
+		 * size after the count */
+		uint64_t sl = hs_heap_slack(r->heap, a);
+		uint64_t lo = a->size + 1 > sl ? a->size + 1 - sl : 8;
+		if (lo < 8 + w0)
+			lo = 8 + w0;
+		/* the first request >= lo that is 8 + a multiple of n */
+		uint64_t m = (lo - 8 + w0 - 1) / w0;
+		if (8 + m * w0 <= a->size)
+			s |= SUM_NEWARRAY;
+	}
+	if (have0 && is_vtable(r, w0))
+		s |= SUM_VTABLE;
+	if (lua_state(r, a, &hd, 8))
+		s |= SUM_LUASTATE;
+	return s;
+}
+
+/* Block a's summary, computed at its first interior pointer and kept
+ * (the scan's threads may compute one at once: the same value). */
+static uint8_t summary_of(const struct hs_rules *r, const struct hs_alloc *a)
+{
+	size_t id = (size_t)(a - r->heap->allocs);
+	if (!r->summary || id >= r->heap->nallocs)
+		return summarize(r, a);
+	uint8_t s = __atomic_load_n(&r->summary[id], __ATOMIC_RELAXED);
+	if (!s) {
+		s = summarize(r, a);
+		__atomic_store_n(&r->summary[id], s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
 enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 			    uint64_t v)
 {
 	if (!r || !r->enabled || v <= a->addr)
 		return HS_RULE_NONE;
-	uint64_t off = v - a->addr, w0, w1;
+	uint64_t off = v - a->addr, w1;
 	unsigned on = r->enabled;
 	if (r->py && (on & 1u << HS_RULE_PYOBJECT)) {
 		uint32_t k = r->py->kind[a - r->heap->allocs];
@@ -431,34 +498,27 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 					 hs_py_offset(k) == off))
 			return HS_RULE_PYOBJECT;
 	}
-	struct head hd = head_of(r, a);
-	if ((on & 1u << HS_RULE_STDSTRING) && off == 24 &&
-	    head_word(r, a, &hd, a->addr + 8, &w1) && w1 < a->size &&
-	    served(r, a, 24 + w1 + 1) && head_word(r, a, &hd, a->addr, &w0) && w0 <= w1)
+	/* the block's first words, read once per block (the one cache miss
+	 * of most checks: every aligned pointer asks whether the block
+	 * starts with a vtable) */
+	uint8_t sum = off % 8 ? 0 : summary_of(r, a);
+	if ((on & 1u << HS_RULE_STDSTRING) && off == 24 && (sum & SUM_STDSTRING))
 		return HS_RULE_STDSTRING;
-	if (off == 8 && head_word(r, a, &hd, a->addr, &w0) && w0 > 0 && w0 < a->size) {
-		if ((on & 1u << HS_RULE_LENGTH64) && served(r, a, w0 + 8))
-			return HS_RULE_LENGTH64;
-		if (on & 1u << HS_RULE_NEWARRAY) {
-			/* some request this block served leaves n elements
-			 * of equal size after the count */
-			uint64_t sl = hs_heap_slack(r->heap, a);
-			uint64_t lo = a->size + 1 > sl ? a->size + 1 - sl : 8;
-			if (lo < 8 + w0)
-				lo = 8 + w0;
-			/* the first request >= lo that is 8 + a multiple of n */
-			uint64_t m = (lo - 8 + w0 - 1) / w0;
-			if (8 + m * w0 <= a->size)
-				return HS_RULE_NEWARRAY;
-		}
+	if (off == 8 && (on & 1u << HS_RULE_LENGTH64) && (sum & SUM_LENGTH64))
+		return HS_RULE_LENGTH64;
+	if (off == 8 && (on & 1u << HS_RULE_NEWARRAY) && (sum & SUM_NEWARRAY))
+		return HS_RULE_NEWARRAY;
+	if ((on & 1u << HS_RULE_MULTIPLE_INHERITANCE) && (sum & SUM_VTABLE)) {
+		struct head hd = head_of(r, a);
+		if (head_word(r, a, &hd, v, &w1) && is_vtable(r, w1))
+			return HS_RULE_MULTIPLE_INHERITANCE;
 	}
-	if ((on & 1u << HS_RULE_MULTIPLE_INHERITANCE) && off % 8 == 0 &&
-	    head_word(r, a, &hd, a->addr, &w0) && is_vtable(r, w0) &&
-	    head_word(r, a, &hd, v, &w1) && is_vtable(r, w1))
-		return HS_RULE_MULTIPLE_INHERITANCE;
-	if ((on & 1u << HS_RULE_SDS) && sds_header(r, a, &hd, off))
-		return HS_RULE_SDS;
-	if ((on & 1u << HS_RULE_LUASTATE) && lua_state(r, a, &hd, off))
+	if ((on & 1u << HS_RULE_SDS) && off <= SDS_MAX_HEADER) {
+		struct head hd = head_of(r, a);
+		if (sds_header(r, a, &hd, off))
+			return HS_RULE_SDS;
+	}
+	if ((on & 1u << HS_RULE_LUASTATE) && off == 8 && (sum & SUM_LUASTATE))
 		return HS_RULE_LUASTATE;
 	if ((on & 1u << HS_RULE_TYPED) && r->ntyped) {
 		size_t lo = 0, hi = r->ntyped;

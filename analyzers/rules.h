@@ -146,7 +146,15 @@ struct hs_rules {
 	/* glibc's stdio streams (analyzers/files.h): their list links are
 	 * not references; NULL: none */
 	const struct hs_files *files;
+	/* per allocation, what the rules that read a block's first words
+	 * say about it (0: not read yet), kept from the first pointer into
+	 * its interior; NULL: not kept (hs_rules_drop_summary) */
+	uint8_t *summary;
 };
+
+/* Frees the blocks' summaries (1 byte per allocation) once the scan and
+ * the mark are done; later checks read the blocks' first words again. */
+void hs_rules_drop_summary(struct hs_rules *r);
 
 /* Adds v, a typed pointer's value into a block's interior, to the typed
  * rule's values; hs_rules_typed_done sorts them before the next check. */

@@ -358,8 +358,10 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 				snap->t_mark = hs_now() - t0;
 				/* the rule each block was held by is in the
 				 * mark's via now; nothing reads the graph's */
-				if (!snap->mark_err)
+				if (!snap->mark_err) {
 					hs_graph_drop_rule_of(snap->graph);
+					hs_rules_drop_summary(&snap->rules);
+				}
 				/* and the scan's counts of references to
 				 * CPython's objects go now, before the
 				 * dominators take their memory */
