@@ -358,7 +358,9 @@ struct head {
 	const uint8_t *p;
 	uint64_t len;
 };
-enum { HEAD_BYTES = 32 };  /* std::string's three words and its first character */
+/* std::string's three words and its first character; a lua_State's
+ * first five words after the program's 8 bytes */
+enum { HEAD_BYTES = 40 };
 
 static struct head head_of(const struct hs_rules *r, const struct hs_alloc *a)
 {
@@ -417,11 +419,12 @@ static bool pointer_to_mapped(const struct hs_rules *r, uint64_t v)
 	return v && v % 8 == 0 && hs_core_find_segment(r->core, v);
 }
 
+/* Whether a lua_State sits 8 bytes into block a. */
 static bool lua_state(const struct hs_rules *r, const struct hs_alloc *a,
-		      const struct head *hd, uint64_t off)
+		      const struct head *hd)
 {
 	uint64_t tag, top, g;
-	return off == 8 && a->size >= 8 + LUA_STATE_MIN &&
+	return a->size >= 8 + LUA_STATE_MIN &&
 	       head_word(r, a, hd, a->addr + 16, &tag) && (tag & 0xff) == LUA_TTHREAD_TAG &&
 	       head_word(r, a, hd, a->addr + 24, &top) && pointer_to_mapped(r, top) &&
 	       head_word(r, a, hd, a->addr + 32, &g) && pointer_to_mapped(r, g);
@@ -463,7 +466,7 @@ static uint8_t summarize(const struct hs_rules *r, const struct hs_alloc *a)
 	}
 	if (have0 && is_vtable(r, w0))
 		s |= SUM_VTABLE;
-	if (lua_state(r, a, &hd, 8))
+	if (lua_state(r, a, &hd))
 		s |= SUM_LUASTATE;
 	return s;
 }
