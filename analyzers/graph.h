@@ -89,7 +89,8 @@ static inline struct hs_py_skip hs_graph_skip(const struct hs_graph *g, uint32_t
 		if (n)
 			return (struct hs_py_skip){at, n, 0};
 	}
-	return g->rules && g->rules->py ? hs_py_skip_of(g->rules->py, src) :
+	return g->rules && g->rules->py ?
+	       hs_py_skip_of(g->rules->py, src, g->map.heap->allocs[src].size / 8) :
 	       (struct hs_py_skip){0, 0, 0};
 }
 

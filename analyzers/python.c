@@ -50,6 +50,8 @@ struct ctx {
 	/* list items that point into a heap block at no object's start */
 	uint64_t stray, stray_list, stray_item;
 	uint64_t type_type, dict_type, list_type, set_type;
+	/* the value types (python.h: HS_PY_VALUE) */
+	uint64_t str_type, bytes_type, long_type, float_type;
 	struct slot *map;
 	size_t mapcap, mapn, negatives;
 	size_t typecap;
@@ -289,6 +291,56 @@ static uint32_t tail_words(struct ctx *c, const struct hs_alloc *a,
 	return (uint32_t)(words - end / 8);
 }
 
+/* Whether an object that ends `end` bytes into block a agrees with it:
+ * within it, and followed by no more than the allocator's rounding. */
+static bool fits(const struct hs_alloc *a, uint64_t end)
+{
+	uint64_t words = a->size / 8, used = (end + 7) / 8;
+	return used <= words && words - used <= 3;
+}
+
+/* The form of the value object (python.h: HS_PY_VALUE) of type pt at the
+ * start of block a, or -1 when it is none: another type, or size fields
+ * that do not agree with the block (then it is scanned whole). */
+static int value_form(struct ctx *c, const struct hs_alloc *a,
+		      const struct hs_pytype *pt)
+{
+	uint64_t t = pt->addr, v, state;
+	unsigned minor = c->p->minor;
+	if (!t || (t != c->str_type && t != c->bytes_type &&
+		   t != c->long_type && t != c->float_type))
+		return -1;
+	if (t == c->float_type)
+		return pt->basicsize == 24 && fits(a, 24) ? HS_PY_VALUE_ALL : -1;
+	/* ob_size (bytes, int up to 3.11), lv_tag (int from 3.12: the
+	 * digits above 3 bits of sign and flags), length (str) */
+	if (!hs_core_read_u64(c->core, a->addr + 16, &v))
+		return -1;
+	if (t == c->bytes_type)
+		return pt->basicsize == 33 && pt->itemsize == 1 && v <= a->size &&
+		       fits(a, 33 + v) ? HS_PY_VALUE_ALL : -1;
+	if (t == c->long_type) {
+		uint64_t n = minor >= 12 ? v >> 3 : (int64_t)v < 0 ? -v : v;
+		return pt->basicsize == 24 && pt->itemsize == 4 && n <= a->size / 4 &&
+		       fits(a, 24 + 4 * (n ? n : 1)) ? HS_PY_VALUE_ALL : -1;
+	}
+	/* a str: state's bits are interned (2), kind (3: 1, 2 or 4 bytes a
+	 * character), compact, ascii, and up to 3.11 ready */
+	if (v > a->size || !hs_core_read_u64(c->core, a->addr + 32, &state))
+		return -1;
+	unsigned kind = (state >> 2) & 7;
+	bool compact = state >> 5 & 1, ascii = state >> 6 & 1, ready = state >> 7 & 1;
+	if (minor <= 11 && !ready)
+		return -1;
+	if (!compact)
+		return !ascii && fits(a, pt->basicsize) ? HS_PY_VALUE_STR_HEAD : -1;
+	if (ascii)
+		return kind == 1 && fits(a, (minor <= 11 ? 48 : 40) + v + 1) ?
+		       (minor <= 11 ? HS_PY_VALUE_STR_ASCII : HS_PY_VALUE_ALL) : -1;
+	return (kind == 1 || kind == 2 || kind == 4) &&
+	       fits(a, (minor <= 11 ? 72 : 56) + (v + 1) * kind) ? HS_PY_VALUE_STR : -1;
+}
+
 /* The object block a holds, if any: its kind (python.h). */
 static struct hs_error *classify(struct ctx *c, const struct hs_alloc *a,
 				 uint32_t *ret)
@@ -315,8 +367,10 @@ static struct hs_error *classify(struct ctx *c, const struct hs_alloc *a,
 		 * its type's (the compact forms) */
 		if (preheader(c, pt->flags) != off)
 			continue;
+		int form = off ? -1 : value_form(c, a, pt);
 		*ret = ti << HS_PY_TYPE_SHIFT | (uint32_t)(off / 16) |
-		       tail_words(c, a, pt, off) << HS_PY_TAIL_SHIFT;
+		       (form >= 0 ? HS_PY_VALUE | (uint32_t)form << HS_PY_TAIL_SHIFT :
+			tail_words(c, a, pt, off) << HS_PY_TAIL_SHIFT);
 		return NULL;
 	}
 	return NULL;
@@ -487,6 +541,14 @@ static uint64_t symbol(struct hs_dwarf *dw, struct hs_module *m, const char *nam
 	return hs_dwarf_symbol_addr(dw, m, name, &v) ? v : 0;
 }
 
+static void value_types(struct ctx *c, struct hs_dwarf *dw, struct hs_module *m)
+{
+	c->str_type = symbol(dw, m, "PyUnicode_Type");
+	c->bytes_type = symbol(dw, m, "PyBytes_Type");
+	c->long_type = symbol(dw, m, "PyLong_Type");
+	c->float_type = symbol(dw, m, "PyFloat_Type");
+}
+
 /* _PyStackChunk: previous, size, top (in words, saved when a newer chunk
  * is pushed), then the data */
 enum { CHUNK_DATA = 24, CHUNK_MIN = 16 * 1024, CHUNK_MAX = 1u << 30,
@@ -628,6 +690,7 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 	c.dict_type = symbol(dw, m, "PyDict_Type");
 	c.list_type = symbol(dw, m, "PyList_Type");
 	c.set_type = symbol(dw, m, "PySet_Type");
+	value_types(&c, dw, m);
 	struct hs_error *err = NULL;
 	c.p = calloc(1, sizeof(*c.p));
 	if (!c.p)
@@ -716,7 +779,7 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 		const struct hs_alloc *a = &heap->allocs[src];
 		if (!hs_alloc_in_graph(a))
 			continue;
-		struct hs_py_skip skip = hs_py_skip_of(py, src);
+		struct hs_py_skip skip = hs_py_skip_of(py, src, a->size / 8);
 		uint64_t nwords = a->size / 8 - skip.tail;
 		const uint64_t *w = hs_core_ptr(core, a->addr, nwords * 8);
 		for (uint64_t k = 0; k < nwords; k++) {
@@ -861,6 +924,7 @@ void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
 	if (!m || !(c.type_type = symbol(dw, m, "PyType_Type")))
 		return;
 	c.list_type = symbol(dw, m, "PyList_Type");
+	value_types(&c, dw, m);
 	for (size_t i = 0; i < py->ntypes; i++) {
 		uint32_t ti;
 		if (py->types[i].addr && type_at(&c, py->types[i].addr, &ti))
@@ -876,6 +940,11 @@ void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
 		hs_core_touch(core, heap->allocs[i].addr + hs_py_offset(k),
 			      t->itemsize || (t->flags & F_LIST_SUBCLASS) ||
 			      t->addr == c.list_type ? 24 : 16);
+		/* a str's length and state: its form as a value object */
+		if (t->addr && t->addr == c.str_type) {
+			hs_core_touch(core, heap->allocs[i].addr + 16, 8);
+			hs_core_touch(core, heap->allocs[i].addr + 32, 8);
+		}
 	}
 	for (size_t i = 0; i < fresh.ntypes; i++)
 		free(fresh.types[i].name);

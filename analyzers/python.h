@@ -60,8 +60,9 @@ struct hs_pyobjects {
 	struct hs_pytype *types;
 	size_t ntypes;
 	/* per allocation: HS_PY_NONE, or the type's index << 6, then for an
-	 * object where it starts (bits 0-2; 0: +0, 1: +16, 2: +32) and the
-	 * words of the block past its end (bits 4-5, HS_PY_TAIL), for a part
+	 * object where it starts (bits 0-1; 0: +0, 1: +16, 2: +32) and the
+	 * words of the block past its end (bits 4-5, HS_PY_TAIL), or for a
+	 * value object HS_PY_VALUE and its form (bits 4-5); for a part
 	 * HS_PY_PART and the words before its contents (bits 0-2; 3.11's
 	 * values prefix: bytes that are not references) */
 	uint32_t *kind;
@@ -75,7 +76,31 @@ struct hs_pyobjects {
 	size_t ntails;
 };
 
-enum { HS_PY_PART = 8, HS_PY_TAIL_SHIFT = 4, HS_PY_TYPE_SHIFT = 6 };
+enum { HS_PY_VALUE = 4, HS_PY_PART = 8, HS_PY_TAIL_SHIFT = 4, HS_PY_TYPE_SHIFT = 6 };
+
+/* The forms of a value object: an object of one of the interpreter's own
+ * types whose words past ob_type hold no reference, its value only (a
+ * str's characters, an int's digits, a float, a bytes' bytes).  Stale
+ * words there (a str's state padding, a short string's bytes past its
+ * NUL, the allocator's rounding) would otherwise hold whatever they
+ * happen to point to.  Each is taken for one only when its size fields
+ * agree with its block (analyzers/python.c, value_form).
+ *
+ *   HS_PY_VALUE_ALL        int, float, bytes; a compact ASCII str from 3.12
+ *   HS_PY_VALUE_STR_ASCII  a compact ASCII str up to 3.11: its wstr
+ *                          pointer (word 5) is one
+ *   HS_PY_VALUE_STR        a compact str of other characters: its utf8
+ *                          pointer (word 7 up to 3.11, 6 from 3.12) and,
+ *                          up to 3.11, wstr (word 5) are
+ *   HS_PY_VALUE_STR_HEAD   a str whose characters live elsewhere (a
+ *                          legacy string): only length, hash and state
+ *                          (words 2-4) are left out */
+enum {
+	HS_PY_VALUE_ALL,
+	HS_PY_VALUE_STR_ASCII,
+	HS_PY_VALUE_STR,
+	HS_PY_VALUE_STR_HEAD,
+};
 
 static inline uint32_t hs_py_type_index(uint32_t kind)
 {
@@ -84,7 +109,7 @@ static inline uint32_t hs_py_type_index(uint32_t kind)
 /* Where the object starts in its block (0 for a part). */
 static inline uint64_t hs_py_offset(uint32_t kind)
 {
-	return kind & HS_PY_PART ? 0 : (kind & 7) * 16;
+	return kind & HS_PY_PART ? 0 : (kind & 3) * 16;
 }
 
 /* Whether v points to the start of the CPython object that block a (of
@@ -111,10 +136,10 @@ static inline bool hs_py_is_start(const struct hs_pyobjects *py,
  * alive.  Only rounding is left out (up to 3 words: pymalloc rounds to
  * 16 bytes, malloc to 16 plus its 8-byte header); a block longer than
  * that past its object's end holds something else there (a C type's own
- * trailing data), and is scanned whole, as is a str (its characters
- * follow the struct) and, from 3.12, an int (no ob_size).  A list's item
- * array is scanned up to the list's length: the slots past it keep what
- * they held. */
+ * trailing data), and is scanned whole.  A value object (above) leaves
+ * out its value and its rounding together.  A list's item array is
+ * scanned up to the list's length: the slots past it keep what they
+ * held. */
 struct hs_py_skip {
 	uint64_t at, n, tail;
 };
@@ -136,14 +161,41 @@ static inline uint64_t hs_py_part_tail(const struct hs_pyobjects *py, uint32_t i
 	}
 	return lo < py->ntails && py->tails[lo].id == id ? py->tails[lo].words : 0;
 }
+/* The words of a value object's block that hold no reference: words
+ * [at, at + n) and from word `from` on. */
+static inline struct hs_py_skip hs_py_value_skip(unsigned minor, unsigned form,
+						 uint64_t nwords)
+{
+	uint64_t at = 2, n = 3, from;
+	switch (form) {
+	case HS_PY_VALUE_ALL:
+		at = n = 0;
+		from = 2;
+		break;
+	case HS_PY_VALUE_STR_ASCII:
+		from = 6;
+		break;
+	case HS_PY_VALUE_STR:
+		from = minor <= 11 ? 9 : 7;
+		break;
+	default:
+		from = nwords;
+		break;
+	}
+	return (struct hs_py_skip){at, n, nwords > from ? nwords - from : 0};
+}
+
+/* nwords: the block's size in words */
 static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
-					      uint32_t id)
+					      uint32_t id, uint64_t nwords)
 {
 	uint32_t k = py->kind[id];
 	if (k == HS_PY_NONE)
 		return (struct hs_py_skip){0, 0, 0};
 	if (k & HS_PY_PART)
 		return (struct hs_py_skip){0, k & 7, hs_py_part_tail(py, id)};
+	if (k & HS_PY_VALUE)
+		return hs_py_value_skip(py->minor, (k >> HS_PY_TAIL_SHIFT) & 3, nwords);
 	const struct hs_pytype *t = &py->types[hs_py_type_index(k)];
 	uint64_t tail = (k >> HS_PY_TAIL_SHIFT) & 3;
 	if (!hs_py_offset(k) || !(t->flags & HS_PY_HAVE_GC))

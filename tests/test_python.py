@@ -267,7 +267,7 @@ def check_leaks(core, rec):
     garbage = ("__main__.Node", "__main__.Node (values)", "__main__.Holder",
                "__main__.Holder (values)", "__main__.Stale", "__main__.Stale (values)",
                "__main__.Dead", "__main__.Dead (values)", "__main__.Popped",
-               "__main__.Popped (values)")
+               "__main__.Popped (values)", "__main__.Valued", "__main__.Valued (values)")
     nodes = 2 * rec["cycles"]
     R.check("leaks: at least 95%% of the %d cycle Nodes leaked (the collector's links are no references)" % nodes,
             leaked.get("__main__.Node", 0) >= 0.95 * nodes, str(leaked))
@@ -286,6 +286,22 @@ def check_leaks(core, rec):
     # the Popped's address stays in the slot past the live list's end
     R.check("leaks: the Popped leaked, its address in the slot past a live list's end notwithstanding",
             leaked.get("__main__.Popped") == 1, str(leaked))
+    # value objects' words are no references: a float's bits, a bytes'
+    # contents, a str's rounding and the unset bits of its state word
+    R.check("leaks: the 3 Valued leaked, their addresses in a float, a bytes and a str's "
+            "rounding notwithstanding", leaked.get("__main__.Valued") == 3, str(leaked))
+    for what, addr in (("the garbage list", rec["big"] - 16),
+                       ("its item array, that a live str's state word points into",
+                        rec["big_items"])):
+        shown = hstest.run([HS, "show", core, "%#x" % addr], timeout=600)
+        R.check("leaks: %s is leaked" % what,
+                shown.rc == 0 and re.search(r"^class: (leak-root|indirect)$", shown.out, re.M),
+                shown.describe() + "\n" + shown.out[-800:])
+    shown = hstest.run([HS, "show", core, "%#x" % rec["state_str"]], timeout=600)
+    R.check("show: the str's state word is not listed as a pointer",
+            shown.rc == 0 and "type: str" in shown.out and
+            shown.out.split("points to:")[-1].strip() == "nothing",
+            shown.describe() + "\n" + shown.out[-800:])
     # the Dead's address stays in the frame slot of a call that returned:
     # above the top of CPython's frame stack, a stale word
     R.check("leaks: the Dead leaked, its address in a returned call's frame slot notwithstanding",
@@ -381,11 +397,13 @@ def find_chap():
 def check_chap(core, info):
     """chap (built by scripts/build-chap.sh; skipped without it) reads the
     same pools.  It counts glibc's thread-cache chunks as used (heapsift:
-    free, `tcache`), and it counts each pool an arena has not carved yet as
-    one free 16 KiB allocation (it reads obmalloc's arena objects; those
-    pools have no header for heapsift to find).  So chap's used count is
-    heapsift's plus the tcache chunks, and its free count heapsift's less
-    them plus its 16 KiB free allocations."""
+    free, `tcache`), and it counts each pool with no block in use as one
+    free 16 KiB allocation (it reads obmalloc's arena objects): a pool an
+    arena has not carved yet (no header for heapsift to find: heapsift has
+    nothing there), or an empty pool back on its arena's free list
+    (heapsift: one free `pymalloc_pool` block past its header).  So
+    chap's used count is heapsift's plus the tcache chunks, and its free
+    count heapsift's less them plus the pools not carved yet."""
     chap = find_chap()
     if not chap:
         R.skip("chap: pymalloc's blocks side by side", "chap is not built (scripts/build-chap.sh, or HS_CHAP)")
@@ -403,7 +421,8 @@ def check_chap(core, info):
         return
     t = info["allocator"]["totals"]
     tcache = t["by_where"].get("tcache", {}).get("count", 0)
-    uncarved = int(pools.group(1)) if pools else 0
+    empty = t["by_where"].get("pymalloc_pool", {}).get("count", 0)
+    uncarved = (int(pools.group(1)) if pools else 0) - empty
     R.check("chap: used %d = heapsift's %d + %d tcache chunks" % (counts[0], t["used_count"], tcache),
             counts[0] == t["used_count"] + tcache)
     R.check("chap: free %d = heapsift's %d - %d tcache chunks + %d pools not carved yet"
