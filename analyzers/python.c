@@ -332,8 +332,8 @@ static int value_form(struct ctx *c, const struct hs_alloc *a,
 	bool compact = state >> 5 & 1, ascii = state >> 6 & 1, ready = state >> 7 & 1;
 	if (minor <= 11 && !ready)
 		return -1;
-	if (!compact)
-		return !ascii && fits(a, pt->basicsize) ? HS_PY_VALUE_STR_HEAD : -1;
+	if (!compact)   /* its characters in a block of their own */
+		return fits(a, pt->basicsize) ? HS_PY_VALUE_STR_HEAD : -1;
 	if (ascii)
 		return kind == 1 && fits(a, (minor <= 11 ? 48 : 40) + v + 1) ?
 		       (minor <= 11 ? HS_PY_VALUE_STR_ASCII : HS_PY_VALUE_ALL) : -1;
@@ -506,8 +506,10 @@ static struct hs_error *parts(struct ctx *c)
 		if (t->addr == c->dict_type || (t->flags & F_DICT_SUBCLASS)) {
 			if (rd(c, obj + 32, &v))
 				err = mark_part(c, v, "dict (keys)", HS_PY_PART_KEYS, 0, 0);
+			/* an instance's values that its dict took over (3.11,
+			 * 3.12: past their prefix, as in the pre-header) */
 			if (!err && rd(c, obj + 40, &v))
-				err = mark_part(c, v, "dict (values)", HS_PY_PART_OTHER, 0, 0);
+				err = mark_part(c, v, "dict (values)", HS_PY_PART_OTHER, 0, 56);
 		} else if (t->addr == c->list_type || (t->flags & F_LIST_SUBCLASS)) {
 			int64_t b;
 			uint64_t n;

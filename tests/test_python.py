@@ -302,6 +302,15 @@ def check_leaks(core, rec):
             shown.rc == 0 and "type: str" in shown.out and
             shown.out.split("points to:")[-1].strip() == "nothing",
             shown.describe() + "\n" + shown.out[-800:])
+    shown = hstest.run([HS, "show", core, "%#x" % (rec["kept"] - 32)], timeout=600)
+    R.check("leaks: an object held by the values its instance's dict took over is reachable",
+            shown.rc == 0 and "__main__.Kept" in shown.out and "class: reachable" in shown.out,
+            shown.describe() + "\n" + shown.out[-800:])
+    if rec.get("legacy_data"):
+        shown = hstest.run([HS, "show", core, "%#x" % rec["legacy_data"]], timeout=600)
+        R.check("leaks: a legacy str's characters, a block of their own, are reachable through it",
+                shown.rc == 0 and "class: reachable" in shown.out,
+                shown.describe() + "\n" + shown.out[-800:])
     # the Dead's address stays in the frame slot of a call that returned:
     # above the top of CPython's frame stack, a stale word
     R.check("leaks: the Dead leaked, its address in a returned call's frame slot notwithstanding",
