@@ -5,6 +5,7 @@
 #include "analyzers/types.h"
 #include "analyzers/python.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -797,8 +798,12 @@ const char *hs_types_name(const struct hs_types *t, const struct hs_heap *heap,
 
 enum {
 	/* candidate checks (a type against a block) in all: a bound on the
-	 * time a huge leak with many candidates per block can take */
-	INFER_MAX_CHECKS = 1 << 26,
+	 * time a leak with many candidates per block can take, that grows
+	 * with the leak (INFER_CHECKS_PER_BLOCK a leaked block, on average)
+	 * as the rest of the analysis does, and no less than
+	 * INFER_MIN_CHECKS */
+	INFER_MIN_CHECKS = 1 << 26,
+	INFER_CHECKS_PER_BLOCK = 256,
 };
 
 /* One size class's candidates: structs with pointer members. */
@@ -831,7 +836,7 @@ struct infer {
 	uint8_t *alive;
 	size_t ncand, capcand;
 	uint32_t *poff, *preds; /* leaked holders of each block (CSR) */
-	uint64_t checks;
+	uint64_t checks, max_checks;
 	bool over;
 	/* What each word of a block is (WORD_* or the id of the block it
 	 * points to the start of), read once for all candidates: from
@@ -1325,7 +1330,7 @@ static struct hs_error *infer_solve(struct infer *in)
 			read_words(in, j, obj, size / 8, bad, hit);
 		for (size_t i = 0; i < k->n && !err; i++) {
 			bool ok;
-			if (++in->checks > INFER_MAX_CHECKS) {
+			if (++in->checks > in->max_checks) {
 				in->over = true;
 				break;
 			}
@@ -1399,7 +1404,7 @@ static struct hs_error *infer_solve(struct infer *in)
 		for (size_t k = in->cfirst[j]; k < in->cfirst[j + 1] && !err; k++) {
 			if (!in->alive[k])
 				continue;
-			if (++in->checks > INFER_MAX_CHECKS) {
+			if (++in->checks > in->max_checks) {
 				in->over = true;
 				break;
 			}
@@ -1568,6 +1573,9 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 		if (hs_rankset_has(&in.set, id))
 			in.ids[in.n++] = id;
 	t->infer_candidates = in.n;
+	in.max_checks = INFER_CHECKS_PER_BLOCK * (uint64_t)in.n;
+	if (in.max_checks < INFER_MIN_CHECKS)
+		in.max_checks = INFER_MIN_CHECKS;
 	/* who holds whom among them (the reverse of the graph's rows) */
 	for (size_t j = 0; j < in.n; j++) {
 		uint32_t id = in.ids[j];
@@ -1593,8 +1601,8 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	if ((err = infer_solve(&in)))
 		goto out;
 	if (in.over) {
-		hs_log_warn(log, "the leaked blocks have too many candidate types (more than %d checks): they stay untyped",
-			    INFER_MAX_CHECKS);
+		hs_log_warn(log, "the leaked blocks have too many candidate types (more than %" PRIu64 " checks, %d a block): they stay untyped",
+			    in.max_checks, INFER_CHECKS_PER_BLOCK);
 		goto out;
 	}
 	for (uint32_t id = 0; id < graph->n; id++) {
