@@ -265,6 +265,14 @@ static uint64_t preheader(const struct ctx *c, uint64_t flags)
 	return n;
 }
 
+/* Whether an object that ends `end` bytes into block a agrees with it:
+ * within it, and followed by no more than the allocator's rounding. */
+static bool fits(const struct hs_alloc *a, uint64_t end)
+{
+	uint64_t words = a->size / 8, used = (end + 7) / 8;
+	return used <= words && words - used <= 3;
+}
+
 /* Words of block a past the end of the object of type pt at off in it
  * (python.h: struct hs_py_skip), 0 to 3; 0 when its end is not known. */
 static uint32_t tail_words(struct ctx *c, const struct hs_alloc *a,
@@ -285,18 +293,7 @@ static uint32_t tail_words(struct ctx *c, const struct hs_alloc *a,
 		end += n * pt->itemsize;
 	}
 	end = off + ((end + 7) & ~7ull);
-	uint64_t words = a->size / 8;
-	if (end / 8 > words || words - end / 8 > 3)
-		return 0;
-	return (uint32_t)(words - end / 8);
-}
-
-/* Whether an object that ends `end` bytes into block a agrees with it:
- * within it, and followed by no more than the allocator's rounding. */
-static bool fits(const struct hs_alloc *a, uint64_t end)
-{
-	uint64_t words = a->size / 8, used = (end + 7) / 8;
-	return used <= words && words - used <= 3;
+	return fits(a, end) ? (uint32_t)(a->size / 8 - end / 8) : 0;
 }
 
 /* The form of the value object (python.h: HS_PY_VALUE) of type pt at the
