@@ -661,6 +661,162 @@ struct hs_error *hs_python_stacks(const struct hs_core *core,
 	return NULL;
 }
 
+/* ---- free lists ---- */
+
+enum { FREE_SLOTS = 80, FREE_ARRAY = 8 * FREE_SLOTS, MAX_STALE = 64 };
+
+struct free_lists {
+	const struct hs_core *core;
+	const struct hs_heap *heap;
+	struct hs_root_stale *v;
+	size_t n, cap;
+};
+
+/* Of the 80 slots at w: in *freed how many leading slots hold objects
+ * of type `type` (any block when type is 0) whose reference count is 0
+ * (for type 0: are not null); false when a slot is neither null nor the
+ * address of a block (an object of the type, or a block freed or reused
+ * since: the slots above the count keep the objects taken from them). */
+static bool free_slots(const struct free_lists *fl, const uint64_t *w, uint64_t type,
+		       unsigned *freed)
+{
+	bool prefix = true;
+	*freed = 0;
+	for (unsigned i = 0; i < FREE_SLOTS; i++) {
+		uint64_t p = w[i], t, rc = 0;
+		if (!p) {
+			prefix = false;
+			continue;
+		}
+		if (p & 7 || !hs_heap_find(fl->heap, p))
+			return false;
+		if (!prefix)
+			continue;
+		if (type && (!hs_core_read_u64(fl->core, p + OB_TYPE, &t) || t != type ||
+			     !hs_core_read_u64(fl->core, p, &rc) || rc))
+			prefix = false;
+		else
+			(*freed)++;
+	}
+	return true;
+}
+
+static struct hs_error *free_add(struct free_lists *fl, uint64_t array, unsigned count,
+				 const char *what)
+{
+	if (count >= FREE_SLOTS || fl->n >= MAX_STALE)
+		return NULL;
+	for (size_t i = 0; i < fl->n; i++)
+		if (fl->v[i].start < array + FREE_ARRAY && array + 8 * count < fl->v[i].end)
+			return NULL;    /* one found already holds these words */
+	if (fl->n == fl->cap) {
+		size_t cap = fl->cap ? 2 * fl->cap : 8;
+		struct hs_root_stale *v = realloc(fl->v, cap * sizeof(*v));
+		if (!v)
+			return &hs_error_nomem;
+		fl->v = v;
+		fl->cap = cap;
+	}
+	fl->v[fl->n++] = (struct hs_root_stale){array + 8 * count, array + FREE_ARRAY, what};
+	return NULL;
+}
+
+/* A count (an int) at w's byte offset off, if it is one for slots whose
+ * first `freed` hold freed objects.  An empty list is not taken: its
+ * first slot, which anchors it, may hold anything by now. */
+static bool free_count(const struct free_lists *fl, const uint64_t *w, uint64_t at,
+		       size_t off, unsigned freed, unsigned *count)
+{
+	int32_t c;
+	memcpy(&c, (const uint8_t *)w + off, 4);
+	if (c < 1 || (unsigned)c > freed)
+		return false;
+	hs_core_touch(fl->core, at + off, 4);   /* a redacted copy keeps it */
+	*count = (unsigned)c;
+	return true;
+}
+
+/* The free lists among the n words at w (at address at). */
+static struct hs_error *find_free_lists(struct free_lists *fl, const uint64_t *w, size_t n,
+					uint64_t at, unsigned minor,
+					uint64_t list_type, uint64_t dict_type)
+{
+	struct hs_error *err = NULL;
+	/* a list's array and its count; a dict's, the keys' after it */
+	size_t need = minor == 12 ? 2 * FREE_SLOTS + 1 : 2 * FREE_SLOTS + 2;
+	for (size_t i = 0; i + FREE_SLOTS + 1 <= n && !err; i++) {
+		uint64_t p = w[i], t;
+		if (!p || p & 7 || !hs_core_read_u64(fl->core, p + OB_TYPE, &t) ||
+		    (t != list_type && t != dict_type))
+			continue;
+		unsigned freed, kfreed, count, kcount;
+		if (!free_slots(fl, w + i, t, &freed))
+			continue;
+		uint64_t array = at + 8 * i;
+		if (t == list_type) {
+			if (free_count(fl, w + i, array, FREE_ARRAY, freed, &count)) {
+				err = free_add(fl, array, count, "python free list of lists");
+				i += FREE_SLOTS - 1;    /* its slots start nothing */
+			}
+			continue;
+		}
+		if (i + need > n)
+			continue;
+		/* 3.11, 3.13: the dicts' count, then the keys' array and its
+		 * count; 3.12: the keys' array follows the dicts', then the
+		 * two counts */
+		bool split = minor == 12;
+		size_t keys = split ? FREE_SLOTS : FREE_SLOTS + 1;
+		size_t cnt = split ? 2 * FREE_ARRAY : FREE_ARRAY;
+		size_t kcnt = split ? 2 * FREE_ARRAY + 4 : (keys + FREE_SLOTS) * 8;
+		if (!free_count(fl, w + i, array, cnt, freed, &count))
+			continue;
+		if (free_slots(fl, w + i + keys, 0, &kfreed) &&
+		    free_count(fl, w + i, array, kcnt, kfreed, &kcount) &&
+		    (err = free_add(fl, array + 8 * keys, kcount, "python free list of dict keys")))
+			break;
+		err = free_add(fl, array, count, "python free list of dicts");
+		i += FREE_SLOTS - 1;
+	}
+	return err;
+}
+
+struct hs_error *hs_python_free_lists(const struct hs_core *core,
+				      struct hs_dwarf *dw,
+				      const struct hs_heap *heap,
+				      struct hs_root_stale **ret, size_t *count)
+{
+	*ret = NULL;
+	*count = 0;
+	unsigned minor;
+	struct hs_module *m = dw ? hs_pymalloc_python(dw, &minor) : NULL;
+	if (!m || minor < 11 || minor > 13)
+		return NULL;
+	uint64_t list_type = symbol(dw, m, "PyList_Type");
+	uint64_t dict_type = symbol(dw, m, "PyDict_Type");
+	if (!list_type || !dict_type)
+		return NULL;
+	struct free_lists fl = {.core = core, .heap = heap};
+	struct hs_error *err = NULL;
+	for (size_t i = 0; i < core->nsegs && !err; i++) {
+		const struct hs_core_segment *s = &core->segs[i];
+		if (!(s->flags & HS_SEG_W) || s->vaddr < m->start ||
+		    s->vaddr + s->memsz > m->end)
+			continue;
+		const uint64_t *w = hs_core_ptr(core, s->vaddr, s->memsz);
+		if (w)
+			err = find_free_lists(&fl, w, s->memsz / 8, s->vaddr, minor,
+					      list_type, dict_type);
+	}
+	if (err) {
+		free(fl.v);
+		return err;
+	}
+	*ret = fl.v;
+	*count = fl.n;
+	return NULL;
+}
+
 void hs_python_destroy(struct hs_pyobjects *p)
 {
 	if (!p)

@@ -244,6 +244,26 @@ struct hs_error *hs_python_stacks(const struct hs_core *core,
 				  const struct hs_heap *heap,
 				  struct hs_root_stack **ret, size_t *count);
 
+/* CPython's free lists of lists and dicts (3.11 to 3.13): in the main
+ * interpreter's state (in _PyRuntime), an array of 80 pointers and the
+ * count of those in use (numfree), the first numfree slots the freed
+ * objects kept for reuse (reference count 0).  Taking one leaves its
+ * pointer in the slot above the count: the object, live since or leaked
+ * since, is pointed to by a dead word.  The arrays are found in the
+ * interpreter's writable data by their shape: the first slot an object
+ * of the type, every slot null or a block's address, the count at its
+ * place for the version (3.11, 3.13: after its array, and the keys'
+ * array after the dicts' count; 3.12: the dicts' array, the keys', then
+ * both counts), at least 1 and at most the number of leading slots
+ * whose objects are of the type with a reference count of 0 (a keys
+ * table: a block).  An empty list gives no such evidence and is left
+ * alone.  The slots above each count go to *ret (stale roots). */
+struct hs_root_stale;   /* analyzers/roots.h */
+struct hs_error *hs_python_free_lists(const struct hs_core *core,
+				      struct hs_dwarf *dw,
+				      const struct hs_heap *heap,
+				      struct hs_root_stale **ret, size_t *count);
+
 /* Reference counts as evidence.  Every owning reference to an object is a
  * pointer to its start somewhere: in a block, a root's memory (stacks,
  * globals, unexplained memory) or a register.  An object whose ob_refcnt

@@ -830,6 +830,19 @@ static struct hs_error *build(struct builder *b,
 			return err;
 	if ((err = end_phase(b)))
 		return err;
+	/* dead words the caller found among the globals: stale, and cut out
+	 * of the globals they sit in */
+	for (size_t i = 0; i < opts->nstale; i++) {
+		const struct hs_root_stale *st = &opts->stale[i];
+		b->stale = !b->conservative;
+		err = add_range(b, HS_ROOT_GLOBAL, -1, st->start, st->end,
+				"%s at %#llx, slots above its count", st->what,
+				(unsigned long long)st->start);
+		b->stale = false;
+		/* one phase each: ranges that overlap give roots that do not */
+		if (err || (err = end_phase(b)))
+			return err;
+	}
 	for (size_t i = 0; i < hs_dwarf_num_modules(b->dw); i++)
 		if ((err = module_globals(b, hs_dwarf_module(b->dw, i))))
 			return err;

@@ -101,6 +101,16 @@ struct hs_roots_options {
 	 * of kind stack */
 	const struct hs_root_stack *stacks;
 	size_t nstacks;
+	/* words outside the heap that held a reference once and hold none
+	 * now (CPython's free-list slots above the list's count, which keep
+	 * the objects taken from them): stale roots of kind global */
+	const struct hs_root_stale *stale;
+	size_t nstale;
+};
+
+struct hs_root_stale {
+	uint64_t start, end;
+	const char *what;       /* "python free list of lists" */
 };
 
 struct hs_root_stack {

@@ -241,10 +241,17 @@ const struct hs_error *hs_snapshot_roots(struct hs_snapshot *snap,
 			snap->roots_err = hs_python_stacks(snap->core, dw, heap, &rs,
 							   &o.nstacks);
 			o.stacks = rs;
+			/* and the slots of its free lists above their counts */
+			struct hs_root_stale *stale = NULL;
+			if (!snap->roots_err)
+				snap->roots_err = hs_python_free_lists(snap->core, dw, heap,
+								       &stale, &o.nstale);
+			o.stale = stale;
 			if (!snap->roots_err)
 				snap->roots_err = hs_roots_build(snap->core, dw, heap, &o,
 								 &snap->log, &snap->roots);
 			free(rs);
+			free(stale);
 			snap->t_roots += hs_now() - t0;
 		}
 	}

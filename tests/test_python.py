@@ -39,8 +39,12 @@ available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
     past a live tuple's end, one whose address sits in the slot past a
     live list's end (list.pop() leaves it), and one whose address sits in
     the frame slot of a call that returned (above the top of CPython's
-    frame stack), are leaked too;
-  - bad input, on copies of the core: a pool whose free list is broken is
+    frame stack), are leaked too, and so are a garbage list and a garbage
+    dict (and its keys table) taken from CPython's free lists, whose
+    slots above the lists' counts keep their addresses (stale roots);
+  - bad input, on copies of the core: the count of CPython's free list of
+    lists past its array or 0: no free list taken, no crash; a pool
+    whose free list is broken is
     left out with a warning (its blocks in use missing from the total,
     nothing else), a pool header overwritten between two pools of its
     arena is reported, an object whose ob_type points outside the
@@ -69,7 +73,7 @@ import hstest  # noqa: E402
 HS = hstest.HEAPSIFT
 WORK = os.path.join(hstest.WORKDIR, "python")
 R = hstest.Checker()
-PYTHON = "/usr/bin/python3"
+PYTHON = os.environ.get("HS_PYTHON", "/usr/bin/python3")  # another interpreter, by hand
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "fixtures", "py_population.py")
 POOL = 16384
@@ -119,6 +123,7 @@ def take():
     rec = hstest.load_json(rec_path, "the fixture's record")
     with open(rec_path + ".dead") as f:
         rec["dead"] = int(f.read())
+    rec["free_list"] = hstest.load_json(rec_path + ".freelist", "the fixture's free-list record")
     return core, rec, stats, blocks
 
 
@@ -320,6 +325,7 @@ def check_leaks(core, rec):
             shown.rc == 0 and "__main__.Dead" in shown.out and
             re.search(r"python frames at 0x[0-9a-f]+, above the top", shown.out) is not None,
             shown.describe() + "\n" + shown.out[-1500:])
+    check_free_lists(core, rec)
     R.check("leaks: all %d cycle Nodes leaked" % nodes,
             leaked.get("__main__.Node", 0) == nodes, str(leaked))
     # the types the program holds (a dict's keys: json's garbage has one)
@@ -336,6 +342,27 @@ def check_leaks(core, rec):
     sm = lk["summary"]
     R.check("leaks: the pyobject rule holds the objects past their GC heads",
             sm["via"]["pyobject"]["count"] > rec["orders"] + rec["slotted"], str(sm["via"]))
+
+
+def check_free_lists(core, rec):
+    """A garbage list and a garbage dict (its keys table too) taken from
+    CPython's free lists: the slots above the lists' counts keep their
+    addresses, dead words (stale roots), so they are leaked."""
+    fl = rec["free_list"]
+    for what, addr, root in (
+            ("list", fl["list"] - 16, "python free list of lists"),
+            ("dict", fl["dict"] - 16, "python free list of dicts"),
+            ("dict's keys table", fl["keys"], "python free list of dict keys")):
+        shown = hstest.run([HS, "show", core, "%#x" % addr], timeout=600)
+        # (a cycle: which of its blocks is the leak's root is arbitrary)
+        R.check("leaks: a garbage %s taken from CPython's free list is leaked" % what,
+                shown.rc == 0 and
+                re.search(r"^class: (leak-root|indirect)$", shown.out, re.M) is not None,
+                shown.describe() + "\n" + shown.out[-800:])
+        R.check("show: the garbage %s is pointed to by a stale slot of the %s" % (what, root),
+                shown.rc == 0 and
+                re.search(r"%s at 0x[0-9a-f]+, slots above its count" % root, shown.out) is not None,
+                shown.describe() + "\n" + shown.out[-1500:])
 
 
 def check_outside(core, rec):
@@ -469,7 +496,35 @@ def pools_of(core):
     return pools
 
 
+def check_bad_free_list(core, rec):
+    """The count of CPython's free list of lists corrupted (past the
+    array; 0, an empty list): the array is not taken for one, its slots
+    are roots as any global's, the garbage list reachable through its
+    slot as before the rule; no crash."""
+    addr = "%#x" % (rec["free_list"]["list"] - 16)
+    shown = hstest.run([HS, "show", core, addr], timeout=600)
+    m = re.search(r"python free list of lists at (0x[0-9a-f]+), slots above", shown.out)
+    if not R.check("bad input: the free list of lists found", m, shown.out[-800:]):
+        return
+    first = int(m.group(1), 16)
+    # its count: the int after the 80 slots, the slots below the first
+    # stale one as many
+    at = [first - 8 * c + 640 for c in range(1, 81)
+          if read_u64(core, first - 8 * c + 640) & 0xffffffff == c]
+    if not R.check("bad input: the free list's count found", len(at) == 1, str(at)):
+        return
+    for value, what in ((0x7fffffff, "past the array"), (0, "0, an empty list")):
+        bad = patched(core, "freecount", [(at[0], value)])
+        r = hstest.run([HS, "show", bad, addr], timeout=600)
+        R.check("bad input: the free list's count %s: no free list, the garbage list reachable "
+                "through its slot as any global's" % what,
+                r.rc == 0 and "python free list" not in r.out and
+                re.search(r"^class: reachable$", r.out, re.M) is not None and
+                "global _PyRuntime" in r.out, r.describe() + "\n" + r.out[-800:])
+
+
 def check_bad(core, py, rec, counts):
+    check_bad_free_list(core, rec)
     pools = pools_of(core)
     # a pool with room left: its free list's head is not null
     open_pools = [p for p in sorted(pools) if read_u64(core, p + 8)]
