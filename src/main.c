@@ -983,14 +983,15 @@ static void restart_with_huge_pages(char **argv)
 int main(int argc, char **argv)
 {
 	restart_with_huge_pages(argv);
-	/* Blocks up to 32 MiB (glibc's largest threshold) from malloc's
-	 * heap, not each from its own mapping: a phase's tables, freed, are
-	 * then reused by the next phase instead of being unmapped and faulted
-	 * in (and zeroed) again.  glibc raises its threshold itself, but only
-	 * after the first free of each size, and heapsift frees late
-	 * (docs/performance.md: 10% of `leaks` on the four benchmark cores,
-	 * peak RSS +0.3% to +3%). */
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	/* Blocks of 1 MiB and more each from a mapping of its own, given
+	 * back when freed.  Set, the threshold stays where it is: glibc
+	 * would otherwise raise it to the size of each mapped block freed
+	 * (up to 32 MiB), and the per-allocation tables that phases free
+	 * would stay in malloc's heap as holes the next phase's tables do
+	 * not fit (docs/performance.md, 2026-12-03: 7 to 8 bytes per
+	 * allocation of peak memory on the four benchmark cores, the time
+	 * unchanged or better). */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	raw_stdout = stdout;
 	raw_stderr = stderr;
 	FILE *err = hs_escape_stream(STDERR_FILENO, _IONBF);
