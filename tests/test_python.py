@@ -43,7 +43,8 @@ available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
     dict (and its keys table) taken from CPython's free lists, whose
     slots above the lists' counts keep their addresses (stale roots);
   - bad input, on copies of the core: the count of CPython's free list of
-    lists past its array or 0: no free list taken, no crash; a pool
+    lists past its array or 0: no free list taken, no crash; a str whose
+    length no longer fits its block: scanned whole; a pool
     whose free list is broken is
     left out with a warning (its blocks in use missing from the total,
     nothing else), a pool header overwritten between two pools of its
@@ -523,8 +524,22 @@ def check_bad_free_list(core, rec):
                 "global _PyRuntime" in r.out, r.describe() + "\n" + r.out[-800:])
 
 
+def check_bad_str_length(core, rec):
+    """A str whose length no longer fits its block (a corrupt core): it is
+    no value object then, and its block is scanned whole, the state word
+    read as a pointer again (into the garbage list's items); no crash."""
+    addr = "%#x" % rec["state_str"]
+    bad = patched(core, "strlength", [(rec["state_str"] + 16, 10 ** 9)])
+    r = hstest.run([HS, "show", bad, addr], timeout=600)
+    pointed = r.out.split("points to:")[-1]
+    R.check("bad input: a str's length past its block: scanned whole, its state word a pointer again",
+            r.rc == 0 and "points to:" in r.out and "+0x20" in pointed and
+            ("%#x" % rec["big_items"]) in pointed, r.describe() + "\n" + r.out[-800:])
+
+
 def check_bad(core, py, rec, counts):
     check_bad_free_list(core, rec)
+    check_bad_str_length(core, rec)
     pools = pools_of(core)
     # a pool with room left: its free list's head is not null
     open_pools = [p for p in sorted(pools) if read_u64(core, p + 8)]
