@@ -56,7 +56,23 @@ struct ctx {
 	size_t mapcap, mapn, negatives;
 	size_t typecap;
 	size_t ntails, tailcap;
+	/* the block being classified: its first words, found once (none
+	 * while the core's reads are traced: they must be seen) */
+	const uint64_t *head;
+	uint64_t head_addr, head_len;
 };
+
+/* The word at addr (in the core's mapping: the words there whatever block
+ * asks). */
+static inline bool head_word(const struct ctx *c, uint64_t addr, uint64_t *v)
+{
+	uint64_t k = addr - c->head_addr;
+	if (k < c->head_len && c->head_len - k >= 8) {
+		memcpy(v, (const uint8_t *)c->head + k, 8);
+		return true;
+	}
+	return hs_core_read_u64(c->core, addr, v);
+}
 
 static bool rd(struct ctx *c, uint64_t addr, uint64_t *v)
 {
@@ -284,7 +300,7 @@ static uint32_t tail_words(struct ctx *c, const struct hs_alloc *a,
 		return 0;
 	if (pt->itemsize) {
 		/* ob_size; an int's is negative for a negative number */
-		if (!hs_core_read_u64(c->core, a->addr + off + 16, &n))
+		if (!head_word(c, a->addr + off + 16, &n))
 			return 0;
 		if ((int64_t)n < 0)
 			n = -n;
@@ -311,7 +327,7 @@ static int value_form(struct ctx *c, const struct hs_alloc *a,
 		return pt->basicsize == 24 && fits(a, 24) ? HS_PY_VALUE_ALL : -1;
 	/* ob_size (bytes, int up to 3.11), lv_tag (int from 3.12: the
 	 * digits above 3 bits of sign and flags), length (str) */
-	if (!hs_core_read_u64(c->core, a->addr + 16, &v))
+	if (!head_word(c, a->addr + 16, &v))
 		return -1;
 	if (t == c->bytes_type)
 		return pt->basicsize == 33 && pt->itemsize == 1 && v <= a->size &&
@@ -323,7 +339,7 @@ static int value_form(struct ctx *c, const struct hs_alloc *a,
 	}
 	/* a str: state's bits are interned (2), kind (3: 1, 2 or 4 bytes a
 	 * character), compact, ascii, and up to 3.11 ready */
-	if (v > a->size || !hs_core_read_u64(c->core, a->addr + 32, &state))
+	if (v > a->size || !head_word(c, a->addr + 32, &state))
 		return -1;
 	unsigned kind = (state >> 2) & 7;
 	bool compact = state >> 5 & 1, ascii = state >> 6 & 1, ready = state >> 7 & 1;
@@ -343,15 +359,21 @@ static struct hs_error *classify(struct ctx *c, const struct hs_alloc *a,
 				 uint32_t *ret)
 {
 	*ret = HS_PY_NONE;
+	/* what is read below lies in the first 56 bytes: one lookup */
+	c->head_addr = a->addr;
+	c->head_len = a->size < 56 ? a->size & ~7ull : 56;
+	c->head = c->core->trace ? NULL : hs_core_ptr(c->core, a->addr, c->head_len);
+	if (!c->head)
+		c->head_len = 0;
 	for (uint64_t off = 0; off <= 32 && off + 16 <= a->size; off += 16) {
 		uint64_t refcnt, type;
 		/* a count, not an address (a large count that is one is
 		 * taken for a pointer: a block that starts with a pointer
 		 * and then one to a type is no object) */
-		if (!hs_core_read_u64(c->core, a->addr + off, &refcnt) ||
+		if (!head_word(c, a->addr + off, &refcnt) ||
 		    !refcnt || refcnt > 1ULL << 40 ||
 		    (refcnt >= 1 << 16 && hs_core_find_segment(c->core, refcnt)) ||
-		    !hs_core_read_u64(c->core, a->addr + off + OB_TYPE, &type))
+		    !head_word(c, a->addr + off + OB_TYPE, &type))
 			continue;
 		uint32_t ti;
 		struct hs_error *err = type_at(c, type, &ti);
