@@ -685,13 +685,19 @@ struct hs_error *hs_python_stacks(const struct hs_core *core,
 
 /* ---- free lists ---- */
 
-enum { FREE_SLOTS = 80, FREE_ARRAY = 8 * FREE_SLOTS, MAX_STALE = 64 };
+/* A core whose data holds nothing but addresses of lists could make each
+ * word a candidate array of 80 slots to check: MAX_CANDIDATES bounds
+ * that work (Debian's python3.11 checks 250 to 273: every word of its
+ * data that points to a list or a dict). */
+enum { FREE_SLOTS = 80, FREE_ARRAY = 8 * FREE_SLOTS, MAX_STALE = 64,
+       MAX_CANDIDATES = 1 << 12 };
 
 struct free_lists {
 	const struct hs_core *core;
 	const struct hs_heap *heap;
 	struct hs_root_stale *v;
 	size_t n, cap;
+	size_t candidates;      /* arrays checked */
 };
 
 /* Of the 80 slots at w: in *freed how many leading slots hold objects
@@ -772,6 +778,8 @@ static struct hs_error *find_free_lists(struct free_lists *fl, const uint64_t *w
 		    (t != list_type && t != dict_type))
 			continue;
 		unsigned freed, kfreed, count, kcount;
+		if (++fl->candidates > MAX_CANDIDATES)
+			break;
 		if (!free_slots(fl, w + i, t, &freed))
 			continue;
 		uint64_t array = at + 8 * i;

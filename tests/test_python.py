@@ -43,7 +43,8 @@ available) and _Py_GetAllocatedBlocks (sys.getallocatedblocks()).  Then:
     dict (and its keys table) taken from CPython's free lists, whose
     slots above the lists' counts keep their addresses (stale roots);
   - bad input, on copies of the core: the count of CPython's free list of
-    lists past its array or 0: no free list taken, no crash; a str whose
+    lists past its array or 0: no free list taken, no crash; the words
+    around it all the address of a list: analyzed; a str whose
     length no longer fits its block: scanned whole; a pool
     whose free list is broken is
     left out with a warning (its blocks in use missing from the total,
@@ -514,6 +515,16 @@ def check_bad_free_list(core, rec):
           if read_u64(core, first - 8 * c + 640) & 0xffffffff == c]
     if not R.check("bad input: the free list's count found", len(at) == 1, str(at)):
         return
+    # the words around it, all the garbage list's address: every one a
+    # candidate array, more than heapsift checks (a bound on the work)
+    segs = corrupt_core.load_segments(core)
+    seg = corrupt_core.segment_of(segs, first)
+    lo = max(seg.vaddr, first - 24576) & ~7
+    hi = min(seg.vaddr + seg.filesz, first + 24576) & ~7
+    bad = patched(core, "freefill", [(a, rec["free_list"]["list"]) for a in range(lo, hi, 8)])
+    r = hstest.run([HS, "leaks", bad, "--format", "json", "--quiet"], timeout=600)
+    R.check("bad input: %d words of the interpreter's data all point to a list: analyzed" %
+            ((hi - lo) // 8), r.rc == 0 and '"summary"' in r.out, r.describe() + r.err[-500:])
     for value, what in ((0x7fffffff, "past the array"), (0, "0, an empty list")):
         bad = patched(core, "freecount", [(at[0], value)])
         r = hstest.run([HS, "show", bad, addr], timeout=600)
