@@ -90,6 +90,9 @@ static void run_parts(struct pred_part *parts, unsigned nparts, void *(*fn)(void
 		fn(&parts[1]);
 }
 
+/* Step 3 asks for what a row's sources need this many rows ahead. */
+enum { SEMI_AHEAD = 8 };
+
 /* A DFS frame: the node's preorder number (FRAME_HEAD: a node of the head
  * part) and the cursor and end of its row. */
 #define FRAME_HEAD 0x80000000u
@@ -391,6 +394,14 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		if (!hs_rankset_has(&into, w))
 			continue;
 		k--;
+		/* the rows come in decreasing order, their sources'
+		 * parents and labels scattered: asked for a few rows ahead
+		 * (rows below k are not done: their bounds are intact) */
+		if (k >= SEMI_AHEAD)
+			for (uint32_t e = roff[k - SEMI_AHEAD]; e < roff[k - SEMI_AHEAD + 1]; e++) {
+				__builtin_prefetch(&parent[radj[e]]);
+				__builtin_prefetch(&label[radj[e]]);
+			}
 		uint32_t sw = parent[w], kend = roff[k + 1];
 		for (uint32_t e = roff[k]; e < kend; e++) {
 			uint32_t v = radj[e];
