@@ -10,6 +10,7 @@
 #include "analyzers/alloc/pymalloc.h"
 #include "analyzers/graph.h"
 #include "analyzers/roots.h"
+#include "src/vector.h"
 
 /* PyTypeObject (Include/cpython/object.h; the same offsets from 3.8 to
  * 3.13) and the flags this reads */
@@ -642,6 +643,18 @@ static struct hs_error *find_states(struct stacks *st, const uint64_t *w, size_t
 	return NULL;
 }
 
+/* Segment i's words when it is writable data of module m's span, wholly
+ * in the core file (*n of them), else NULL. */
+static const uint64_t *module_data(const struct hs_core *core, const struct hs_module *m,
+				   size_t i, size_t *n)
+{
+	const struct hs_core_segment *s = &core->segs[i];
+	if (!(s->flags & HS_SEG_W) || s->vaddr < m->start || s->vaddr + s->memsz > m->end)
+		return NULL;
+	*n = s->memsz / 8;
+	return hs_core_ptr(core, s->vaddr, s->memsz);
+}
+
 struct hs_error *hs_python_stacks(const struct hs_core *core,
 				  struct hs_dwarf *dw,
 				  const struct hs_heap *heap,
@@ -657,13 +670,10 @@ struct hs_error *hs_python_stacks(const struct hs_core *core,
 	struct hs_error *err = NULL;
 	/* the interpreter's writable data: the main thread's state */
 	for (size_t i = 0; i < core->nsegs && !err; i++) {
-		const struct hs_core_segment *s = &core->segs[i];
-		if (!(s->flags & HS_SEG_W) || s->vaddr < m->start ||
-		    s->vaddr + s->memsz > m->end)
-			continue;
-		const uint64_t *w = hs_core_ptr(core, s->vaddr, s->memsz);
+		size_t n;
+		const uint64_t *w = module_data(core, m, i, &n);
 		if (w)
-			err = find_states(&st, w, s->memsz / 8);
+			err = find_states(&st, w, n);
 	}
 	/* the other threads' states: malloc's blocks */
 	for (size_t i = 0; i < heap->nallocs && !err; i++) {
@@ -738,12 +748,10 @@ static struct hs_error *free_add(struct free_lists *fl, uint64_t array, unsigned
 		if (fl->v[i].start < array + FREE_ARRAY && array + 8 * count < fl->v[i].end)
 			return NULL;    /* one found already holds these words */
 	if (fl->n == fl->cap) {
-		size_t cap = fl->cap ? 2 * fl->cap : 8;
-		struct hs_root_stale *v = realloc(fl->v, cap * sizeof(*v));
+		struct hs_root_stale *v = hs_vector_grow(fl->v, fl->n, &fl->cap, 1, sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		fl->v = v;
-		fl->cap = cap;
 	}
 	fl->v[fl->n++] = (struct hs_root_stale){array + 8 * count, array + FREE_ARRAY, what};
 	return NULL;
@@ -829,13 +837,10 @@ struct hs_error *hs_python_free_lists(const struct hs_core *core,
 	struct free_lists fl = {.core = core, .heap = heap};
 	struct hs_error *err = NULL;
 	for (size_t i = 0; i < core->nsegs && !err; i++) {
-		const struct hs_core_segment *s = &core->segs[i];
-		if (!(s->flags & HS_SEG_W) || s->vaddr < m->start ||
-		    s->vaddr + s->memsz > m->end)
-			continue;
-		const uint64_t *w = hs_core_ptr(core, s->vaddr, s->memsz);
+		size_t n;
+		const uint64_t *w = module_data(core, m, i, &n);
 		if (w)
-			err = find_free_lists(&fl, w, s->memsz / 8, s->vaddr, minor,
+			err = find_free_lists(&fl, w, n, core->segs[i].vaddr, minor,
 					      list_type, dict_type);
 	}
 	if (err) {
