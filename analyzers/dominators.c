@@ -90,6 +90,60 @@ static void run_parts(struct pred_part *parts, unsigned nparts, void *(*fn)(void
 		fn(&parts[1]);
 }
 
+/* A growing stream of LEB128 varints, read back in the order written. */
+struct ustream {
+	uint8_t *b;
+	size_t n, cap;
+	bool nomem;  /* a put did not fit: the stream is incomplete */
+};
+
+static struct hs_error *ustream_reserve(struct ustream *s, size_t bytes)
+{
+	uint8_t *b = malloc(bytes + 16);
+	if (!b)
+		return &hs_error_nomem;
+	hs_vector_hugepages(b, bytes + 16);
+	s->b = b;
+	s->cap = bytes + 16;
+	return NULL;
+}
+
+static inline void ustream_put(struct ustream *s, uint32_t x)
+{
+	if (__builtin_expect(s->cap - s->n < 5, 0)) {
+		void *p = s->nomem ? NULL : hs_vector_grow(s->b, s->n, &s->cap, s->cap / 2 + 5, 1);
+		if (!p) {
+			s->nomem = true;
+			return;
+		}
+		s->b = p;
+	}
+	while (x >= 0x80) {
+		s->b[s->n++] = (uint8_t)(x | 0x80);
+		x >>= 7;
+	}
+	s->b[s->n++] = (uint8_t)x;
+}
+
+static inline uint32_t ustream_get(const uint8_t **p)
+{
+	uint32_t x = 0;
+	unsigned sh = 0;
+	uint8_t c;
+	do {
+		c = *(*p)++;
+		x |= (uint32_t)(c & 0x7f) << sh;
+		sh += 7;
+	} while (c & 0x80);
+	return x;
+}
+
+static void ustream_fini(struct ustream *s)
+{
+	free(s->b);
+	*s = (struct ustream){0};
+}
+
 /* Step 3 asks for what a row's sources need this many rows ahead. */
 enum { SEMI_AHEAD = 8 };
 
@@ -124,15 +178,6 @@ static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
 	return f;
 }
 
-/* The semi-dominator of a done node x: kept at the end of its row, or
- * its DFS parent when it has no row (see step 3). */
-static inline uint32_t semi_of(const struct hs_rankset *into, const uint32_t *roff,
-			       const uint32_t *tree_parent, uint32_t x)
-{
-	uint32_t k = hs_rankset_index(into, x);
-	return k != HS_RANK_NONE ? roff[k + 1] : tree_parent[x];
-}
-
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       uint64_t (*weight)(void *arg, uint32_t node),
 				       void *warg, struct hs_domtree **ret)
@@ -154,8 +199,9 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	/* the DFS stack grows with the depth, not with n */
 	size_t stcap = 4096;
 	struct frame *stack = malloc(stcap * sizeof(*stack));
-	uint32_t *label = NULL, *idom = NULL, *roff = NULL,
+	uint32_t *least = NULL, *idom = NULL, *roff = NULL,
 		 *radj = NULL, *evs = NULL;
+	struct ustream ps = {0};
 	struct hs_rankset into = {0};
 	if (!t || !num || !vertex || !parent || !stack || !n)
 		goto out;
@@ -371,36 +417,42 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	/* 3. semi-dominators, reverse preorder, eval with path compression
 	 * over the parent links (LLVM's SemiNCAInfo::runSemiNCA).  A node
 	 * without a row has its DFS parent alone for a predecessor: that is
-	 * its semi-dominator, and its immediate dominator too; idom[] holds
-	 * the DFS parents until step 4.  Once the node of row k is done,
-	 * roff[k + 1] (the end of its row) is read no more: its
-	 * semi-dominator is kept there, which saves an array. */
-#define SEMI(x) semi_of(&into, roff, idom, (x))
-	label = malloc(((size_t)nr + 1) * sizeof(uint32_t));
-	idom = malloc(((size_t)nr + 1) * sizeof(uint32_t));
-	hs_vector_hugepages(label, ((size_t)nr + 1) * sizeof(uint32_t));
-	hs_vector_hugepages(idom, ((size_t)nr + 1) * sizeof(uint32_t));
+	 * its semi-dominator, and its immediate dominator too.  Eval only
+	 * ever compares the semi-dominators of labels, so least[x] keeps the
+	 * label's semi-dominator itself (not the label): it is set when x is
+	 * done, to x's own, and lowered by path compression.  Once the node
+	 * of row k is done, roff[k + 1] (the end of its row) is read no
+	 * more: its semi-dominator is kept there for step 4.  Compression
+	 * overwrites the parent links that step 4 needs: they go first to a
+	 * stream of varints, in preorder (w - parent - 1: a byte for a node
+	 * that is its parent's first child, most nodes of a heap). */
+	if ((err = ustream_reserve(&ps, (size_t)nr + nr / 4)))
+		goto out;
+	for (uint32_t w = 2; w <= nr; w++)
+		ustream_put(&ps, w - parent[w] - 1);
+	if (ps.nomem)
+		goto out;
+	least = malloc(((size_t)nr + 1) * sizeof(uint32_t));
+	hs_vector_hugepages(least, ((size_t)nr + 1) * sizeof(uint32_t));
 	size_t evcap = 1024;
 	evs = malloc(evcap * sizeof(uint32_t));
-	if (!label || !idom || !evs)
+	if (!least || !evs)
 		goto out;
-	for (uint32_t i = 1; i <= nr; i++) {
-		label[i] = i;
-		idom[i] = parent[i];
-	}
 	for (uint32_t w = nr, k = np; w >= 2; w--) {
 		if (g->log && !(w & 0xffff))
 			hs_log_progress(g->log, PHASE, "nodes", (uint64_t)n + nr - w, total);
-		if (!hs_rankset_has(&into, w))
+		if (!hs_rankset_has(&into, w)) {
+			least[w] = parent[w];  /* untouched yet: w was not done */
 			continue;
+		}
 		k--;
 		/* the rows come in decreasing order, their sources'
-		 * parents and labels scattered: asked for a few rows ahead
+		 * parents and least scattered: asked for a few rows ahead
 		 * (rows below k are not done: their bounds are intact) */
 		if (k >= SEMI_AHEAD)
 			for (uint32_t e = roff[k - SEMI_AHEAD]; e < roff[k - SEMI_AHEAD + 1]; e++) {
 				__builtin_prefetch(&parent[radj[e]]);
-				__builtin_prefetch(&label[radj[e]]);
+				__builtin_prefetch(&least[radj[e]]);
 			}
 		uint32_t sw = parent[w], kend = roff[k + 1];
 		for (uint32_t e = roff[k]; e < kend; e++) {
@@ -410,8 +462,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			if (parent[v] < w + 1) {
 				/* not done yet (its semi-dominator is still
 				 * itself), w itself, or the root of its
-				 * virtual tree (whose label is done) */
-				sv = v < w ? v : v == w ? sw : SEMI(label[v]);
+				 * virtual tree (done) */
+				sv = v < w ? v : v == w ? sw : least[v];
 			} else {
 				size_t es = 0;
 				uint32_t x = v;
@@ -426,49 +478,54 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 					evs[es++] = x;
 					x = parent[x];
 				} while (parent[x] >= w + 1);
-				/* every node on the path is done: its
-				 * semi-dominator is known */
+				/* every node on the path is done */
 				uint32_t px = x;
-				uint32_t plabel = label[px];
+				uint32_t pl = least[px];
 				do {
 					uint32_t y = evs[--es];
 					parent[y] = parent[px];
-					if (SEMI(plabel) < SEMI(label[y]))
-						label[y] = plabel;
+					if (pl < least[y])
+						least[y] = pl;
 					else
-						plabel = label[y];
+						pl = least[y];
 					px = y;
 				} while (es);
-				sv = SEMI(label[v]);
+				sv = least[v];
 			}
 			if (sv < sw)
 				sw = sv;
 		}
 		roff[k + 1] = sw;
+		least[w] = sw;
 	}
-	/* 4. idom = NCA(parent, semi): walk up the parent's idom chain (a
-	 * node without a row keeps its parent) */
+	free(least);
+	least = NULL;
+	/* 4. idom = NCA(parent, semi): walk up the idom chain from the DFS
+	 * parent (a node without a row keeps its parent).  The parent links
+	 * are spent: their array takes the idoms, filled in preorder. */
+	idom = parent;
+	parent = NULL;
+	const uint8_t *pcur = ps.b;
 	for (uint32_t w = 2; w <= nr; w++) {
 		if (g->log && !(w & 0xffff))
 			hs_log_progress(g->log, PHASE, "nodes", 2 * (uint64_t)n + w, total);
+		uint32_t c = w - 1 - ustream_get(&pcur);
 		uint32_t k = hs_rankset_index(&into, w);
-		if (k == HS_RANK_NONE)
-			continue;
-		uint32_t c = idom[w], sw = roff[k + 1];
-		while (c > sw)
-			c = idom[c];
+		if (k != HS_RANK_NONE) {
+			uint32_t sw = roff[k + 1];
+			while (c > sw)
+				c = idom[c];
+		}
 		idom[w] = c;
 	}
-#undef SEMI
 
 	/* the search structures go before the results come */
-	free(parent);
-	free(label);
+	ustream_fini(&ps);
 	free(roff);
 	free(radj);
 	free(evs);
 	hs_rankset_fini(&into);
-	parent = label = roff = radj = evs = NULL;
+	roff = radj = evs = NULL;
 
 	/* 5. in node space: idom (then the numbered idom goes), then retained
 	 * sizes, children before parents (reverse preorder) */
@@ -560,11 +617,12 @@ out:
 	free(vertex);
 	free(parent);
 	free(stack);
-	free(label);
+	free(least);
 	free(idom);
 	free(roff);
 	free(radj);
 	free(evs);
+	ustream_fini(&ps);
 	hs_rankset_fini(&into);
 	if (err) {
 		hs_domtree_destroy(t);
