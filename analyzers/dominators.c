@@ -138,6 +138,38 @@ static inline uint32_t ustream_get(const uint8_t **p)
 	return x;
 }
 
+/* A node as the difference from the one before it, and back. */
+static inline uint32_t zigzag(uint32_t v, uint32_t prev)
+{
+	int64_t d = (int64_t)v - prev;
+	return d >= 0 ? (uint32_t)(2 * d) : (uint32_t)(-2 * d - 1);
+}
+
+static inline uint32_t unzigzag(uint32_t prev, uint32_t z)
+{
+	int64_t d = z & 1 ? -((int64_t)z + 1) / 2 : (int64_t)(z / 2);
+	return (uint32_t)(prev + d);
+}
+
+/* The varint that ends at b + *end, read backwards: only a varint's last
+ * byte has the high bit clear. */
+static inline uint32_t ustream_get_back(const uint8_t *b, size_t *end)
+{
+	size_t i = *end - 1;
+	while (i > 0 && (b[i - 1] & 0x80))
+		i--;
+	*end = i;
+	const uint8_t *p = b + i;
+	return ustream_get(&p);
+}
+
+/* The node before `v`, from the difference that led to v. */
+static inline uint32_t unzigzag_back(uint32_t v, uint32_t z)
+{
+	int64_t d = z & 1 ? -((int64_t)z + 1) / 2 : (int64_t)(z / 2);
+	return (uint32_t)(v - d);
+}
+
 static void ustream_fini(struct ustream *s)
 {
 	free(s->b);
@@ -156,7 +188,7 @@ struct frame {
 
 struct dfs_bits {
 	const uint64_t *leaf, *one;  /* no successor; exactly one */
-	const uint32_t *only;        /* per tail node: its one successor */
+	const uint32_t *only;        /* per node (num[]): its one successor */
 };
 
 static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
@@ -171,7 +203,7 @@ static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
 	for (uint32_t x = f.cur; x < f.end; x++) {
 		uint32_t y = (g->tail_adj[x] & g->tail_mask) + g->na;
 		if (b->one[y / 64] >> (y % 64) & 1)
-			__builtin_prefetch(&b->only[y - g->na]);
+			__builtin_prefetch(&b->only[y]);
 		else if (!(b->leaf[y / 64] >> (y % 64) & 1))
 			__builtin_prefetch(&g->tail_off[y - g->na]);
 	}
@@ -190,20 +222,23 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	struct hs_domtree *t = calloc(1, sizeof(*t));
 	/* DFS numbers are 1-based; 0 means "not reached" */
 	uint32_t *num = calloc((size_t)n + 1, sizeof(uint32_t));
-	uint32_t *vertex = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint32_t *vertex = NULL;
 	uint32_t *parent = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	/* read at random: huge pages spare a TLB miss per read */
 	hs_vector_hugepages(num, ((size_t)n + 1) * sizeof(uint32_t));
-	hs_vector_hugepages(vertex, ((size_t)n + 1) * sizeof(uint32_t));
 	hs_vector_hugepages(parent, ((size_t)n + 1) * sizeof(uint32_t));
 	/* the DFS stack grows with the depth, not with n */
 	size_t stcap = 4096;
 	struct frame *stack = malloc(stcap * sizeof(*stack));
 	uint32_t *least = NULL, *idom = NULL, *roff = NULL,
 		 *radj = NULL, *evs = NULL;
-	struct ustream ps = {0};
+	/* the numbers' nodes, in preorder: the deltas, zigzag varints (most
+	 * take a byte or two: a DFS meets the blocks of a heap in about the
+	 * order they were allocated); an array again in step 5 only */
+	struct ustream ps = {0}, vs = {0};
+	uint32_t vprev = 0, vlast = 0;  /* vlast: the node numbered last */
 	struct hs_rankset into = {0};
-	if (!t || !num || !vertex || !parent || !stack || !n)
+	if (!t || !num || !parent || !stack || !n)
 		goto out;
 	if (n >= FRAME_HEAD) {
 		err = hs_error_create(HS_ERR_UNSUPPORTED, "graph too large");
@@ -221,22 +256,22 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 *  - a node without successors (bitmap leaf) is numbered where it is
 	 *    found and never pushed;
 	 *  - a node with exactly one successor (bitmap one; most list nodes)
-	 *    needs no frame either: its successor, from only[], is visited
-	 *    at once, one miss instead of two (offset, then row).
+	 *    needs no frame either: its successor is visited at once, one
+	 *    miss instead of two (offset, then row).  Until the node is
+	 *    numbered, its slot in num[] holds that successor; it is read
+	 *    just before the number is written over it.
 	 * The preorder is the same as a plain DFS's. */
 	uint32_t nt = n - g->na;  /* nodes of the tail part */
 	uint64_t *seen = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *leaf = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *one = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	uint32_t *only = malloc(((size_t)nt + 1) * sizeof(uint32_t));
 	/* the nodes an edge reaches after the DFS has seen them: the only
 	 * ones with predecessors besides their DFS parent */
 	uint64_t *entered = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	if (!seen || !leaf || !one || !only || !entered) {
+	if (!seen || !leaf || !one || !entered) {
 		free(seen);
 		free(leaf);
 		free(one);
-		free(only);
 		free(entered);
 		goto out;
 	}
@@ -249,16 +284,24 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				SET_BIT(leaf, k + g->na);
 			} else if (deg == 1) {
 				SET_BIT(one, k + g->na);
-				only[k] = (g->tail_adj[g->tail_off[k]] & g->tail_mask) + g->na;
+				num[k + g->na] = (g->tail_adj[g->tail_off[k]] & g->tail_mask) + g->na;
 			}
 		}
 	}
-	struct dfs_bits bits = {leaf, one, only};
+	struct dfs_bits bits = {leaf, one, num};
+	if ((err = ustream_reserve(&vs, (size_t)n * 2))) {
+		free(seen);
+		free(leaf);
+		free(one);
+		free(entered);
+		goto out;
+	}
+	err = &hs_error_nomem;
 	SET_BIT(seen, 0);
 	uint32_t next = 1;
 	size_t sp = 0;
 	num[0] = next;
-	vertex[next] = 0;
+	ustream_put(&vs, 0);
 	parent[next] = 0;
 	stack[sp++] = frame_of(g, 0, next++, &bits);
 	while (sp) {
@@ -284,8 +327,11 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			for (;;) {
 				if (g->log && !(next & 0xffff))
 					hs_log_progress(g->log, PHASE, "nodes", next, total);
+				uint32_t succ = num[w];  /* if w has one */
 				num[w] = next;
-				vertex[next] = w;
+				ustream_put(&vs, zigzag(w, vprev));
+				vprev = w;
+				vlast = w;
 				parent[next] = up;
 				up = next++;
 				if (BIT(leaf, w))
@@ -297,7 +343,6 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 							free(seen);
 							free(leaf);
 							free(one);
-							free(only);
 							free(entered);
 							goto out;
 						}
@@ -308,7 +353,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 					pushed = true;
 					break;
 				}
-				w = only[w - g->na];
+				w = succ;
 				if (BIT(seen, w)) {
 					SET_BIT(entered, w);
 					break;
@@ -321,12 +366,19 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		if (!pushed)
 			sp--;
 	}
+	/* the single successors of the nodes not reached are no numbers */
+	for (size_t x = 0; x < (size_t)n / 64 + 1; x++)
+		for (uint64_t b = one[x] & ~seen[x]; b; b &= b - 1)
+			num[x * 64 + (uint32_t)__builtin_ctzll(b)] = 0;
 	free(stack);
 	free(seen);
 	free(leaf);
 	free(one);
-	free(only);
 	stack = NULL;
+	if (vs.nomem) {
+		free(entered);
+		goto out;
+	}
 	uint32_t nr = next - 1;  /* reached nodes: numbers 1..nr */
 	t->reached = nr;
 	/* the same set by number */
@@ -411,7 +463,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		parts[i].radj = radj;
 	run_parts(parts, nparts, pred_pass);
 	free(cnt1);
-	free(num);   /* from here on, numbers map to nodes through vertex[] */
+	free(num);   /* from here on, numbers map to nodes through the stream vs */
 	num = NULL;
 
 	/* 3. semi-dominators, reverse preorder, eval with path compression
@@ -539,14 +591,37 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	if ((err = hs_rankset_init(&t->inner, n)))
 		goto out;
 	err = &hs_error_nomem;
-	t->idom[vertex[1]] = vertex[1];
-	for (uint32_t i = 2; i <= nr; i++) {
-		uint32_t d = vertex[idom[i]];
-		t->idom[vertex[i]] = d;
-		hs_rankset_add(&t->inner, d);
+	/* first each reached node's idom by number (the nodes come from the
+	 * stream), then the numbered idom goes and the nodes by number come
+	 * as an array: the numbers become nodes */
+	const uint8_t *vcur = vs.b;
+	for (uint32_t i = 1, v = 0; i <= nr; i++) {
+		v = unzigzag(v, ustream_get(&vcur));
+		t->idom[v] = i == 1 ? 1 : idom[i];
 	}
 	free(idom);
 	idom = NULL;
+	vertex = malloc(((size_t)nr + 1) * sizeof(uint32_t));
+	hs_vector_hugepages(vertex, ((size_t)nr + 1) * sizeof(uint32_t));
+	if (!vertex)
+		goto out;
+	vcur = vs.b;
+	for (uint32_t i = 1, v = 0; i <= nr; i++) {
+		v = unzigzag(v, ustream_get(&vcur));
+		vertex[i] = v;
+	}
+	for (uint32_t v = 0; v < n; v++) {
+		uint32_t d = t->idom[v];
+		if (d == HS_DOM_NONE)
+			continue;
+		d = t->idom[v] = vertex[d];
+		if (d != v)
+			hs_rankset_add(&t->inner, d);
+	}
+	/* the sums below walk the numbers backwards: the stream, read from
+	 * its end, gives them without the array */
+	free(vertex);
+	vertex = NULL;
 	hs_rankset_finish(&t->inner);
 	uint32_t ninner = t->inner.count;
 	t->inner_retained = calloc((size_t)ninner + 1, sizeof(uint64_t));
@@ -585,15 +660,24 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		cnt_of[kd]++;
 	}
 	/* then each inner node's sum goes to its dominator, children before
-	 * parents (reverse preorder) */
+	 * parents (reverse preorder; the nodes of the numbers down to w -
+	 * 2 * AHEAD are in ring[number % RING]) */
+	enum { RING = 64 };
+	uint32_t ring[RING];
+	size_t vend = vs.n;
+	uint32_t low = nr;  /* the least number in the ring */
+	ring[nr % RING] = vlast;
 	for (uint32_t w = nr; w >= 2; w--) {
+		for (; low > 1 && low + 2 * AHEAD > w; low--)
+			ring[(low - 1) % RING] = unzigzag_back(ring[low % RING],
+							       ustream_get_back(vs.b, &vend));
 		if (w >= 2 + 2 * AHEAD) {
-			uint32_t x = vertex[w - 2 * AHEAD];
+			uint32_t x = ring[(w - 2 * AHEAD) % RING];
 			__builtin_prefetch(&tidom[x]);
 			__builtin_prefetch(&inner->w[x / 32]);
 		}
 		if (w >= 2 + AHEAD) {
-			uint32_t x = vertex[w - AHEAD];
+			uint32_t x = ring[(w - AHEAD) % RING];
 			uint32_t kx = hs_rankset_index(inner, x);
 			if (kx != HS_RANK_NONE) {
 				__builtin_prefetch(&ret_of[kx]);
@@ -601,7 +685,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				__builtin_prefetch(&inner->w[tidom[x] / 32]);
 			}
 		}
-		uint32_t v = vertex[w];
+		uint32_t v = ring[w % RING];
 		uint32_t kv = hs_rankset_index(inner, v);
 		if (kv == HS_RANK_NONE)
 			continue;
@@ -623,6 +707,7 @@ out:
 	free(radj);
 	free(evs);
 	ustream_fini(&ps);
+	ustream_fini(&vs);
 	hs_rankset_fini(&into);
 	if (err) {
 		hs_domtree_destroy(t);
