@@ -268,6 +268,8 @@ static void read_mem(struct live *l, uint64_t addr, uint8_t *buf, size_t len)
 
 /* ---- threads ---------------------------------------------------------- */
 
+static void sleep_ms(unsigned ms);
+
 static bool process_alive(pid_t pid)
 {
 	char path[64], *text;
@@ -289,15 +291,49 @@ static struct hs_error *gone_error(struct live *l)
 			       (int)l->pid);
 }
 
+/* waitpid(tid, st, __WALL) for one of the target's threads, or 0 when
+ * the process died and tid is its leader, which cannot be waited for
+ * then.  A killed thread stays a zombie until its tracer (we) waits for
+ * it, and the kernel reports the leader's exit only once every other
+ * thread is gone: a blocking wait on the leader of a process killed
+ * while we trace it never returns.  So while other threads are traced,
+ * the leader is polled, and the process's state read between polls. */
+static pid_t wait_thread(struct live *l, pid_t tid, int *st)
+{
+	if (tid != l->pid || l->nthreads <= 1) {
+		pid_t r;
+		while ((r = waitpid(tid, st, __WALL)) < 0 && errno == EINTR)
+			;
+		return r;
+	}
+	long ns = 0;
+	for (;;) {
+		pid_t r = waitpid(tid, st, __WALL | WNOHANG);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != 0)
+			return r;
+		if (!process_alive(l->pid))
+			return 0;
+		/* a stop comes within microseconds, mostly */
+		ns = ns ? (ns < 1000000 ? 2 * ns : ns) : 20000;
+		struct timespec ts = {0, ns};
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Waits for thread t's next stop; false when it exited. */
 static struct hs_error *wait_stop(struct live *l, struct thread *t)
 {
 	for (;;) {
 		int st;
-		pid_t r = waitpid(t->tid, &st, __WALL);
+		pid_t r = wait_thread(l, t->tid, &st);
+		if (r == 0) {
+			t->gone = true;
+			t->stopped = false;
+			return gone_error(l);
+		}
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
 			if (errno == ECHILD) {
 				t->gone = true;
 				return NULL;
@@ -391,6 +427,8 @@ static struct hs_error *stop_all(struct live *l)
 	for (int round = 0; round < 1000; round++) {
 		size_t before = l->nthreads, added = 0;
 		struct hs_error *err = seize_new(l, &added);
+		if (round == 0 && l->opts->test_stop_sleep_ms)
+			sleep_ms(l->opts->test_stop_sleep_ms);
 		for (size_t i = before; i < l->nthreads; i++) {
 			struct thread *t = &l->threads[i];
 			if (t->gone)
@@ -576,10 +614,8 @@ static struct hs_error *inject_syscall(struct live *l, struct thread *t,
 			break;
 		}
 		int st;
-		pid_t w;
-		while ((w = waitpid(t->tid, &st, __WALL)) < 0 && errno == EINTR)
-			;
-		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+		pid_t w = wait_thread(l, t->tid, &st);
+		if (w <= 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
 			t->gone = true;
 			t->stopped = false;
 			return gone_error(l);

@@ -65,6 +65,9 @@ struct hs_live_options {
 	/* tests only: the clone is run by a thread stopped inside a system
 	 * call rather than one stopped in user code */
 	bool test_inject_in_syscall;
+	/* tests only: sleep this long once the threads are seized and asked to
+	 * stop, before their stops are waited for */
+	unsigned test_stop_sleep_ms;
 };
 
 struct hs_live_result {

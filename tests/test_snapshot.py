@@ -200,16 +200,21 @@ def snapshot(pid, out, *extra, env=None):
                       env=e, timeout=600)
 
 
-def snapshot_during(pid, out, sleep_ms, act, *extra):
+def snapshot_during(pid, out, sleep_ms, act, *extra, sleep_var="HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS"):
     """`heapsift snapshot` started in the background with
-    HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS=sleep_ms; act(proc) runs while it
-    works (the sleep is its window); then its Run (rc negative for a
-    signal)."""
-    env = dict(os.environ, HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS=str(sleep_ms))
+    HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS=sleep_ms (or sleep_var); act(proc)
+    runs while it works (the sleep is its window); then its Run (rc
+    negative for a signal)."""
+    env = dict(os.environ, **{sleep_var: str(sleep_ms)})
     hs = subprocess.Popen([HEAPSIFT, "snapshot", str(pid), "-o", out] + list(extra),
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     act(hs)
-    o, e = hs.communicate(timeout=120)
+    try:
+        o, e = hs.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        hs.kill()
+        o, e = hs.communicate()
+        return hstest.Run(hs.args, None, o, e, True, 120)
     return hstest.Run(hs.args, hs.returncode, o, e, False, 0)
 
 
@@ -679,6 +684,27 @@ def test_refusals(ck):
                          ["exited during the snapshot"])
     finally:
         t.stop()
+    # killed once its threads are asked to stop, before heapsift has
+    # waited for their stops: the leader's exit is not reported while
+    # the other (traced) threads are unreaped zombies, and a wait for it
+    # alone hung
+    for mode in ("--no-fork", "--fork", None):
+        t = Target(8, "refused-stopping")
+        try:
+            def kill_once_stopped(hs):
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline and not hstest.is_stopped(t.pid):
+                    time.sleep(0.01)
+                os.kill(t.pid, signal.SIGKILL)
+
+            r = snapshot_during(t.pid, out, 1000, kill_once_stopped,
+                                *([mode] if mode else []),
+                                sleep_var="HEAPSIFT_TEST_STOP_SLEEP_MS")
+            one_line_refusal(ck, "exits while its threads are stopped (%s)"
+                             % (mode or "default mode"), r, out,
+                             ["exited during the snapshot"])
+        finally:
+            t.stop()
     if TRACKS:
         # runs another program (execve) while its memory is copied
         t = Target(8, "refused-exec")
