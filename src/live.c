@@ -315,8 +315,10 @@ static pid_t wait_thread(struct live *l, pid_t tid, int *st)
 			return r;
 		if (!process_alive(l->pid))
 			return 0;
-		/* a stop comes within microseconds, mostly */
-		ns = ns ? (ns < 1000000 ? 2 * ns : ns) : 20000;
+		/* a stop comes within microseconds, mostly; an injected
+		 * clone's within milliseconds, which the pause includes:
+		 * polls at most 250 us apart */
+		ns = ns ? (ns < 250000 ? 2 * ns : 250000) : 20000;
 		struct timespec ts = {0, ns};
 		nanosleep(&ts, NULL);
 	}
