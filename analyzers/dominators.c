@@ -210,6 +210,94 @@ static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
 	return f;
 }
 
+/* Step 5's sums (struct hs_domtree): each reached node's own weight to
+ * its own sum (an inner node) or its dominator's, then each inner node's
+ * sum to its dominator's, children before parents.  Packed (wide false):
+ * false when the total weight does not fit beside the counts, and the
+ * sums are then to be done again, wide.  The nodes in reverse preorder
+ * come from the stream vs, read from its end (vlast: the last node). */
+static inline bool sum_up(struct hs_domtree *t, uint32_t n, uint32_t nr,
+			  const struct ustream *vs, uint32_t vlast, bool wide)
+{
+	uint64_t *sum = t->inner_sum;
+	uint32_t *cnt = t->inner_count;
+	const uint32_t *tidom = t->idom;
+	const struct hs_rankset *inner = &t->inner;
+	unsigned cb = t->cbits;
+	uint64_t total = 0;
+	bool over = false;
+	/* own weights in node order (the weights are read in the order
+	 * they are stored); the sums the next nodes add to are scattered:
+	 * asked for ahead */
+	enum { AHEAD = 16 };
+	for (uint32_t v = 0, k = 0; v < n; v++) {
+		if (v + 2 * AHEAD < n && tidom[v + 2 * AHEAD] != HS_DOM_NONE)
+			__builtin_prefetch(&inner->w[tidom[v + 2 * AHEAD] / 32]);
+		if (v + AHEAD < n && tidom[v + AHEAD] != HS_DOM_NONE) {
+			uint32_t kd = hs_rankset_index(inner, tidom[v + AHEAD]);
+			if (kd != HS_RANK_NONE) {
+				__builtin_prefetch(&sum[kd], 1);
+				if (wide)
+					__builtin_prefetch(&cnt[kd], 1);
+			}
+		}
+		uint32_t d = tidom[v];
+		uint32_t kv = hs_rankset_has(inner, v) ? k++ : HS_RANK_NONE;
+		if (d == HS_DOM_NONE)
+			continue;
+		uint32_t kd = kv != HS_RANK_NONE || d == v ? kv : hs_rankset_index(inner, d);
+		if (kd == HS_RANK_NONE)
+			continue;  /* the entry, dominating nothing */
+		uint64_t w = t->weight ? t->weight(t->warg, v) : 1;
+		if (wide) {
+			sum[kd] += w;
+			cnt[kd]++;
+		} else {
+			over |= __builtin_add_overflow(total, w, &total);
+			sum[kd] += (w << cb) + 1;
+		}
+	}
+	if (!wide && (over || (cb < 64 && total >> (64 - cb))))
+		return false;
+	/* then each inner node's sum to its dominator's, in reverse
+	 * preorder (the nodes of the numbers down to w - 2 * AHEAD are in
+	 * ring[number % RING]) */
+	enum { RING = 64 };
+	uint32_t ring[RING];
+	size_t vend = vs->n;
+	uint32_t low = nr;  /* the least number in the ring */
+	ring[nr % RING] = vlast;
+	for (uint32_t w = nr; w >= 2; w--) {
+		for (; low > 1 && low + 2 * AHEAD > w; low--)
+			ring[(low - 1) % RING] = unzigzag_back(ring[low % RING],
+							       ustream_get_back(vs->b, &vend));
+		if (w >= 2 + 2 * AHEAD) {
+			uint32_t x = ring[(w - 2 * AHEAD) % RING];
+			__builtin_prefetch(&tidom[x]);
+			__builtin_prefetch(&inner->w[x / 32]);
+		}
+		if (w >= 2 + AHEAD) {
+			uint32_t x = ring[(w - AHEAD) % RING];
+			uint32_t kx = hs_rankset_index(inner, x);
+			if (kx != HS_RANK_NONE) {
+				__builtin_prefetch(&sum[kx]);
+				if (wide)
+					__builtin_prefetch(&cnt[kx]);
+				__builtin_prefetch(&inner->w[tidom[x] / 32]);
+			}
+		}
+		uint32_t v = ring[w % RING];
+		uint32_t kv = hs_rankset_index(inner, v);
+		if (kv == HS_RANK_NONE)
+			continue;
+		uint32_t kd = hs_rankset_index(inner, tidom[v]);
+		sum[kd] += sum[kv];
+		if (wide)
+			cnt[kd] += cnt[kv];
+	}
+	return true;
+}
+
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       uint64_t (*weight)(void *arg, uint32_t node),
 				       void *warg, struct hs_domtree **ret)
@@ -624,74 +712,19 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	vertex = NULL;
 	hs_rankset_finish(&t->inner);
 	uint32_t ninner = t->inner.count;
-	t->inner_retained = calloc((size_t)ninner + 1, sizeof(uint64_t));
-	t->inner_count = calloc((size_t)ninner + 1, sizeof(uint32_t));
-	if (!t->inner_retained || !t->inner_count)
-		goto out;
 	t->weight = weight;
 	t->warg = warg;
-	uint64_t *ret_of = t->inner_retained;
-	uint32_t *cnt_of = t->inner_count;
-	const uint32_t *tidom = t->idom;
-	const struct hs_rankset *inner = &t->inner;
-	/* own sizes in node order (the weights are read in the order they
-	 * are stored): an inner node's to its own sum, any other reached
-	 * node's to its dominator's.  The sums the next nodes add to are
-	 * asked for ahead: they are scattered. */
-	enum { AHEAD = 16 };
-	for (uint32_t v = 0, k = 0; v < n; v++) {
-		if (v + 2 * AHEAD < n && tidom[v + 2 * AHEAD] != HS_DOM_NONE)
-			__builtin_prefetch(&inner->w[tidom[v + 2 * AHEAD] / 32]);
-		if (v + AHEAD < n && tidom[v + AHEAD] != HS_DOM_NONE) {
-			uint32_t kd = hs_rankset_index(inner, tidom[v + AHEAD]);
-			if (kd != HS_RANK_NONE) {
-				__builtin_prefetch(&ret_of[kd], 1);
-				__builtin_prefetch(&cnt_of[kd], 1);
-			}
-		}
-		uint32_t d = tidom[v];
-		uint32_t kv = hs_rankset_has(inner, v) ? k++ : HS_RANK_NONE;
-		if (d == HS_DOM_NONE)
-			continue;
-		uint32_t kd = kv != HS_RANK_NONE || d == v ? kv : hs_rankset_index(inner, d);
-		if (kd == HS_RANK_NONE)
-			continue;  /* the entry, dominating nothing */
-		ret_of[kd] += weight ? weight(warg, v) : 1;
-		cnt_of[kd]++;
-	}
-	/* then each inner node's sum goes to its dominator, children before
-	 * parents (reverse preorder; the nodes of the numbers down to w -
-	 * 2 * AHEAD are in ring[number % RING]) */
-	enum { RING = 64 };
-	uint32_t ring[RING];
-	size_t vend = vs.n;
-	uint32_t low = nr;  /* the least number in the ring */
-	ring[nr % RING] = vlast;
-	for (uint32_t w = nr; w >= 2; w--) {
-		for (; low > 1 && low + 2 * AHEAD > w; low--)
-			ring[(low - 1) % RING] = unzigzag_back(ring[low % RING],
-							       ustream_get_back(vs.b, &vend));
-		if (w >= 2 + 2 * AHEAD) {
-			uint32_t x = ring[(w - 2 * AHEAD) % RING];
-			__builtin_prefetch(&tidom[x]);
-			__builtin_prefetch(&inner->w[x / 32]);
-		}
-		if (w >= 2 + AHEAD) {
-			uint32_t x = ring[(w - AHEAD) % RING];
-			uint32_t kx = hs_rankset_index(inner, x);
-			if (kx != HS_RANK_NONE) {
-				__builtin_prefetch(&ret_of[kx]);
-				__builtin_prefetch(&cnt_of[kx]);
-				__builtin_prefetch(&inner->w[tidom[x] / 32]);
-			}
-		}
-		uint32_t v = ring[w % RING];
-		uint32_t kv = hs_rankset_index(inner, v);
-		if (kv == HS_RANK_NONE)
-			continue;
-		uint32_t kd = hs_rankset_index(inner, tidom[v]);
-		ret_of[kd] += ret_of[kv];
-		cnt_of[kd] += cnt_of[kv];
+	t->cbits = 64 - (unsigned)__builtin_clzll((uint64_t)nr + 1);
+	t->inner_sum = calloc((size_t)ninner + 1, sizeof(uint64_t));
+	if (!t->inner_sum)
+		goto out;
+	if (!sum_up(t, g->n, nr, &vs, vlast, false)) {
+		/* the total weight needs the counts' bits too */
+		memset(t->inner_sum, 0, ((size_t)ninner + 1) * sizeof(uint64_t));
+		t->inner_count = calloc((size_t)ninner + 1, sizeof(uint32_t));
+		if (!t->inner_count)
+			goto out;
+		sum_up(t, g->n, nr, &vs, vlast, true);
 	}
 	err = NULL;
 out:
@@ -723,7 +756,7 @@ void hs_domtree_destroy(struct hs_domtree *t)
 		return;
 	free(t->idom);
 	hs_rankset_fini(&t->inner);
-	free(t->inner_retained);
+	free(t->inner_sum);
 	free(t->inner_count);
 	free(t);
 }

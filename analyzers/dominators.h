@@ -39,12 +39,16 @@ struct hs_domtree {
 	uint32_t reached;      /* nodes reachable from 0 */
 	/* The nodes that dominate a node other than themselves, and by their
 	 * rank in this set: the sum of weight over the nodes each dominates,
-	 * and how many those are (itself included).  Every other node
-	 * retains its own weight alone (or nothing when unreached): see
-	 * hs_domtree_retained and hs_domtree_count. */
+	 * and how many those are (itself included).  Both in one word,
+	 * inner_sum[k] = sum << cbits | count, when the total weight fits
+	 * in 64 - cbits bits (cbits: enough for the reached nodes); else
+	 * (wide) inner_sum[k] is the sum and inner_count[k] the count.
+	 * Every other node retains its own weight alone (or nothing when
+	 * unreached): see hs_domtree_retained and hs_domtree_count. */
 	struct hs_rankset inner;
-	uint64_t *inner_retained;
-	uint32_t *inner_count;
+	uint64_t *inner_sum;
+	uint32_t *inner_count;  /* wide only */
+	unsigned cbits;
 	/* the weight given to hs_dominators_compute, for the other nodes */
 	uint64_t (*weight)(void *arg, uint32_t node);
 	void *warg;
@@ -53,14 +57,18 @@ struct hs_domtree {
 /* weight(arg, v) is node v's own size (weight may be NULL: all 1); it is
  * called again by hs_domtree_retained, so arg must live as long as the
  * tree.
- * Memory while searching: at most 16.5 bytes per node, plus 4 bytes per
- * node that an edge other than a DFS tree edge enters (the reverse graph
- * has rows for those only; 8 with two threads) and 4 per such edge; the
- * DFS stack grows with the number of branching nodes on the deepest path,
- * not with n.  While the results are filled in, 4 bytes per node beside
- * them.  Results: 4 bytes per node (idom) and 0.25 for the set of inner
- * nodes, plus 12 bytes per node that dominates another (on a heap, the
- * heads of lists and trees and their inner nodes, not the leaves). */
+ * Memory while searching: 8.5 bytes per node, plus two streams of 1 to
+ * 5 bytes per node (on heaps, 1 to 2.3: the nodes in preorder as
+ * differences, the DFS parents as distances), plus 4 bytes per node that
+ * an edge other than a DFS tree edge enters (the reverse graph has rows
+ * for those only; 8 with two threads) and 4 per such edge; the DFS stack
+ * grows with the number of branching nodes on the deepest path, not
+ * with n.  While the results are filled in, 4 bytes per node and the
+ * first stream beside them.  Results: 4 bytes per node (idom) and 0.25 for the set of inner
+ * nodes, plus 8 bytes per node that dominates another (on a heap, the
+ * heads of lists and trees and their inner nodes, not the leaves); 12
+ * when the total weight needs more than 64 bits less those of the
+ * number of reached nodes. */
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       uint64_t (*weight)(void *arg, uint32_t node),
 				       void *arg, struct hs_domtree **ret);
@@ -71,7 +79,7 @@ static inline uint64_t hs_domtree_retained(const struct hs_domtree *t, uint32_t 
 {
 	uint32_t k = hs_rankset_index(&t->inner, v);
 	if (k != HS_RANK_NONE)
-		return t->inner_retained[k];
+		return t->inner_count ? t->inner_sum[k] : t->inner_sum[k] >> t->cbits;
 	if (t->idom[v] == HS_DOM_NONE)
 		return 0;
 	return t->weight ? t->weight(t->warg, v) : 1;
@@ -82,7 +90,8 @@ static inline uint32_t hs_domtree_count(const struct hs_domtree *t, uint32_t v)
 {
 	uint32_t k = hs_rankset_index(&t->inner, v);
 	if (k != HS_RANK_NONE)
-		return t->inner_count[k];
+		return t->inner_count ? t->inner_count[k]
+				      : (uint32_t)(t->inner_sum[k] & ((1ull << t->cbits) - 1));
 	return t->idom[v] != HS_DOM_NONE;
 }
 

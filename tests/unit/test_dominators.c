@@ -44,7 +44,13 @@ static uint64_t weight_of(void *arg, uint32_t v)
 	return ((const uint64_t *)arg)[v];
 }
 
-static void random_graph(uint32_t n, uint32_t m, uint32_t split)
+/* graphs whose sums were packed, and wide */
+static unsigned sums_seen[2];
+
+/* weights are (1 to 100) << shift: 0 as a heap's, 40 for sums that still
+ * fit beside the counts in a word, 50 for sums that mostly do not (the tree
+ * keeps them wide, see struct hs_domtree) */
+static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shift)
 {
 	uint32_t *off = calloc(n + 1, sizeof(uint32_t));
 	uint32_t *adj = malloc((m ? m : 1) * sizeof(uint32_t));
@@ -62,7 +68,7 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 	for (uint32_t i = 0; i < m; i++)
 		adj[fill[src[i]]++] = src[i] >= split ? split + rnd(n - split) : rnd(n);
 	for (uint32_t v = 0; v < n; v++)
-		weight[v] = 1 + rnd(100);
+		weight[v] = (uint64_t)(1 + rnd(100)) << shift;
 
 	/* the same graph as head block [0, split) + tail block [split, n),
 	 * with the tail's targets stored relative to split and a flag bit
@@ -95,6 +101,18 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 	char *seen0 = malloc(n), *seen = malloc(n);
 	uint32_t *stack = malloc((m + n + 1) * sizeof(uint32_t));
 	reach(n, off, adj, HS_DOM_NONE, seen0, stack);
+	/* the sums are packed when the reached nodes' total weight fits
+	 * beside a count of them */
+	uint64_t total = 0;
+	for (uint32_t v = 0; v < n; v++)
+		total += seen0[v] ? weight[v] : 0;
+	unsigned cbits = 64 - (unsigned)__builtin_clzll((uint64_t)t->reached + 1);
+	bool wide = total >> (64 - cbits) != 0;
+	if (t->inner.count) {
+		CHECKF(wide == (t->inner_count != NULL), "weights << %u, total %llu, %u reached: sums %s",
+		       shift, (unsigned long long)total, t->reached, t->inner_count ? "wide" : "packed");
+		sums_seen[wide]++;
+	}
 	/* doms[w] = list of dominators, computed as: v dom w iff w not
 	 * reached without v */
 	char *dom = calloc((size_t)n * n, 1);
@@ -169,6 +187,11 @@ out:
 	free(hoff);
 }
 
+static void random_graph(uint32_t n, uint32_t m, uint32_t split)
+{
+	random_graph_w(n, m, split, 0);
+}
+
 /* 0 -> 1 -> ... -> n-1, plus a back edge from the end to 1; in the head
  * block (every node pushed on the DFS stack) or, but for node 0, in the
  * tail block (nodes with one successor are followed without a frame) */
@@ -232,6 +255,13 @@ int main(void)
 		uint32_t n = 20 + rnd(80);
 		random_graph(n, n + rnd(n / 2), 1 + rnd(4));
 	}
+	/* sums of the size of a heap of petabytes */
+	for (int i = 0; i < 200; i++) {
+		uint32_t n = 20 + rnd(80);
+		random_graph_w(n, 2 * n + rnd(n), 1 + rnd(4), rnd(2) ? 40 : 50);
+	}
+	CHECKF(sums_seen[0] > 100 && sums_seen[1] > 50, "sums: %u packed, %u wide",
+	       sums_seen[0], sums_seen[1]);
 	long_chain(10 * 1000 * 1000, false);
 	long_chain(10 * 1000 * 1000, true);
 	return check_finish();
