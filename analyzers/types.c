@@ -695,12 +695,14 @@ void hs_types_destroy(struct hs_types *t)
 	free(t->inferred);
 	hs_rankset_fini(&t->typed_set);
 	free(t->typed_type);
+	free(t->typed_type16);
 	hs_rankset_fini(&t->inferred_set);
 	free(t->cookie);
 	free(t);
 }
 
 HS_VECTOR(u32_vector, uint32_t)
+HS_VECTOR(u16_vector, uint16_t)
 HS_VECTOR(u8_vector, uint8_t)
 
 struct hs_error *hs_types_pack(struct hs_types *t)
@@ -711,18 +713,22 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	struct hs_rankset typed = {0}, inf = {0};
 	/* one pass; the counts kept along the way size the arrays */
 	struct u32_vector types = {0};
+	struct u16_vector types16 = {0};
+	bool narrow = t->reg->n <= UINT16_MAX;
 	struct u8_vector flags = {0};
 	struct hs_error *err;
 	if ((err = hs_rankset_init(&typed, n)) ||
 	    (t->inferred && (err = hs_rankset_init(&inf, n))) ||
-	    (err = u32_vector_reserve(&types, t->typed + 1)) ||
+	    (narrow ? (err = u16_vector_reserve(&types16, t->typed + 1))
+		    : (err = u32_vector_reserve(&types, t->typed + 1))) ||
 	    (t->inferred &&
 	     (err = u8_vector_reserve(&flags, t->inferred_sure + t->inferred_guess + 1))))
 		goto fail;
 	for (uint32_t id = 0; id < n; id++) {
 		if (t->type_of[id] != HS_NO_TYPE) {
 			hs_rankset_add(&typed, id);
-			if ((err = u32_vector_push(&types, t->type_of[id])))
+			if ((err = narrow ? u16_vector_push(&types16, (uint16_t)t->type_of[id])
+					  : u32_vector_push(&types, t->type_of[id])))
 				goto fail;
 		}
 		if (t->inferred && t->inferred[id]) {
@@ -736,7 +742,10 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	t->type_of = NULL;
 	t->typed_set = typed;
 	/* (the vectors' capacities are powers of two: give back the rest) */
-	t->typed_type = realloc(types.v, (types.n + 1) * sizeof(uint32_t)) ?: types.v;
+	if (narrow)
+		t->typed_type16 = realloc(types16.v, (types16.n + 1) * sizeof(uint16_t)) ?: types16.v;
+	else
+		t->typed_type = realloc(types.v, (types.n + 1) * sizeof(uint32_t)) ?: types.v;
 	if (t->inferred) {
 		hs_rankset_finish(&inf);
 		free(t->inferred);
@@ -749,6 +758,7 @@ fail:
 	hs_rankset_fini(&typed);
 	hs_rankset_fini(&inf);
 	u32_vector_free(&types);
+	u16_vector_free(&types16);
 	u8_vector_free(&flags);
 	return err;
 }

@@ -73,10 +73,13 @@ struct hs_types {
 	/* Per allocation: registry index, HS_NO_TYPE when untyped, while
 	 * the types are computed.  hs_types_pack then keeps the typed
 	 * allocations alone (typed_set) and their indices by rank
-	 * (typed_type), and frees this.  Read them with hs_types_index. */
+	 * (typed_type; typed_type16 instead when every index fits in 16
+	 * bits, as they do unless a program has 65,535 types), and frees
+	 * this.  Read them with hs_types_index. */
 	uint32_t *type_of;
 	struct hs_rankset typed_set;
 	uint32_t *typed_type;
+	uint16_t *typed_type16;
 	bool packed;
 	uint64_t typed;         /* allocations with a type */
 	uint64_t from_vtable, from_rtti, from_dwarf;
@@ -133,8 +136,9 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 /* Once the types are final (after hs_types_infer, or when there is no
  * inference): keeps the types of the typed allocations alone, and the
  * inference's flags of the inferred ones (on the bench core, 4 bytes and
- * 1 byte per allocation become 2.4 and 0.3).  On failure (out of memory)
- * the types stay as they were. */
+ * 1 byte per allocation become 1.3 and 0.3: the indices take 16 bits
+ * when every one fits).  On failure (out of memory) the types stay as
+ * they were. */
 struct hs_error *hs_types_pack(struct hs_types *t);
 
 /* Allocation id's registry index, HS_NO_TYPE when untyped. */
@@ -143,7 +147,9 @@ static inline uint32_t hs_types_index(const struct hs_types *t, uint32_t id)
 	if (!t->packed)
 		return t->type_of[id];
 	uint32_t k = hs_rankset_index(&t->typed_set, id);
-	return k == HS_RANK_NONE ? HS_NO_TYPE : t->typed_type[k];
+	if (k == HS_RANK_NONE)
+		return HS_NO_TYPE;
+	return t->typed_type16 ? t->typed_type16[k] : t->typed_type[k];
 }
 
 /* Allocation id's HS_INFER_* flags (HS_INFER_NONE when not inferred). */
