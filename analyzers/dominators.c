@@ -678,18 +678,14 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	err = &hs_error_nomem;
 	/* first each reached node's idom by number (the nodes come from the
-	 * stream), then the numbered idom goes and the nodes by number come
-	 * as an array: the numbers become nodes */
+	 * stream); the numbered idom, read once in order, gives its slot to
+	 * the node of the number: then the numbers become nodes */
 	const uint8_t *vcur = vs.b;
-	for (uint32_t i = 1, v = 0; i <= nr; i++) {
-		v = unzigzag(v, ustream_get(&vcur));
-		t->idom[v] = i == 1 ? 1 : idom[i];
-	}
 	vertex = idom;  /* nr + 1 */
 	idom = NULL;
-	vcur = vs.b;
 	for (uint32_t i = 1, v = 0; i <= nr; i++) {
 		v = unzigzag(v, ustream_get(&vcur));
+		t->idom[v] = i == 1 ? 1 : vertex[i];
 		vertex[i] = v;
 	}
 	for (uint32_t v = 0; v < n; v++) {
