@@ -264,73 +264,102 @@ size_t hs_retain_top(const struct hs_retain *r, size_t n, uint32_t *out)
 	return k;
 }
 
-struct hs_error *hs_retain_largest_children(const struct hs_retain *r, uint32_t **ret)
+/* Whether v (dominated by p) keeps at least keep of p's retained size. */
+static inline bool is_heavy(const struct hs_domtree *t, uint32_t v, uint32_t p, double keep)
+{
+	return (double)hs_domtree_retained(t, v) >= keep * (double)hs_domtree_retained(t, p);
+}
+
+struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep,
+					  struct hs_heavy *ret)
 {
 	const struct hs_domtree *t = r->tree;
-	uint32_t *largest = malloc(((size_t)t->inner.count + 1) * sizeof(uint32_t));
-	if (!largest)
-		return &hs_error_nomem;
-	memset(largest, 0xff, ((size_t)t->inner.count + 1) * sizeof(uint32_t));
-	/* the nodes in order, their dominators scattered: what the next
-	 * ones need is asked for ahead */
+	memset(ret, 0, sizeof(*ret));
+	ret->keep = keep;
+	/* first which nodes are heavy (a bit each), and which inner nodes
+	 * have a heavy child; then those children, by rank.  The nodes in
+	 * order, their dominators scattered: what the next ones need is
+	 * asked for ahead */
+	uint64_t *heavy = calloc((size_t)t->n / 64 + 1, sizeof(uint64_t));
+	struct hs_error *err = heavy ? hs_rankset_init(&ret->has, (size_t)t->inner.count + 1)
+				     : &hs_error_nomem;
+	if (err)
+		goto fail;
 	enum { AHEAD = 16 };
 	for (uint32_t v = 1; v < t->n; v++) {
-		if (v + 2 * AHEAD < t->n && t->idom[v + 2 * AHEAD] != HS_DOM_NONE)
-			__builtin_prefetch(&t->inner.w[t->idom[v + 2 * AHEAD] / 32]);
 		if (v + AHEAD < t->n && t->idom[v + AHEAD] != HS_DOM_NONE) {
 			uint32_t k = hs_rankset_index(&t->inner, t->idom[v + AHEAD]);
 			if (k != HS_RANK_NONE)
-				__builtin_prefetch(&largest[k], 1);
+				__builtin_prefetch(&t->inner_sum[k]);
 		}
 		uint32_t p = t->idom[v];
-		if (p == HS_DOM_NONE || p == v)
+		if (p == HS_DOM_NONE || p == v || !is_heavy(t, v, p, keep))
 			continue;
-		uint32_t *b = &largest[hs_rankset_index(&t->inner, p)];
-		if (*b == HS_DOM_NONE) {
-			*b = v;
-			continue;
-		}
-		uint64_t rv = hs_domtree_retained(t, v), rb = hs_domtree_retained(t, *b);
-		if (rv > rb || (rv == rb && v < *b))
-			*b = v;
+		heavy[v / 64] |= 1ull << (v % 64);
+		hs_rankset_add(&ret->has, hs_rankset_index(&t->inner, p));
 	}
-	*ret = largest;
+	hs_rankset_finish(&ret->has);
+	ret->child = malloc(((size_t)ret->has.count + 1) * sizeof(uint32_t));
+	if (!ret->child) {
+		err = &hs_error_nomem;
+		goto fail;
+	}
+	memset(ret->child, 0xff, ((size_t)ret->has.count + 1) * sizeof(uint32_t));
+	for (size_t x = 0; x < (size_t)t->n / 64 + 1; x++)
+		for (uint64_t b = heavy[x]; b; b &= b - 1) {
+			uint32_t v = (uint32_t)(x * 64) + (uint32_t)__builtin_ctzll(b);
+			uint32_t k = hs_rankset_index(&ret->has,
+						      hs_rankset_index(&t->inner, t->idom[v]));
+			/* several only when they all retain nothing: the
+			 * lowest */
+			if (ret->child[k] == HS_DOM_NONE)
+				ret->child[k] = v;
+		}
+	free(heavy);
 	return NULL;
+fail:
+	free(heavy);
+	hs_retain_heavy_fini(ret);
+	return err;
 }
 
-/* Its dominated child of largest retained size, HS_DOM_NONE if none. */
-static uint32_t largest_child(const struct hs_retain *r, const uint32_t *largest,
-			      uint32_t node)
+void hs_retain_heavy_fini(struct hs_heavy *h)
+{
+	hs_rankset_fini(&h->has);
+	free(h->child);
+	h->child = NULL;
+}
+
+/* Its heavy child, HS_DOM_NONE if none. */
+static uint32_t heavy_child(const struct hs_retain *r, const struct hs_heavy *h,
+			    uint32_t node)
 {
 	uint32_t k = hs_rankset_index(&r->tree->inner, node);
-	return k == HS_RANK_NONE ? HS_DOM_NONE : largest[k];
+	if (k == HS_RANK_NONE)
+		return HS_DOM_NONE;
+	k = hs_rankset_index(&h->has, k);
+	return k == HS_RANK_NONE ? HS_DOM_NONE : h->child[k];
 }
 
-uint32_t hs_retain_accumulation(const struct hs_retain *r, const uint32_t *largest,
-				uint32_t node, double keep,
+uint32_t hs_retain_accumulation(const struct hs_retain *r, const struct hs_heavy *heavy,
+				uint32_t node,
 				bool (*same_kind)(void *arg, uint32_t a, uint32_t b),
 				void *arg, uint32_t *depth, uint32_t *chain)
 {
-	const struct hs_domtree *t = r->tree;
 	uint32_t d = 0;
 	*chain = 0;
 	for (;;) {
-		uint32_t best = largest_child(r, largest, node);
-		if (best == HS_DOM_NONE ||
-		    (double)hs_domtree_retained(t, best) < keep * (double)hs_domtree_retained(t, node) ||
-		    d >= (1u << 24))
+		uint32_t best = heavy_child(r, heavy, node);
+		if (best == HS_DOM_NONE || d >= (1u << 24))
 			break;
 		/* the head of a chain of one kind: count the chain, stop */
-		if (same_kind && hs_retain_is_alloc(r, best) &&
-		    largest_child(r, largest, best) != HS_DOM_NONE &&
-		    same_kind(arg, best, largest_child(r, largest, best))) {
+		uint32_t next = heavy_child(r, heavy, best);
+		if (same_kind && hs_retain_is_alloc(r, best) && next != HS_DOM_NONE &&
+		    same_kind(arg, best, next)) {
 			uint32_t n = 1, x = best;
-			while (largest_child(r, largest, x) != HS_DOM_NONE &&
-			       same_kind(arg, x, largest_child(r, largest, x)) &&
-			       (double)hs_domtree_retained(t, largest_child(r, largest, x)) >=
-				       keep * (double)hs_domtree_retained(t, x) &&
-			       n < (1u << 30)) {
-				x = largest_child(r, largest, x);
+			while ((next = heavy_child(r, heavy, x)) != HS_DOM_NONE &&
+			       same_kind(arg, x, next) && n < (1u << 30)) {
+				x = next;
 				n++;
 			}
 			if (n >= 3) {

@@ -72,22 +72,31 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
  * first, into out (room for n); returns how many. */
 size_t hs_retain_top(const struct hs_retain *r, size_t n, uint32_t *out);
 
-/* For each inner node of the tree (by its rank in tree->inner), its
- * dominated child of largest retained size (the lower node on a tie): one
- * pass over the tree, for hs_retain_accumulation; *ret is malloc'ed (4
- * bytes per inner node), to free once the accumulation points are had. */
-struct hs_error *hs_retain_largest_children(const struct hs_retain *r, uint32_t **ret);
+/* For each node of the tree that has one, its heavy child: the dominated
+ * child that keeps at least `keep` (0.7) of the node's retained size.
+ * With keep above 0.5 a node has at most one, its largest child (of
+ * children that all retain nothing, the lowest node).  Two passes over
+ * the tree; 4 bytes per node with a heavy child, and a bit per inner
+ * node and per node.  For hs_retain_accumulation: a largest child that
+ * is not heavy ends the walk anyway. */
+struct hs_heavy {
+	double keep;
+	struct hs_rankset has;  /* inner nodes, by rank in tree->inner */
+	uint32_t *child;        /* by rank in has */
+};
+struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep,
+					  struct hs_heavy *ret);
+void hs_retain_heavy_fini(struct hs_heavy *h);
 
-/* Walks down from node to its largest dominated child (largest: from
- * hs_retain_largest_children) while the child keeps at least `keep` (0.7)
- * of its parent's retained size; returns the node where the drop comes
- * (MAT's accumulation point) and the depth.  A chain (a linked list: each
- * block dominating the next, of one kind as same_kind says, each step
- * keeping the ratio) would be walked to its very end; the walk stops at
- * the head of a chain of 3 or more instead, and *chain counts its blocks
- * (0 when none). */
-uint32_t hs_retain_accumulation(const struct hs_retain *r, const uint32_t *largest,
-				uint32_t node, double keep,
+/* Walks down from node to its heavy child (see hs_retain_heavy_children)
+ * while it has one; returns the node where the drop comes (MAT's
+ * accumulation point) and the depth.  A chain (a linked list: each block
+ * dominating the next, of one kind as same_kind says, each step keeping
+ * the ratio) would be walked to its very end; the walk stops at the head
+ * of a chain of 3 or more instead, and *chain counts its blocks (0 when
+ * none). */
+uint32_t hs_retain_accumulation(const struct hs_retain *r, const struct hs_heavy *heavy,
+				uint32_t node,
 				bool (*same_kind)(void *arg, uint32_t a, uint32_t b),
 				void *arg, uint32_t *depth, uint32_t *chain);
 

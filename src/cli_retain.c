@@ -130,22 +130,23 @@ static bool same_kind(void *arg, uint32_t a, uint32_t b)
 	return res->heap->allocs[x].size == res->heap->allocs[y].size;
 }
 
-static uint32_t accumulation(const struct hs_results *res, const uint32_t *largest,
+static uint32_t accumulation(const struct hs_results *res, const struct hs_heavy *heavy,
 			     uint32_t node, uint32_t *depth, uint32_t *chain)
 {
-	return hs_retain_accumulation(res->retain, largest, node, HS_ACCUMULATION_KEEP,
-				      same_kind, (void *)res, depth, chain);
+	return hs_retain_accumulation(res->retain, heavy, node, same_kind, (void *)res,
+				      depth, chain);
 }
 
-/* The suspects, and when there are some the largest children that lead
- * to their accumulation points (computed here, not kept with the tree:
- * only the few suspects need them).  Both malloc'ed. */
+/* The suspects (malloc'ed), and when there are some the heavy children
+ * that lead to their accumulation points (computed here, not kept with
+ * the tree: only the few suspects need them; hs_retain_heavy_fini). */
 static struct hs_error *suspects(const struct hs_retain *r, uint32_t **ret,
-				 size_t *count, uint32_t **largest)
+				 size_t *count, struct hs_heavy *heavy)
 {
-	*largest = NULL;
+	memset(heavy, 0, sizeof(*heavy));
 	struct hs_error *err = hs_retain_suspects(r, HS_SUSPECT_SHARE, ret, count);
-	if (!err && *count && (err = hs_retain_largest_children(r, largest))) {
+	if (!err && *count &&
+	    (err = hs_retain_heavy_children(r, HS_ACCUMULATION_KEEP, heavy))) {
 		free(*ret);
 		*ret = NULL;
 		*count = 0;
@@ -156,9 +157,10 @@ static struct hs_error *suspects(const struct hs_retain *r, uint32_t **ret,
 void hs_cli_suspects_text(const struct hs_results *res)
 {
 	const struct hs_retain *r = res->retain;
-	uint32_t *s, *largest;
+	uint32_t *s;
+	struct hs_heavy heavy;
 	size_t n;
-	if (suspects(r, &s, &n, &largest))
+	if (suspects(r, &s, &n, &heavy))
 		return;
 	char name[512], b1[32];
 	if (!n) {
@@ -183,7 +185,7 @@ void hs_cli_suspects_text(const struct hs_results *res)
 		       hs_fmt_size(b1, hs_domtree_retained(r->tree, x)),
 		       share(r, hs_domtree_retained(r->tree, x)), hs_cli_blocks(r, x));
 		uint32_t depth, chain;
-		uint32_t acc = accumulation(res, largest, x, &depth, &chain);
+		uint32_t acc = accumulation(res, &heavy, x, &depth, &chain);
 		if (acc != x) {
 			hs_cli_node_name(res, acc, name, sizeof(name));
 			printf("     accumulation point, %u level%s down: %s holds %s (%.1f%%) in %u blocks",
@@ -196,22 +198,23 @@ void hs_cli_suspects_text(const struct hs_results *res)
 		}
 	}
 	free(s);
-	free(largest);
+	hs_retain_heavy_fini(&heavy);
 }
 
 void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res)
 {
 	const struct hs_retain *r = res->retain;
-	uint32_t *s = NULL, *largest = NULL;
+	uint32_t *s = NULL;
+	struct hs_heavy heavy;
 	size_t n = 0;
 	hs_jsonw_key(w, "suspects");
 	hs_jsonw_array_begin(w);
-	if (!suspects(r, &s, &n, &largest)) {
+	if (!suspects(r, &s, &n, &heavy)) {
 		for (size_t i = 0; i < n; i++) {
 			hs_jsonw_object_begin(w);
 			hs_cli_json_node(w, res, s[i]);
 			uint32_t depth, chain;
-			uint32_t acc = accumulation(res, largest, s[i], &depth, &chain);
+			uint32_t acc = accumulation(res, &heavy, s[i], &depth, &chain);
 			hs_jsonw_key(w, "accumulation_point");
 			hs_jsonw_object_begin(w);
 			hs_cli_json_node(w, res, acc);
@@ -223,7 +226,7 @@ void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res)
 	}
 	hs_jsonw_array_end(w);
 	free(s);
-	free(largest);
+	hs_retain_heavy_fini(&heavy);
 }
 
 int hs_cli_output_ok(const struct hs_cli *cli, const char *path)
