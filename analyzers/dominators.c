@@ -570,6 +570,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * that is its parent's first child, most nodes of a heap). */
 	if ((err = ustream_reserve(&ps, (size_t)nr + nr / 4)))
 		goto out;
+	err = &hs_error_nomem;
 	for (uint32_t w = 2; w <= nr; w++)
 		ustream_put(&ps, w - parent[w] - 1);
 	if (ps.nomem)

@@ -11,6 +11,37 @@
 #include "analyzers/dominators.h"
 #include "tests/unit/check.h"
 
+/* Allocation failures, injected: the n-th malloc, calloc or realloc from
+ * now fails (0: none).  This binary's own allocator over glibc's; not in
+ * a sanitized build, whose allocator must see every block. */
+#if !defined(__SANITIZE_ADDRESS__)
+#define FAIL_ALLOCS 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+static long fail_in;
+
+static bool failing(void)
+{
+	return fail_in > 0 && --fail_in == 0;
+}
+
+void *malloc(size_t n)
+{
+	return failing() ? NULL : __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+	return failing() ? NULL : __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+	return failing() ? NULL : __libc_realloc(p, n);
+}
+#endif
+
 
 static uint32_t rnd(uint32_t n)
 {
@@ -236,6 +267,79 @@ static void long_chain(uint32_t n, bool tail)
 	free(adj);
 }
 
+#ifdef FAIL_ALLOCS
+static uint64_t unit_weight(void *arg, uint32_t v)
+{
+	(void)v;
+	return *(const uint64_t *)arg;
+}
+
+/* One graph, every allocation of the computation failing in turn: an
+ * error that says out of memory, or the same tree as without failures
+ * (a second thread that cannot start leaves the work to the first);
+ * never a tree that differs.  Node 0 points to the others in shuffled
+ * order (the streams of the preorder's differences and the parents'
+ * distances then outgrow what they reserve), and some of them to one
+ * another. */
+static void failing_allocations(uint32_t n, uint64_t weight)
+{
+	uint32_t m = (n - 1) + n / 4;
+	uint32_t *off = calloc(n + 1, sizeof(uint32_t)), *adj = malloc(m * sizeof(uint32_t));
+	for (uint32_t i = 0; i < n - 1; i++)
+		adj[i] = 1 + i;
+	for (uint32_t i = n - 2; i > 0; i--) {
+		uint32_t j = rnd(i + 1), x = adj[i];
+		adj[i] = adj[j];
+		adj[j] = x;
+	}
+	off[1] = n - 1;
+	/* n / 4 more edges, from nodes 1 .. n/4 to random nodes */
+	for (uint32_t v = 1; v <= n / 4; v++) {
+		adj[n - 1 + v - 1] = 1 + rnd(n - 1);
+		off[v + 1] = off[v] + 1;
+	}
+	for (uint32_t v = n / 4 + 1; v < n; v++)
+		off[v + 1] = off[v];
+	struct hs_domgraph g = {
+		.n = n, .na = n,
+		.head_off = off, .head_adj = adj,
+		.nthreads = 2,
+	};
+	struct hs_domtree *want = NULL;
+	struct hs_error *err = hs_dominators_compute(&g, unit_weight, &weight, &want);
+	CHECKF(!err, "without failures: %s", err ? err->message : "");
+	unsigned failed = 0, same = 0;
+	for (long k = 1; want && k < 10000; k++) {
+		struct hs_domtree *t = NULL;
+		fail_in = k;
+		err = hs_dominators_compute(&g, unit_weight, &weight, &t);
+		bool hit = fail_in == 0;
+		fail_in = 0;
+		if (err) {
+			CHECKF(err == &hs_error_nomem, "allocation %ld failing: %s", k, err->message);
+			CHECKF(!t, "allocation %ld failing: a tree and an error", k);
+			failed++;
+			continue;
+		}
+		bool ok = t && t->idom && t->reached == want->reached;
+		for (uint32_t v = 0; ok && v < n; v++)
+			ok = t->idom[v] == want->idom[v] &&
+			     hs_domtree_retained(t, v) == hs_domtree_retained(want, v) &&
+			     hs_domtree_count(t, v) == hs_domtree_count(want, v);
+		CHECKF(ok, "allocation %ld failing: the tree differs", k);
+		hs_domtree_destroy(t);
+		same++;
+		if (!hit)
+			break;  /* every allocation had its turn */
+	}
+	/* the search allocates a dozen arrays and more, two streams grow */
+	CHECKF(failed >= 12, "n=%u: only %u allocations failed, %u runs", n, failed, same);
+	hs_domtree_destroy(want);
+	free(off);
+	free(adj);
+}
+#endif
+
 int main(void)
 {
 	for (int i = 0; i < 400; i++) {
@@ -262,6 +366,11 @@ int main(void)
 	}
 	CHECKF(sums_seen[0] > 100 && sums_seen[1] > 50, "sums: %u packed, %u wide",
 	       sums_seen[0], sums_seen[1]);
+#ifdef FAIL_ALLOCS
+	failing_allocations(20000, 1);
+	/* sums that do not fit beside the counts: the second array */
+	failing_allocations(20000, (uint64_t)1 << 50);
+#endif
 	long_chain(10 * 1000 * 1000, false);
 	long_chain(10 * 1000 * 1000, true);
 	return check_finish();
