@@ -324,7 +324,7 @@ static struct hs_error *end_phase(struct builder *b)
 /* The glibc sizes of a thread's TCB (struct pthread) and of the static TLS
  * area (ld.so's _rtld_global_ro._dl_tls_static_size); fallbacks where the
  * debug info lacks them. */
-static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
+static struct hs_error *tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
 {
 	*tcb = TCB_SIZE_FALLBACK;
 	*static_size = 0;
@@ -333,6 +333,9 @@ static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
 	struct hs_error *err = NULL;
 	if (libc) {
 		err = hs_dwarf_layout(b->dw, libc, "struct pthread", &l);
+		/* out of memory is no missing DWARF: no fallback then */
+		if (err && err->code == HS_ERR_NOMEM)
+			return err;
 		if (!err && l->size) {
 			*tcb = l->size;
 		} else {
@@ -354,7 +357,9 @@ static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
 	    hs_core_read_u64(b->core, addr + off, &v) && v < (64u << 20))
 		/* glibc counts the TCB in it (TLS_TCB_AT_TP) */
 		*static_size = v > *tcb ? v - *tcb : v;
-	if (err && err != &hs_error_nomem && ld && libc) {
+	if (err && err->code == HS_ERR_NOMEM)
+		return err;
+	if (err && ld && libc) {
 		/* no DWARF for ld.so: _rtld_global_ro is exported, the member's
 		 * offset is in the release's row */
 		bool exact;
@@ -380,6 +385,7 @@ static void tls_sizes(struct builder *b, uint64_t *tcb, uint64_t *static_size)
 		}
 		*static_size = sum + 1664;
 	}
+	return NULL;
 }
 
 static struct hs_error *thread_tls(struct builder *b, size_t t, uint64_t tcb,
@@ -797,7 +803,8 @@ static struct hs_error *build(struct builder *b,
 		}
 	}
 	uint64_t tcb, static_size;
-	tls_sizes(b, &tcb, &static_size);
+	if ((err = tls_sizes(b, &tcb, &static_size)))
+		return err;
 	for (size_t t = 0; t < core->nthreads; t++)
 		if ((err = thread_tls(b, t, tcb, static_size)))
 			return err;
