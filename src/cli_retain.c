@@ -160,8 +160,12 @@ void hs_cli_suspects_text(const struct hs_results *res)
 	uint32_t *s;
 	struct hs_heavy heavy;
 	size_t n;
-	if (suspects(r, &s, &n, &heavy))
+	struct hs_error *err = suspects(r, &s, &n, &heavy);
+	if (err) {
+		fprintf(stderr, "heapsift: warning: no suspects: %s\n", err->message);
+		hs_error_destroy(err);
 		return;
+	}
 	char name[512], b1[32];
 	if (!n) {
 		printf("No single root or block holds %d%% or more of the heap's used bytes.\n",
@@ -209,7 +213,11 @@ void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res)
 	size_t n = 0;
 	hs_jsonw_key(w, "suspects");
 	hs_jsonw_array_begin(w);
-	if (!suspects(r, &s, &n, &heavy)) {
+	struct hs_error *err = suspects(r, &s, &n, &heavy);
+	if (err) {
+		fprintf(stderr, "heapsift: warning: no suspects: %s\n", err->message);
+		hs_error_destroy(err);
+	} else {
 		for (size_t i = 0; i < n; i++) {
 			hs_jsonw_object_begin(w);
 			hs_cli_json_node(w, res, s[i]);

@@ -244,11 +244,18 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 	/* without types, leaks groups by size only; without the dominators,
 	 * it has no suspects.  The types first: the leaked blocks' inference
 	 * then runs before the dominators' results take their memory */
-	if (hs_snapshot_types(snap, &res.types))
+	const struct hs_error *terr = hs_snapshot_types(snap, &res.types);
+	if (terr) {
 		res.types = NULL;
+		if (terr->code == HS_ERR_NOMEM)
+			hs_log_warn(&snap->log, "types left out (blocks grouped by size): %s",
+				    terr->message);
+	}
 	const struct hs_error *rerr = hs_snapshot_retain(snap, &res.retain);
-	if (rerr)
+	if (rerr) {
 		res.retain = NULL;
+		hs_log_warn(&snap->log, "no suspects: %s", rerr->message);
+	}
 	const struct hs_types *types = res.types;
 	const struct hs_files *files;
 	if (hs_snapshot_files(snap, &files))

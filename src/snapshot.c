@@ -514,8 +514,15 @@ const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 	/* the types before the dominators: the leaked blocks' inference
 	 * (after the mark) then runs before the dominators' results take
 	 * their memory, and its scratch is gone when they come */
-	if ((want & HS_WANT_TYPES) && hs_snapshot_types(snap, &ret->types))
-		ret->types = NULL;
+	if (want & HS_WANT_TYPES) {
+		const struct hs_error *terr = hs_snapshot_types(snap, &ret->types);
+		if (terr) {
+			ret->types = NULL;
+			/* not having them at all is no news; losing them is */
+			if (terr->code == HS_ERR_NOMEM)
+				hs_log_warn(&snap->log, "types left out: %s", terr->message);
+		}
+	}
 	if ((want & HS_WANT_RETAIN) == HS_WANT_RETAIN &&
 	    (err = hs_snapshot_retain(snap, &ret->retain)))
 		return err;
