@@ -137,6 +137,17 @@ static uint32_t accumulation(const struct hs_results *res, const struct hs_heavy
 				      depth, chain);
 }
 
+/* Says why the suspects are left out (on the snapshot's log: the JSON
+ * output's warnings have it too), and frees err. */
+static void no_suspects(const struct hs_results *res, struct hs_error *err)
+{
+	if (res->log)
+		hs_log_warn(res->log, "no suspects: %s", err->message);
+	else
+		fprintf(stderr, "heapsift: warning: no suspects: %s\n", err->message);
+	hs_error_destroy(err);
+}
+
 /* The suspects (malloc'ed), and when there are some the heavy children
  * that lead to their accumulation points (computed here, not kept with
  * the tree: only the few suspects need them; hs_retain_heavy_fini). */
@@ -162,8 +173,7 @@ void hs_cli_suspects_text(const struct hs_results *res)
 	size_t n;
 	struct hs_error *err = suspects(r, &s, &n, &heavy);
 	if (err) {
-		fprintf(stderr, "heapsift: warning: no suspects: %s\n", err->message);
-		hs_error_destroy(err);
+		no_suspects(res, err);
 		return;
 	}
 	char name[512], b1[32];
@@ -215,8 +225,7 @@ void hs_cli_suspects_json(struct hs_jsonw *w, const struct hs_results *res)
 	hs_jsonw_array_begin(w);
 	struct hs_error *err = suspects(r, &s, &n, &heavy);
 	if (err) {
-		fprintf(stderr, "heapsift: warning: no suspects: %s\n", err->message);
-		hs_error_destroy(err);
+		no_suspects(res, err);
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			hs_jsonw_object_begin(w);

@@ -498,6 +498,7 @@ const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 {
 	memset(ret, 0, sizeof(*ret));
 	ret->core = snap->core;
+	ret->log = &snap->log;
 	const struct hs_error *err = hs_snapshot_heap(snap, &ret->heap);
 	if (err)
 		return err;

@@ -114,6 +114,7 @@ struct hs_results {
 	const struct hs_mark *mark;
 	const struct hs_retain *retain;
 	const struct hs_types *types;
+	struct hs_log *log;             /* the snapshot's: warnings of the output */
 };
 
 enum hs_want {
