@@ -219,9 +219,10 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 		f->kinds |= 1u << HS_FREE_LARGE;
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
-		if (a->arena == HS_ARENA_NONE || a->arena >= heap->narenas)
+		uint32_t arena = hs_heap_arena(heap, i);
+		if (arena == HS_ARENA_NONE || arena >= heap->narenas)
 			continue;  /* mmapped chunks belong to no arena */
-		struct hs_frag_arena *ar = &f->arenas[a->arena];
+		struct hs_frag_arena *ar = &f->arenas[arena];
 		/* a block without a header (jemalloc's) costs its size */
 		uint64_t chunk = hs_alloc_chunk_size(heap, a);
 		if (hs_alloc_state(a) == HS_STATE_USED) {

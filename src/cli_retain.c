@@ -66,7 +66,7 @@ void hs_cli_node_name(const struct hs_results *res, uint32_t node, char *buf,
 		char tname[600];
 		const char *type = hs_types_name(res->types, res->heap, id, tname,
 						 sizeof(tname));
-		snprintf(buf, len, "%#" PRIx64 " (%" PRIu64 " bytes, %s%s%s)", a->addr,
+		snprintf(buf, len, "%#" PRIx64 " (%" PRIu64 " bytes, %s%s%s)", (uint64_t)a->addr,
 			 (uint64_t)a->size, type ? type : "", type ? ", " : "",
 			 hs_cli_reach(res, id));
 	}

@@ -67,8 +67,9 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 				hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(heap, a));
 				hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(heap, a));
 			}
-			if (a->arena != HS_ARENA_NONE)
-				hs_jsonw_kuint(&w, "arena", a->arena);
+			uint32_t arena = hs_heap_arena(heap, i);
+			if (arena != HS_ARENA_NONE)
+				hs_jsonw_kuint(&w, "arena", arena);
 			const char *reach = reach_of(mark, heap, a);
 			if (reach)
 				hs_jsonw_kstring(&w, "reach", reach);
@@ -106,9 +107,9 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		if (!selected(cli, a))
 			continue;
 		char arena[8] = "-";
-		if (a->arena != HS_ARENA_NONE) {  /* "%u" */
+		unsigned v = hs_heap_arena(heap, i);
+		if (v != HS_ARENA_NONE) {  /* "%u" */
 			char *p = arena + sizeof(arena) - 1;
-			unsigned v = a->arena;
 			*p = 0;
 			do
 				*--p = (char)('0' + v % 10);

@@ -159,7 +159,7 @@ static void print_path(const struct hs_results *res, const uint32_t *nodes, size
 			const char *type = hs_types_name(res->types, res->heap, id,
 							 tname, sizeof(tname));
 			printf("  %*s%s-> %#" PRIx64 "%s (%" PRIu64 " bytes, %s%s%s)\n",
-			       (int)(2 * (i > 8 ? 8 : i)), "", via, a->addr, into,
+			       (int)(2 * (i > 8 ? 8 : i)), "", via, (uint64_t)a->addr, into,
 			       (uint64_t)a->size, type ? type : "", type ? ", " : "",
 			       hs_cli_reach(res, id));
 		}

@@ -151,8 +151,8 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(heap, a));
 			hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(heap, a));
 		}
-		if (a->arena != HS_ARENA_NONE)
-			hs_jsonw_kuint(&w, "arena", a->arena);
+		if (hs_heap_arena(heap, id) != HS_ARENA_NONE)
+			hs_jsonw_kuint(&w, "arena", hs_heap_arena(heap, id));
 		if (hs_alloc_state(a) == HS_STATE_USED) {
 			hs_jsonw_kstring(&w, "reach", reach_of(mark, id));
 			if (mark && hs_mark_stale_ref(mark, id))
@@ -218,13 +218,13 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_finish(&w);
 	} else {
 		char b[32];
-		printf("%#" PRIx64 ": %s, %" PRIu64 " bytes (%s)", a->addr, state,
+		printf("%#" PRIx64 ": %s, %" PRIu64 " bytes (%s)", (uint64_t)a->addr, state,
 		       (uint64_t)a->size, hs_alloc_where(heap, a));
 		if (hs_alloc_place(heap, a)->chunk_before)
 			printf(", chunk %#" PRIx64 " of %" PRIu64 " bytes",
 			       hs_alloc_chunk(heap, a), hs_alloc_chunk_size(heap, a));
-		if (a->arena != HS_ARENA_NONE)
-			printf(", arena %u", (unsigned)a->arena);
+		if (hs_heap_arena(heap, id) != HS_ARENA_NONE)
+			printf(", arena %u", (unsigned)hs_heap_arena(heap, id));
 		printf("\n");
 		if (cli->addr != a->addr)
 			printf("(%#" PRIx64 " is %" PRIu64 " bytes into it)\n", cli->addr,
@@ -262,7 +262,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 					const struct hs_alloc *s = &heap->allocs[r->id];
 					char *field = hs_cli_field(&res, r->id, r->where - s->addr);
 					printf("  %#" PRIx64 " +%#" PRIx64 "%s%s (%" PRIu64 " bytes, %s)  -> %s +%#" PRIx64 "\n",
-					       s->addr, r->where - s->addr, field ? " " : "",
+					       (uint64_t)s->addr, r->where - s->addr, field ? " " : "",
 					       field ? field : "", (uint64_t)s->size,
 					       reach_of(mark, r->id), how, r->value - a->addr);
 					free(field);
@@ -276,7 +276,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 				const char *type = type_of(&res, r->id, tname, sizeof(tname));
 				printf("  +%#" PRIx64 "%s%s  -> %#" PRIx64 " +%#" PRIx64 " (%" PRIu64 " bytes, %s%s%s)\n",
 				       r->where - a->addr, field ? " " : "", field ? field : "",
-				       t->addr, r->value - t->addr, (uint64_t)t->size,
+				       (uint64_t)t->addr, r->value - t->addr, (uint64_t)t->size,
 				       type ? type : "", type ? ", " : "", reach_of(mark, r->id));
 				free(field);
 			}

@@ -160,7 +160,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 			       hs_fmt_size(b1, hs_domtree_retained(t, v)),
 			       r->used_bytes ? 100.0 * (double)hs_domtree_retained(t, v) /
 				       (double)r->used_bytes : 0.0,
-			       hs_domtree_count(t, v), a->addr, hs_fmt_size(b2, a->size),
+			       hs_domtree_count(t, v), (uint64_t)a->addr, hs_fmt_size(b2, a->size),
 			       hs_cli_reach(res, id), type ? type : "-", name);
 		}
 	}

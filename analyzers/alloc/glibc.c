@@ -667,7 +667,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 					    idx, (unsigned long long)p,
 					    places[special].name);
 		}
-		struct hs_alloc a = {
+		struct hs_alloc_in a = {
 			.addr = p + 16,
 			.size = csz - 8,
 			.where = where,
@@ -675,7 +675,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		};
 		if ((err = hs_heap_add(g->heap, &a)))
 			break;
-		if (hs_alloc_state(&a) == HS_STATE_USED) {
+		if (hs_where_state(a.where) == HS_STATE_USED) {
 			used_count++;
 			used_bytes += csz;
 		} else {
@@ -687,7 +687,7 @@ static struct hs_error *walk_chunks(struct gl *g, size_t idx, uint64_t start,
 		p = next;
 	}
 	/* the arena as a block records it (16 bits) */
-	struct hs_alloc a_idx = {.arena = idx};
+	struct hs_alloc_in a_idx = {.arena = idx};
 	if (g->walked_bin && a_idx.arena < g->heap->narenas) {
 		g->walked_bin[a_idx.arena] += bin_count;
 		g->walked_fast[a_idx.arena] += fast_count;
@@ -705,7 +705,7 @@ static struct hs_error *add_top(struct gl *g, size_t idx, uint64_t top,
 {
 	if (top_size < MINSIZE)
 		return NULL;  /* an exhausted top has no room to list */
-	struct hs_alloc a = {
+	struct hs_alloc_in a = {
 		.addr = top + 16,
 		.size = top_size - 16,
 		.where = HS_GL_TOP,
@@ -1220,7 +1220,7 @@ static struct hs_error *scan_mmapped(struct gl *g)
 			if (prev == 0)
 				find_memalign_header(data, lo, s->vaddr + s->avail,
 						     &q, &prev, &csz);
-			struct hs_alloc a = {
+			struct hs_alloc_in a = {
 				.addr = q + 16,
 				.size = csz - 16,
 				.where = HS_GL_MMAPPED,

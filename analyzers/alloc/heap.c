@@ -43,6 +43,8 @@ void hs_heap_destroy(struct hs_heap *heap)
 	if (!heap)
 		return;
 	free(heap->allocs);
+	free(heap->build);
+	free(heap->arena_runs);
 	free(heap->runs);
 	free(heap->ends);
 	free(heap->arenas);
@@ -96,24 +98,24 @@ struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
 {
 	if (n <= heap->cap || heap->totals_only)
 		return NULL;
-	struct hs_alloc *v = realloc(heap->allocs, n * sizeof(*v));
+	struct hs_alloc_in *v = realloc(heap->build, n * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
 	hs_vector_hugepages(v, n * sizeof(*v));
-	heap->allocs = v;
+	heap->build = v;
 	heap->cap = n;
 	return NULL;
 }
 
-struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc *a)
+struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc_in *a)
 {
 	if (heap->nallocs == heap->cap) {
 		size_t cap = heap->cap ? heap->cap + heap->cap / 2 : 1024;
-		struct hs_alloc *n = realloc(heap->allocs, cap * sizeof(*n));
+		struct hs_alloc_in *n = realloc(heap->build, cap * sizeof(*n));
 		if (!n)
 			return &hs_error_nomem;
 		hs_vector_hugepages(n, cap * sizeof(*n));
-		heap->allocs = n;
+		heap->build = n;
 		heap->cap = cap;
 	}
 	if (!heap->nruns) {
@@ -121,7 +123,7 @@ struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc *a
 		if (err)
 			return err;
 	}
-	heap->allocs[heap->nallocs++] = *a;
+	heap->build[heap->nallocs++] = *a;
 	return NULL;
 }
 
@@ -177,7 +179,7 @@ static int cmp_run(const void *a, const void *b)
 
 static int cmp_alloc(const void *a, const void *b)
 {
-	const struct hs_alloc *x = a, *y = b;
+	const struct hs_alloc_in *x = a, *y = b;
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
@@ -231,46 +233,154 @@ static struct hs_error *finish_totals(struct hs_heap *heap)
 	return NULL;
 }
 
-struct hs_error *hs_heap_finish(struct hs_heap *heap)
+/* Appends the arena of the block at index id, if it differs from the
+ * last run's. */
+static bool push_arena(struct hs_arena_run **runs, size_t *n, size_t *cap,
+		       size_t id, uint32_t arena)
 {
-	size_t n = heap->nallocs, overlap;
-	hs_sort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
-	if (heap->totals_only)
-		return finish_totals(heap);
-	if (scan(heap, &overlap))
-		goto check;
-	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));
-	struct hs_alloc *out = malloc((n ? n : 1) * sizeof(*out));
-	hs_vector_hugepages(out, (n ? n : 1) * sizeof(*out));
-	if (!runs || !out) {
-		free(runs);
-		free(out);
-		return &hs_error_nomem;
+	if (*n && (*runs)[*n - 1].arena == arena)
+		return true;
+	if (*n == *cap) {
+		struct hs_arena_run *v = hs_vector_grow(*runs, *n, cap, 1, sizeof(*v));
+		if (!v)
+			return false;
+		*runs = v;
 	}
+	(*runs)[(*n)++] = (struct hs_arena_run){id, arena};
+	return true;
+}
+
+static struct hs_error *past_limit(uint64_t addr)
+{
+	return hs_error_create(HS_ERR_CORRUPT,
+			       "a block at %#llx lies past 2^47, outside x86-64's user addresses",
+			       (unsigned long long)addr);
+}
+
+/* Copies the wide blocks in[0..n) to out[k..k+n) in their 12-byte form,
+ * recording their arenas.  out may be in's own memory, at k = 0: each
+ * block is read before its 12 bytes are written, which never reach a
+ * block not yet read. */
+static struct hs_error *compact(struct hs_heap *heap, const struct hs_alloc_in *in,
+				size_t n, struct hs_alloc *out, size_t k,
+				size_t *runcap)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct hs_alloc_in a = in[i];
+		if (a.addr >= HS_ALLOC_ADDR_LIMIT)
+			return past_limit(a.addr);
+		if (!push_arena(&heap->arena_runs, &heap->narena_runs, runcap,
+				k + i, a.arena))
+			return &hs_error_nomem;
+		out[k + i] = (struct hs_alloc){.addr = a.addr, .size = a.size,
+					       .where = a.where};
+	}
+	return NULL;
+}
+
+/* Is build in address order: within each run, and the runs one after
+ * another in the order they were begun (*in_runs: within each run)? */
+static bool build_sorted(const struct hs_heap *heap, bool *in_runs)
+{
+	const struct hs_alloc_in *a = heap->build;
+	bool all = true;
+	*in_runs = true;
+	for (size_t r = 0, i = 1; i < heap->nallocs; i++) {
+		while (r + 1 < heap->nruns && heap->runs[r + 1] <= i - 1)
+			r++;
+		if (a[i - 1].addr < a[i].addr)
+			continue;
+		all = false;
+		if (!(r + 1 < heap->nruns && heap->runs[r + 1] == i))
+			*in_runs = false;  /* within run r */
+	}
+	return all;
+}
+
+/* The build's runs in address order, compacted into a new table; false
+ * when they interleave (only a corrupt heap does that). */
+static struct hs_error *concat_runs(struct hs_heap *heap, bool *done, size_t *runcap)
+{
+	size_t n = heap->nallocs;
+	*done = false;
+	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));
+	if (!runs)
+		return &hs_error_nomem;
 	size_t nr = 0;
 	for (size_t i = 0; i < heap->nruns; i++) {
 		size_t s = heap->runs[i];
 		size_t e = i + 1 < heap->nruns ? heap->runs[i + 1] : n;
 		if (e > s)
-			runs[nr++] = (struct run){s, e - s, heap->allocs[s].addr};
+			runs[nr++] = (struct run){s, e - s, heap->build[s].addr};
 	}
 	hs_sort(runs, nr, sizeof(*runs), cmp_run);
-	size_t k = 0;
-	for (size_t i = 0; i < nr; i++) {
-		memcpy(out + k, heap->allocs + runs[i].start,
-		       runs[i].len * sizeof(*out));
-		k += runs[i].len;
+	for (size_t i = 1; i < nr; i++) {
+		const struct run *p = &runs[i - 1];
+		if (heap->build[p->start + p->len - 1].addr >= runs[i].first) {
+			free(runs);
+			return NULL;
+		}
 	}
+	struct hs_alloc *out = malloc(n * sizeof(*out));
+	hs_vector_hugepages(out, n * sizeof(*out));
+	if (!out) {
+		free(runs);
+		return &hs_error_nomem;
+	}
+	struct hs_error *err = NULL;
+	for (size_t i = 0, k = 0; i < nr && !err; k += runs[i++].len)
+		err = compact(heap, heap->build + runs[i].start, runs[i].len, out, k, runcap);
 	free(runs);
-	free(heap->allocs);
-	heap->allocs = out;
-	heap->cap = n ? n : 1;
-	if (!scan(heap, &overlap)) {
-		/* runs interleave: only a corrupt heap does that */
-		hs_sort(out, n, sizeof(*out), cmp_alloc);
-		scan(heap, &overlap);
+	if (err) {
+		free(out);
+		return err;
 	}
-check:
+	free(heap->build);
+	heap->build = NULL;
+	heap->allocs = out;
+	*done = true;
+	return NULL;
+}
+
+struct hs_error *hs_heap_finish(struct hs_heap *heap)
+{
+	size_t n = heap->nallocs, overlap, runcap = 0;
+	hs_sort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
+	if (heap->totals_only)
+		return finish_totals(heap);
+	free(heap->arena_runs);
+	heap->arena_runs = NULL;
+	heap->narena_runs = 0;
+	if (!n) {
+		free(heap->build);
+		heap->build = NULL;
+		heap->cap = 0;
+		scan(heap, &overlap);
+		return NULL;
+	}
+	bool in_runs, done = false;
+	bool sorted = build_sorted(heap, &in_runs);
+	struct hs_error *err = NULL;
+	if (!sorted && in_runs && (err = concat_runs(heap, &done, &runcap)))
+		return err;
+	if (!done) {
+		/* sorted already, or runs that interleave: in place */
+		if (!sorted)
+			hs_sort(heap->build, n, sizeof(*heap->build), cmp_alloc);
+		struct hs_alloc *out = (struct hs_alloc *)(void *)heap->build;
+		if ((err = compact(heap, heap->build, n, out, 0, &runcap))) {
+			/* the build is half overwritten: no table */
+			free(heap->build);
+			heap->build = NULL;
+			heap->nallocs = 0;
+			return err;
+		}
+		struct hs_alloc *v = realloc(out, n * sizeof(*v));
+		heap->allocs = v ? v : out;
+		heap->build = NULL;
+	}
+	heap->cap = 0;
+	scan(heap, &overlap);
 	if (overlap < n) {
 		const struct hs_alloc *p = &heap->allocs[overlap - 1],
 				      *q = &heap->allocs[overlap];
@@ -280,6 +390,19 @@ check:
 				       (unsigned long long)q->addr);
 	}
 	return NULL;
+}
+
+uint32_t hs_heap_arena(const struct hs_heap *heap, size_t id)
+{
+	size_t lo = 0, hi = heap->narena_runs;
+	while (lo < hi) {       /* the last run that starts at or before id */
+		size_t mid = lo + (hi - lo) / 2;
+		if (heap->arena_runs[mid].first <= id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? heap->arena_runs[lo - 1].arena : HS_ARENA_NONE;
 }
 
 bool hs_heap_in_regions(const struct hs_heap *heap, uint64_t addr, uint64_t len)
@@ -296,7 +419,7 @@ void hs_heap_finish_regions(struct hs_heap *heap)
 }
 
 struct hs_error *hs_heap_merge(struct hs_heap *heap,
-			       const struct hs_alloc *blocks, size_t n)
+			       const struct hs_alloc_in *blocks, size_t n)
 {
 	if (!n)
 		return NULL;
@@ -314,30 +437,55 @@ struct hs_error *hs_heap_merge(struct hs_heap *heap,
 	if (!out)
 		return &hs_error_nomem;
 	hs_vector_hugepages(out, total * sizeof(*out));
+	struct hs_arena_run *runs = NULL;
+	size_t nruns = 0, runcap = 0, r = 0;    /* r: the old run of a[i] */
 	const struct hs_alloc *a = heap->allocs;
-	size_t i = 0, j = 0, k = 0;
-	while (i < m && j < n)
-		out[k++] = a[i].addr < blocks[j].addr ? a[i++] : blocks[j++];
-	if (m > i)      /* a may be NULL: a heap without a block */
-		memcpy(out + k, a + i, (m - i) * sizeof(*out));
-	k += m - i;
-	if (n > j)
-		memcpy(out + k, blocks + j, (n - j) * sizeof(*out));
+	struct hs_error *err = NULL;
+	for (size_t i = 0, j = 0, k = 0; k < total; k++) {
+		uint32_t arena;
+		if (j == n || (i < m && a[i].addr < blocks[j].addr)) {
+			while (r + 1 < heap->narena_runs && heap->arena_runs[r + 1].first <= i)
+				r++;
+			arena = heap->narena_runs && heap->arena_runs[r].first <= i ?
+				heap->arena_runs[r].arena : HS_ARENA_NONE;
+			out[k] = a[i++];
+		} else {
+			const struct hs_alloc_in *b = &blocks[j++];
+			if (b->addr >= HS_ALLOC_ADDR_LIMIT) {
+				err = past_limit(b->addr);
+				break;
+			}
+			arena = b->arena;
+			out[k] = (struct hs_alloc){.addr = b->addr, .size = b->size,
+						   .where = b->where};
+		}
+		if (!push_arena(&runs, &nruns, &runcap, k, arena)) {
+			err = &hs_error_nomem;
+			break;
+		}
+	}
+	if (err) {
+		free(out);
+		free(runs);
+		return err;
+	}
 	struct hs_alloc *old = heap->allocs;
-	size_t oldcap = heap->cap, overlap;
+	size_t overlap;
 	heap->allocs = out;
 	heap->nallocs = total;
-	heap->cap = total;
 	if (!scan(heap, &overlap) || overlap < total) {
 		heap->allocs = old;
 		heap->nallocs = m;
-		heap->cap = oldcap;
 		scan(heap, &overlap);
 		free(out);
+		free(runs);
 		return hs_error_create(HS_ERR_CORRUPT,
 				       "pymalloc's blocks overlap malloc's");
 	}
 	free(old);
+	free(heap->arena_runs);
+	heap->arena_runs = runs;
+	heap->narena_runs = nruns;
 	return NULL;
 }
 

@@ -59,16 +59,40 @@ struct hs_place {
 
 enum { HS_ARENA_NONE = 0xffff };
 
-struct hs_alloc {
+/* An allocation as a walker hands it in (hs_heap_add, hs_heap_merge). */
+struct hs_alloc_in {
 	uint64_t addr;              /* user address */
 	uint64_t size : 44;         /* usable bytes */
 	uint64_t where : 4;         /* its place: heap->places[where] */
 	uint64_t arena : 16;        /* arena index, HS_ARENA_NONE if none */
 };
 
+/* An allocation of the finished heap, 12 bytes: the table is the largest
+ * thing heapsift keeps per block, and it lives through every analysis.
+ * Addresses lie below 2^47 (x86-64's user half; hs_heap_finish refuses a
+ * block above it), sizes below 2^44.  The arena is kept apart, by runs of
+ * blocks (hs_heap_arena).
+ *
+ * GCC computes with a bit-field in the field's own width: a->addr + k
+ * wraps at 2^48, not 2^64.  An address below 2^47 plus a size below 2^44
+ * stays below 2^48; cast to uint64_t before anything larger (and before
+ * printf). */
+struct __attribute__((packed, aligned(4))) hs_alloc {
+	uint64_t addr : 48;         /* user address */
+	uint64_t size : 44;         /* usable bytes */
+	uint64_t where : 4;         /* its place: heap->places[where] */
+};
+_Static_assert(sizeof(struct hs_alloc) == 12, "12-byte allocation records");
+#define HS_ALLOC_ADDR_LIMIT (1ull << 47)
+
+static inline enum hs_state hs_where_state(unsigned where)
+{
+	return where >= HS_WHERE_FREE ? HS_STATE_FREE : HS_STATE_USED;
+}
+
 static inline enum hs_state hs_alloc_state(const struct hs_alloc *a)
 {
-	return a->where >= HS_WHERE_FREE ? HS_STATE_FREE : HS_STATE_USED;
+	return hs_where_state(a->where);
 }
 
 struct hs_arena {
@@ -143,8 +167,19 @@ struct hs_heap {
 	bool headerless;            /* blocks have no header (jemalloc): no
 				     * chunk before the user address */
 	char *version;              /* allocator version, if known */
+	/* the blocks, sorted by address, once hs_heap_finish has run */
 	struct hs_alloc *allocs;
-	size_t nallocs, cap;
+	size_t nallocs;
+	/* the blocks as the walkers hand them in, until hs_heap_finish */
+	struct hs_alloc_in *build;
+	size_t cap;
+	/* the blocks' arenas: runs of consecutive blocks of one arena, each
+	 * from its first block's index (hs_heap_arena) */
+	struct hs_arena_run {
+		size_t first;
+		uint32_t arena;
+	} *arena_runs;
+	size_t narena_runs;
 	/* Blocks and their usable bytes by place (hs_alloc.where), counted by
 	 * hs_heap_finish. */
 	uint64_t count_where[HS_WHERE_MAX], bytes_where[HS_WHERE_MAX];
@@ -243,9 +278,9 @@ void hs_heap_destroy(struct hs_heap *heap);
 /* Starts a new sorted run (each heap segment walks in address order). */
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap);
 /* hs_heap_add when the table is full or no run was begun. */
-struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc *a);
+struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc_in *a);
 /* hs_heap_add of a totals_only heap. */
-static inline void hs_heap_count(struct hs_heap *heap, const struct hs_alloc *a)
+static inline void hs_heap_count(struct hs_heap *heap, const struct hs_alloc_in *a)
 {
 	uint64_t header = heap->places[a->where].header;
 	struct hs_run_ends *r = &heap->run;
@@ -263,10 +298,10 @@ static inline void hs_heap_count(struct hs_heap *heap, const struct hs_alloc *a)
 }
 /* Appends a to the current run (inline: walkers call it once a block). */
 static inline struct hs_error *hs_heap_add(struct hs_heap *heap,
-					   const struct hs_alloc *a)
+					   const struct hs_alloc_in *a)
 {
 	if (heap->nallocs < heap->cap && heap->nruns) {
-		heap->allocs[heap->nallocs++] = *a;
+		heap->build[heap->nallocs++] = *a;
 		return NULL;
 	}
 	if (heap->totals_only) {
@@ -281,14 +316,18 @@ struct hs_error *hs_heap_add_arena(struct hs_heap *heap,
 				   const struct hs_arena *a, size_t *ret);
 struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
 				    uint64_t end, enum hs_region_kind kind);
-/* Sorts by address and counts the blocks by place (count_where,
- * bytes_where); overlapping blocks are an error (corrupt walk). */
+/* Sorts by address, keeps the blocks in their 12-byte form (allocs; the
+ * arenas in arena_runs) and counts them by place (count_where,
+ * bytes_where); overlapping blocks, and a block past 2^47, are an error
+ * (corrupt walk). */
 struct hs_error *hs_heap_finish(struct hs_heap *heap);
 /* Adds n blocks sorted by address (a layer's, in places it named in
  * own_places) to a finished heap, and counts them by place.  A block that
  * overlaps another is an error, and the heap is left as it was. */
 struct hs_error *hs_heap_merge(struct hs_heap *heap,
-			       const struct hs_alloc *blocks, size_t n);
+			       const struct hs_alloc_in *blocks, size_t n);
+/* The arena of allocation id (hs_alloc_in.arena), HS_ARENA_NONE if none. */
+uint32_t hs_heap_arena(const struct hs_heap *heap, size_t id);
 /* Does [addr, addr + len) meet one of the allocator's regions (its
  * heaps, mmapped chunks, its own state)? */
 bool hs_heap_in_regions(const struct hs_heap *heap, uint64_t addr, uint64_t len);

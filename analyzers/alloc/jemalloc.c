@@ -1065,11 +1065,11 @@ static struct hs_error *arena_of(struct je *j, uint32_t ind, struct hs_arena **r
 static struct hs_error *add_block(struct je *j, struct hs_arena *ar, uint64_t addr,
 				  uint64_t size, enum hs_je_where where, uint32_t arena)
 {
-	struct hs_alloc a = {
+	struct hs_alloc_in a = {
 		.addr = addr, .size = size, .where = where,
 		.arena = arena < j->L->arenas_max ? arena : HS_ARENA_NONE,
 	};
-	if (hs_alloc_state(&a) == HS_STATE_USED) {
+	if (hs_where_state(a.where) == HS_STATE_USED) {
 		ar->used_count++;
 		ar->used_bytes += size;
 	} else {

@@ -24,7 +24,7 @@ struct pool_header {
 _Static_assert(sizeof(struct pool_header) == POOL_OVERHEAD, "pool header");
 
 struct blocks {
-	struct hs_alloc *v;
+	struct hs_alloc_in *v;
 	size_t n, cap;
 };
 
@@ -128,13 +128,13 @@ static struct hs_error *emit(struct layer *l, uint64_t addr, uint64_t size,
 		return NULL;
 	}
 	if (b->n == b->cap) {
-		struct hs_alloc *v = hs_vector_grow(b->v, b->n, &b->cap, 1,
+		struct hs_alloc_in *v = hs_vector_grow(b->v, b->n, &b->cap, 1,
 						    sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		b->v = v;
 	}
-	b->v[b->n++] = (struct hs_alloc){
+	b->v[b->n++] = (struct hs_alloc_in){
 		.addr = addr, .size = size, .where = where, .arena = HS_ARENA_NONE,
 	};
 	return NULL;
@@ -340,7 +340,7 @@ static void read_version(const struct hs_core *core, struct hs_dwarf *dw,
 
 static int cmp_alloc(const void *a, const void *b)
 {
-	const struct hs_alloc *x = a, *y = b;
+	const struct hs_alloc_in *x = a, *y = b;
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 

@@ -104,7 +104,7 @@ static struct hs_error *bump_walk(const struct hs_core *core,
 			heap->partial = true;
 			break;
 		}
-		struct hs_alloc a = {
+		struct hs_alloc_in a = {
 			.addr = p + 8, .size = size, .arena = 0,
 			.where = hdr & 1 ? BUMP_USED : BUMP_FREE,
 		};
@@ -163,8 +163,13 @@ static struct hs_error *shuffle_walk(const struct hs_core *core,
 	size_t ai;
 	if (!(err = hs_heap_add_arena(heap, &bump->arenas[0], &ai)) &&
 	    !(err = hs_heap_begin_run(heap))) {
-		for (size_t i = bump->nallocs; i-- > 0 && !err;)
-			err = hs_heap_add(heap, &bump->allocs[i]);
+		for (size_t i = bump->nallocs; i-- > 0 && !err;) {
+			const struct hs_alloc *b = &bump->allocs[i];
+			struct hs_alloc_in a = {.addr = b->addr, .size = b->size,
+						.where = b->where,
+						.arena = hs_heap_arena(bump, i)};
+			err = hs_heap_add(heap, &a);
+		}
 	}
 	if (!err)
 		err = hs_heap_finish(heap);
@@ -181,7 +186,7 @@ static struct hs_error *shuffle_walk(const struct hs_core *core,
  * blocks' order and overlaps are beyond what it kept. */
 static void test_totals_only(void)
 {
-	static const struct hs_alloc blocks[] = {
+	static const struct hs_alloc_in blocks[] = {
 		{.addr = 0x1010, .size = 24, .where = BUMP_USED},
 		{.addr = 0x1030, .size = 40, .where = BUMP_FREE},
 		{.addr = 0x2010, .size = 24, .where = BUMP_USED},
@@ -209,7 +214,7 @@ static void test_totals_only(void)
 	}
 	/* out of order within a run, and overlapping (the second block's
 	 * header is in the first block): both need the blocks */
-	static const struct hs_alloc bad[][2] = {
+	static const struct hs_alloc_in bad[][2] = {
 		{{.addr = 0x1030, .size = 8}, {.addr = 0x1010, .size = 8}},
 		{{.addr = 0x1010, .size = 32}, {.addr = 0x1030, .size = 8}},
 	};
@@ -228,6 +233,111 @@ static void test_totals_only(void)
 		CHECK(!hs_heap_finish(tot));
 		CHECK(tot->needs_blocks == (k == 1));  /* runs are sorted by their first block */
 		hs_heap_destroy(tot);
+	}
+}
+
+/* The finished table: 12-byte blocks in address order whatever order the
+ * runs came in, each block's arena kept (hs_heap_arena), a merge that
+ * keeps them, and a block past 2^47 refused. */
+static void check_table(const char *what, const struct hs_heap *h,
+			const struct hs_alloc_in *want, size_t n)
+{
+	CHECKF(h->nallocs == n, "%s: %zu blocks, want %zu", what, h->nallocs, n);
+	for (size_t i = 0; i < n && i < h->nallocs; i++) {
+		const struct hs_alloc *a = &h->allocs[i];
+		CHECKF(a->addr == want[i].addr && a->size == want[i].size &&
+		       a->where == want[i].where &&
+		       hs_heap_arena(h, i) == want[i].arena,
+		       "%s: block %zu is %#llx %llu where %u arena %u, want %#llx arena %u",
+		       what, i, (unsigned long long)a->addr,
+		       (unsigned long long)a->size, (unsigned)a->where,
+		       (unsigned)hs_heap_arena(h, i),
+		       (unsigned long long)want[i].addr, (unsigned)want[i].arena);
+	}
+}
+
+static void test_table(void)
+{
+	/* sorted by address: three arenas, none for the mmapped ones */
+	static const struct hs_alloc_in sorted[] = {
+		{.addr = 0x1010, .size = 24, .where = BUMP_USED, .arena = 0},
+		{.addr = 0x1030, .size = 40, .where = BUMP_FREE, .arena = 0},
+		{.addr = 0x2010, .size = 24, .where = BUMP_USED, .arena = HS_ARENA_NONE},
+		{.addr = 0x3010, .size = 8, .where = BUMP_USED, .arena = 2},
+		{.addr = 0x3020, .size = 8, .where = BUMP_USED, .arena = 2},
+		{.addr = 0x7ffffffff000, .size = 0xff0, .where = BUMP_USED, .arena = 1},
+	};
+	enum { N = sizeof(sorted) / sizeof(sorted[0]) };
+	/* the runs {0, 1} {2} {3, 4} {5}, given in these orders: in order,
+	 * backwards (each run sorted: concatenated), and one block at a time
+	 * backwards in one run (sorted in place) */
+	static const int orders[][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}};
+	static const size_t start[] = {0, 2, 3, 5, 6};
+	for (int o = 0; o < 3; o++) {
+		struct hs_heap *h = hs_heap_create(&bump_backend);
+		if (o < 2) {
+			for (int r = 0; r < 4; r++) {
+				int run = orders[o][r];
+				CHECK(!hs_heap_begin_run(h));
+				for (size_t i = start[run]; i < start[run + 1]; i++)
+					CHECK(!hs_heap_add(h, &sorted[i]));
+			}
+		} else {
+			CHECK(!hs_heap_begin_run(h));
+			for (size_t i = N; i-- > 0;)
+				CHECK(!hs_heap_add(h, &sorted[i]));
+		}
+		struct hs_error *err = hs_heap_finish(h);
+		CHECK(!err);
+		CHECK(!h->build && h->narena_runs == 4);
+		const char *what[] = {"in order", "runs backwards", "blocks backwards"};
+		check_table(what[o], h, sorted, N);
+		/* a layer's blocks merged in, with no arena */
+		static const struct hs_alloc_in layer[] = {
+			{.addr = 0x1070, .size = 8, .where = BUMP_USED, .arena = HS_ARENA_NONE},
+			{.addr = 0x3030, .size = 8, .where = BUMP_USED, .arena = HS_ARENA_NONE},
+		};
+		struct hs_alloc_in merged[N + 2];
+		memcpy(merged, sorted, 2 * sizeof(merged[0]));
+		merged[2] = layer[0];
+		memcpy(merged + 3, sorted + 2, 3 * sizeof(merged[0]));
+		merged[6] = layer[1];
+		merged[7] = sorted[5];
+		CHECK(!hs_heap_merge(h, layer, 2));
+		check_table("merged", h, merged, N + 2);
+		/* a merge that overlaps, or lies past 2^47: refused, the
+		 * table as it was */
+		static const struct hs_alloc_in bad[][1] = {
+			{{.addr = 0x1018, .size = 8, .where = BUMP_USED}},
+			{{.addr = 0x800000000010, .size = 8, .where = BUMP_USED}},
+		};
+		for (int b = 0; b < 2; b++) {
+			err = hs_heap_merge(h, bad[b], 1);
+			CHECK(err && err->code == HS_ERR_CORRUPT);
+			CHECK(!err || b == 0 || strstr(err->message, "0x800000000010"));
+			hs_error_destroy(err);
+			check_table("after a refused merge", h, merged, N + 2);
+		}
+		hs_heap_destroy(h);
+	}
+	/* a walk that found a block past 2^47, in each finishing path */
+	for (int o = 0; o < 3; o++) {
+		static const struct hs_alloc_in high[] = {
+			{.addr = 0x1010, .size = 24, .where = BUMP_USED, .arena = 0},
+			{.addr = 0x800000000010, .size = 24, .where = BUMP_USED, .arena = 0},
+		};
+		struct hs_heap *h = hs_heap_create(&bump_backend);
+		for (int i = 0; i < 2; i++) {
+			int k = o == 0 ? i : 1 - i;
+			if (o < 2 || !i)
+				CHECK(!hs_heap_begin_run(h));
+			CHECK(!hs_heap_add(h, &high[k]));
+		}
+		struct hs_error *err = hs_heap_finish(h);
+		CHECK(err && err->code == HS_ERR_CORRUPT &&
+		      strstr(err->message, "0x800000000010 lies past 2^47"));
+		hs_error_destroy(err);
+		hs_heap_destroy(h);
 	}
 }
 
@@ -400,6 +510,7 @@ int main(void)
 
 	/* totals only (info): the same counts, no blocks, no later stage */
 	test_totals_only();
+	test_table();
 	o.backend = &bump_backend;
 	o.totals_only = true;
 	err = hs_snapshot_open_memory("bump.core", bytes, len, &o, &snap);

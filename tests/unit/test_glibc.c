@@ -94,10 +94,10 @@ static void check_blocks(const char *what, const struct hs_heap *heap,
 	for (size_t i = 0; i < n && i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
 		CHECKF(a->addr == w[i].addr && a->size == w[i].size &&
-		       a->where == (unsigned)w[i].where && a->arena == w[i].arena,
+		       a->where == (unsigned)w[i].where && hs_heap_arena(heap, i) == w[i].arena,
 		       "%s: block %zu is %#" PRIx64 " size %#" PRIx64 " %s arena %u, want %#" PRIx64 " size %#" PRIx64 " %s arena %u",
 		       what, i, (uint64_t)a->addr, (uint64_t)a->size,
-		       hs_alloc_where(heap, a), (unsigned)a->arena, w[i].addr,
+		       hs_alloc_where(heap, a), (unsigned)hs_heap_arena(heap, i), w[i].addr,
 		       w[i].size, heap->places[w[i].where].name, w[i].arena);
 		CHECKF(hs_alloc_state(a) == (w[i].where == W_HEAP ||
 					     w[i].where == W_INTERNAL ||

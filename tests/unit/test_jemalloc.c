@@ -116,13 +116,13 @@ static void check_blocks(const char *what, const struct hs_heap *h)
 				      w->where == W_INTERNAL ? HS_STATE_USED : HS_STATE_FREE;
 		check_count++;
 		if (a->addr == w->addr && a->size == w->size && a->where == w->where &&
-		    a->arena == w->arena && hs_alloc_state(a) == state)
+		    hs_heap_arena(h, i) == w->arena && hs_alloc_state(a) == state)
 			continue;
 		check_failures++;
 		if (reported++ < 8)
 			fprintf(stderr, "%s: block %zu is %#llx %llu %s arena %u, want %#llx %llu %s arena %u\n",
 				what, i, (unsigned long long)a->addr, (unsigned long long)a->size,
-				where_name(a->where), (unsigned)a->arena,
+				where_name(a->where), (unsigned)hs_heap_arena(h, i),
 				(unsigned long long)w->addr, (unsigned long long)w->size,
 				where_name(w->where), w->arena);
 	}

@@ -217,7 +217,7 @@ static void run_table(struct run *r, struct mock_core *m, int copies,
 	CHECK(r->heap != NULL);
 	CHECK(!hs_heap_begin_run(r->heap));
 	for (int i = 0; i < copies; i++) {
-		struct hs_alloc a = {.addr = i ? TABLE2 : TABLE, .size = sizeof(recs),
+		struct hs_alloc_in a = {.addr = i ? TABLE2 : TABLE, .size = sizeof(recs),
 				     .where = HS_GL_HEAP, .arena = 0};
 		CHECK(!hs_heap_add(r->heap, &a));
 	}
