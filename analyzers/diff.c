@@ -169,8 +169,8 @@ static struct hs_error *compare_ends(struct builder *b,
 				     const struct hs_diff_snapshot *z)
 {
 	struct hs_diff *d = b->d;
-	uint32_t *root_of = NULL;
-	struct hs_error *err = hs_retain_root_of(z->retain, &root_of);
+	struct hs_root_map root_of;
+	struct hs_error *err = hs_root_map_init(z->retain, &root_of);
 	if (err)
 		return err;
 	/* per row: bytes of new blocks per holding root (small lists) */
@@ -244,7 +244,7 @@ static struct hs_error *compare_ends(struct builder *b,
 				memset(nholders + hcap, 0, (cap - hcap) * sizeof(*nh));
 				hcap = cap;
 			}
-			uint32_t root = root_of[hs_retain_node(z->retain, (uint32_t)j)];
+			uint32_t root = hs_root_map_get(&root_of, hs_retain_node(z->retain, (uint32_t)j));
 			size_t k = 0;
 			while (k < nholders[r] && holders[r][k].root != root)
 				k++;
@@ -279,7 +279,7 @@ out:
 		free(holders[r]);
 	free(holders);
 	free(nholders);
-	free(root_of);
+	hs_root_map_fini(&root_of);
 	return err;
 }
 

@@ -243,30 +243,72 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 	return NULL;
 }
 
-struct hs_error *hs_retain_root_of(const struct hs_retain *r, uint32_t **ret)
+/* A slot of the map: unset is all ones (no root node has that number:
+ * the 2-byte slots are for fewer than 65535 root nodes). */
+static inline uint32_t slot_get(const struct hs_root_map *m, uint32_t k)
+{
+	return m->r16 ? (m->r16[k] == UINT16_MAX ? HS_DOM_NONE : m->r16[k]) : m->r32[k];
+}
+
+static inline void slot_set(struct hs_root_map *m, uint32_t k, uint32_t root)
+{
+	if (m->r16)
+		m->r16[k] = (uint16_t)root;
+	else
+		m->r32[k] = root;
+}
+
+struct hs_error *hs_root_map_init(const struct hs_retain *r, struct hs_root_map *m)
 {
 	const struct hs_domtree *t = r->tree;
-	uint32_t *root = malloc((size_t)t->n * sizeof(uint32_t));
-	if (!root)
+	const struct hs_rankset *inner = &t->inner;
+	*m = (struct hs_root_map){.tree = t, .base = r->base};
+	size_t slots = (size_t)inner->count + 1;
+	if (r->base < UINT16_MAX)
+		m->r16 = malloc(slots * sizeof(uint16_t));
+	else
+		m->r32 = malloc(slots * sizeof(uint32_t));
+	if (!m->r16 && !m->r32)
 		return &hs_error_nomem;
-	memset(root, 0xff, (size_t)t->n * sizeof(uint32_t));
-	for (uint32_t v = 0; v < r->base && v < t->n; v++)
-		root[v] = v;
-	/* walk up to a node whose root is known, then walk the same path
-	 * again to fill it in */
-	for (uint32_t v = r->base; v < t->n; v++) {
-		if (root[v] != HS_DOM_NONE || t->idom[v] == HS_DOM_NONE)
+	memset(m->r16 ? (void *)m->r16 : (void *)m->r32, 0xff,
+	       slots * (m->r16 ? sizeof(uint16_t) : sizeof(uint32_t)));
+	/* an inner node below base is its own root; above, walk up the
+	 * (inner) dominators to one whose root is known, then walk the same
+	 * path again to fill it in */
+	for (uint32_t v = 0; v < t->n; v++) {
+		uint32_t k = hs_rankset_index(inner, v);
+		if (k == HS_RANK_NONE || slot_get(m, k) != HS_DOM_NONE)
 			continue;
-		uint32_t x = v;
-		while (root[x] == HS_DOM_NONE && t->idom[x] != HS_DOM_NONE)
+		if (v < r->base) {
+			slot_set(m, k, v);
+			continue;
+		}
+		uint32_t x = v, kx = k, found;
+		for (;;) {
 			x = t->idom[x];
-		uint32_t found = root[x];
-		for (x = v; root[x] == HS_DOM_NONE && t->idom[x] != HS_DOM_NONE;) {
-			uint32_t up = t->idom[x];
-			root[x] = found;
-			x = up;
+			if (x < r->base) {
+				found = x;
+				break;
+			}
+			kx = hs_rankset_index(inner, x);
+			if ((found = slot_get(m, kx)) != HS_DOM_NONE)
+				break;
+		}
+		for (x = v; x >= r->base;) {
+			kx = hs_rankset_index(inner, x);
+			if (slot_get(m, kx) != HS_DOM_NONE)
+				break;
+			slot_set(m, kx, found);
+			x = t->idom[x];
 		}
 	}
-	*ret = root;
 	return NULL;
+}
+
+void hs_root_map_fini(struct hs_root_map *m)
+{
+	free(m->r16);
+	free(m->r32);
+	m->r16 = NULL;
+	m->r32 = NULL;
 }

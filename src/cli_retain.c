@@ -347,18 +347,18 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	 * backwards from the given nodes through the blocks no single root
 	 * holds (HS_NODE_SUPER): only those have their predecessors listed
 	 * (compressed rows, by rank in `walked`), and a bit for "seen" */
-	uint32_t *root_of = NULL, *off = NULL, *pred = NULL, *queue = NULL,
-		 *root_mark = NULL;
+	struct hs_root_map roots = {0};
+	uint32_t *off = NULL, *pred = NULL, *queue = NULL, *root_mark = NULL;
 	uint64_t *seen = NULL;
 	struct hs_rankset walked = {0};
-	struct hs_error *err = hs_retain_root_of(r, &root_of);
+	struct hs_error *err = hs_root_map_init(r, &roots);
 	if (err || (err = hs_rankset_init(&walked, nn)))
 		goto out;
 	err = &hs_error_nomem;
 	for (size_t k = 0; k < n; k++)
 		hs_rankset_add(&walked, nodes[k]);
 	for (uint32_t v = r->base; v < nn; v++)
-		if (root_of[v] == HS_NODE_SUPER)
+		if (hs_root_map_get(&roots, v) == HS_NODE_SUPER)
 			hs_rankset_add(&walked, v);
 	hs_rankset_finish(&walked);
 	uint32_t nw = walked.count;
@@ -391,7 +391,7 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 			for (uint32_t i = off[kv]; i < off[kv + 1]; i++) {
 				uint32_t p = pred[i], holder = p;
 				if (p >= r->base)
-					holder = root_of[p];
+					holder = hs_root_map_get(&roots, p);
 				if (holder >= HS_NODE_FIRST_ROOT && holder < r->base) {
 					if (root_mark[holder] == stamp)
 						continue;
@@ -421,7 +421,7 @@ out:
 	hs_rankset_fini(&walked);
 	free(off);
 	free(pred);
-	free(root_of);
+	hs_root_map_fini(&roots);
 	free(queue);
 	free(seen);
 	free(root_mark);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyzers/dominators.h"
+#include "analyzers/summary.h"
 #include "tests/unit/check.h"
 
 /* Allocation failures, injected: the n-th malloc, calloc or realloc from
@@ -81,6 +82,33 @@ static unsigned sums_seen[2];
 /* weights are (1 to 100) << shift: 0 as a heap's, 40 for sums that still
  * fit beside the counts in a word, 50 for sums that mostly do not (the tree
  * keeps them wide, see struct hs_domtree) */
+/* The root map (analyzers/summary.h) over tree t, nodes below base being
+ * the roots, against walking up the dominators from every node. */
+static void root_map_check(struct hs_domtree *t, uint32_t base)
+{
+	struct hs_retain r = {.base = base, .tree = t};
+	struct hs_root_map map;
+	struct hs_error *err = hs_root_map_init(&r, &map);
+	CHECKF(!err, "root map: %s", err ? err->message : "");
+	if (err)
+		return;
+	CHECKF((map.r16 != NULL) == (base < UINT16_MAX), "base %u: %s slots", base,
+	       map.r16 ? "2-byte" : "4-byte");
+	uint32_t bad = 0, first = 0, want = 0;
+	for (uint32_t v = 0; v < t->n; v++) {
+		uint32_t x = v;
+		while (x >= base && x != HS_DOM_NONE)
+			x = t->idom[x];
+		if (hs_root_map_get(&map, v) != x && !bad++) {
+			first = v;
+			want = x;
+		}
+	}
+	CHECKF(!bad, "n=%u base=%u: %u nodes with a wrong root, the first %u: %u, not %u",
+	       t->n, base, bad, first, hs_root_map_get(&map, first), want);
+	hs_root_map_fini(&map);
+}
+
 static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shift)
 {
 	uint32_t *off = calloc(n + 1, sizeof(uint32_t));
@@ -201,6 +229,7 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 		      (unsigned long long)hs_domtree_retained(t, v), hs_domtree_count(t, v),
 		      (unsigned long long)sum, cnt);
 	}
+	root_map_check(t, 1 + rnd(n));
 	free(dom);
 	free(seen0);
 	free(seen);
@@ -261,6 +290,35 @@ static void long_chain(uint32_t n, bool tail)
 		CHECKF(ok, "chain of %u: wrong idom or retained", n);
 		CHECKF(hs_domtree_retained(t, 0) == n, "chain: root retains %llu",
 		      (unsigned long long)hs_domtree_retained(t, 0));
+	}
+	hs_domtree_destroy(t);
+	free(off);
+	free(adj);
+}
+
+/* A large sparse graph: the root map with 4-byte slots (more root nodes
+ * than 2 bytes can number) and with 2-byte ones. */
+static void root_map_large(uint32_t n)
+{
+	uint32_t m = 2 * n;
+	uint32_t *off = calloc(n + 1, sizeof(uint32_t));
+	uint32_t *adj = malloc(m * sizeof(uint32_t));
+	/* node v's successors: two of the nodes above it, mostly near it
+	 * (long paths, deep dominator trees), and now and then anywhere */
+	for (uint32_t v = 0, k = 0; v < n; v++) {
+		off[v] = k;
+		for (int j = 0; j < 2 && v + 1 < n; j++)
+			adj[k++] = rnd(8) ? v + 1 + rnd(n - v - 1 < 16 ? n - v - 1 : 16) : rnd(n);
+		off[v + 1] = k;
+	}
+	struct hs_domgraph g = {.n = n, .na = n, .head_off = off, .head_adj = adj};
+	struct hs_domtree *t = NULL;
+	struct hs_error *err = hs_dominators_compute(&g, NULL, NULL, &t);
+	CHECKF(!err, "large: %s", err ? err->message : "");
+	if (t) {
+		root_map_check(t, 70000);
+		root_map_check(t, 300);
+		root_map_check(t, 1);
 	}
 	hs_domtree_destroy(t);
 	free(off);
@@ -371,6 +429,7 @@ int main(void)
 	/* sums that do not fit beside the counts: the second array */
 	failing_allocations(20000, (uint64_t)1 << 50);
 #endif
+	root_map_large(200000);
 	long_chain(10 * 1000 * 1000, false);
 	long_chain(10 * 1000 * 1000, true);
 	return check_finish();
