@@ -243,62 +243,47 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 	return NULL;
 }
 
-/* A slot of the map: unset is all ones (no root node has that number:
- * the 2-byte slots are for fewer than 65535 root nodes). */
-static inline uint32_t slot_get(const struct hs_root_map *m, uint32_t k)
-{
-	return m->r16 ? (m->r16[k] == UINT16_MAX ? HS_DOM_NONE : m->r16[k]) : m->r32[k];
-}
-
-static inline void slot_set(struct hs_root_map *m, uint32_t k, uint32_t root)
-{
-	if (m->r16)
-		m->r16[k] = (uint16_t)root;
-	else
-		m->r32[k] = root;
-}
-
 struct hs_error *hs_root_map_init(const struct hs_retain *r, struct hs_root_map *m)
 {
 	const struct hs_domtree *t = r->tree;
 	const struct hs_rankset *inner = &t->inner;
-	*m = (struct hs_root_map){.tree = t, .base = r->base};
+	uint32_t base = r->base;
+	*m = (struct hs_root_map){.tree = t, .base = base};
 	size_t slots = (size_t)inner->count + 1;
-	if (r->base < UINT16_MAX)
-		m->r16 = malloc(slots * sizeof(uint16_t));
-	else
-		m->r32 = malloc(slots * sizeof(uint32_t));
-	if (!m->r16 && !m->r32)
+	m->top = malloc(slots * sizeof(uint32_t));
+	if (!m->top)
 		return &hs_error_nomem;
-	memset(m->r16 ? (void *)m->r16 : (void *)m->r32, 0xff,
-	       slots * (m->r16 ? sizeof(uint16_t) : sizeof(uint32_t)));
-	/* an inner node below base is its own root; above, walk up the
-	 * (inner) dominators to one whose root is known, then walk the same
-	 * path again to fill it in */
+	memset(m->top, 0xff, slots * sizeof(uint32_t));  /* HS_DOM_NONE: unset */
+	/* walk up the (inner) dominators to a top or to a node whose top is
+	 * known, then walk the same path again to fill it in; the slots of
+	 * the nodes below base, and of the tops, are the nodes themselves */
 	for (uint32_t v = 0; v < t->n; v++) {
 		uint32_t k = hs_rankset_index(inner, v);
-		if (k == HS_RANK_NONE || slot_get(m, k) != HS_DOM_NONE)
+		if (k == HS_RANK_NONE || m->top[k] != HS_DOM_NONE)
 			continue;
-		if (v < r->base) {
-			slot_set(m, k, v);
+		if (v < base) {
+			m->top[k] = v;
 			continue;
 		}
-		uint32_t x = v, kx = k, found;
+		uint32_t x = v, found;
 		for (;;) {
-			x = t->idom[x];
-			if (x < r->base) {
+			uint32_t d = t->idom[x];
+			if (d < base) {
 				found = x;
 				break;
 			}
-			kx = hs_rankset_index(inner, x);
-			if ((found = slot_get(m, kx)) != HS_DOM_NONE)
+			uint32_t kd = hs_rankset_index(inner, d);
+			if (m->top[kd] != HS_DOM_NONE) {
+				found = m->top[kd];
 				break;
+			}
+			x = d;
 		}
-		for (x = v; x >= r->base;) {
-			kx = hs_rankset_index(inner, x);
-			if (slot_get(m, kx) != HS_DOM_NONE)
+		for (x = v; x >= base;) {
+			uint32_t kx = hs_rankset_index(inner, x);
+			if (m->top[kx] != HS_DOM_NONE)
 				break;
-			slot_set(m, kx, found);
+			m->top[kx] = found;
 			x = t->idom[x];
 		}
 	}
@@ -307,8 +292,6 @@ struct hs_error *hs_root_map_init(const struct hs_retain *r, struct hs_root_map 
 
 void hs_root_map_fini(struct hs_root_map *m)
 {
-	free(m->r16);
-	free(m->r32);
-	m->r16 = NULL;
-	m->r32 = NULL;
+	free(m->top);
+	m->top = NULL;
 }

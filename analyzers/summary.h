@@ -47,26 +47,27 @@ struct hs_error *hs_root_rows(const struct hs_retain *retain,
 			      const struct hs_roots *roots,
 			      struct hs_root_row **ret, size_t *count);
 
-/* For every node, the root node that dominates it: HS_NODE_SUPER when
- * several do, HS_NODE_LEAKED for leaked blocks, the node itself below
- * retain->base, HS_DOM_NONE when it is not reached.  Only the inner nodes
- * of the dominator tree (those that dominate another) have a slot, by
- * their rank: a leaf's root is its dominator's, or its dominator itself
- * when that is below base.  A slot takes 2 bytes when the root nodes are
- * fewer than 65535, else 4 (against 4 per node for a plain array). */
+/* For every node, the root node that dominates it (its holder):
+ * HS_NODE_SUPER when several do, HS_NODE_LEAKED for leaked blocks, the
+ * node itself below retain->base, HS_DOM_NONE when it is not reached.
+ * The map keeps, for each inner node of the dominator tree (one that
+ * dominates another; 4 bytes each, by rank), its top: the allocation
+ * node on its dominator chain whose own dominator is below base.  A
+ * node's holder is its top's dominator; a leaf's top is its dominator's,
+ * or the leaf itself when its dominator is below base. */
 struct hs_root_map {
 	const struct hs_domtree *tree;
 	uint32_t base;
-	uint16_t *r16;          /* one of the two */
-	uint32_t *r32;
+	uint32_t *top;
 };
 
 struct hs_error *hs_root_map_init(const struct hs_retain *retain,
 				  struct hs_root_map *m);
 void hs_root_map_fini(struct hs_root_map *m);
 
-/* The root node that dominates node v (see above). */
-static inline uint32_t hs_root_map_get(const struct hs_root_map *m, uint32_t v)
+/* Node v's top (see above); v itself below base, HS_DOM_NONE when v is
+ * not reached.  Every path from the super-root to v goes through it. */
+static inline uint32_t hs_root_map_top(const struct hs_root_map *m, uint32_t v)
 {
 	const struct hs_domtree *t = m->tree;
 	if (v < m->base)
@@ -74,13 +75,19 @@ static inline uint32_t hs_root_map_get(const struct hs_root_map *m, uint32_t v)
 	uint32_t d = t->idom[v];
 	if (d == HS_DOM_NONE)
 		return HS_DOM_NONE;
+	if (d < m->base)
+		return v;
 	uint32_t k = hs_rankset_index(&t->inner, v);
-	if (k == HS_RANK_NONE) {
-		if (d < m->base)
-			return d;
+	if (k == HS_RANK_NONE)
 		k = hs_rankset_index(&t->inner, d);  /* d dominates v: inner */
-	}
-	return m->r16 ? m->r16[k] : m->r32[k];
+	return m->top[k];
+}
+
+/* The root node that dominates node v (see above). */
+static inline uint32_t hs_root_map_get(const struct hs_root_map *m, uint32_t v)
+{
+	uint32_t u = hs_root_map_top(m, v);
+	return u == HS_DOM_NONE || u < m->base ? u : m->tree->idom[u];
 }
 
 #endif

@@ -343,22 +343,27 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	if (!n || !r || !g)
 		return NULL;
 	uint32_t nn = r->tree->n;
-	/* for each block the root that holds it alone; the walk goes
-	 * backwards from the given nodes through the blocks no single root
-	 * holds (HS_NODE_SUPER): only those have their predecessors listed
-	 * (compressed rows, by rank in `walked`), and a bit for "seen" */
-	struct hs_root_map roots = {0};
+	/* Every path from a root to a block goes through the block's top
+	 * (hs_root_map_top): an edge from outside the top's subtree of the
+	 * dominator tree can only enter it at the top.  So the walk goes
+	 * backwards from top to top: from each top held by several roots
+	 * (dominated by the super-root), through the edges into it from
+	 * outside its subtree, to the roots that hold their sources alone and
+	 * to the tops of the sources no single root holds.  Only those tops
+	 * (`walked`) have their predecessors listed (compressed rows, by
+	 * rank), and a bit for "seen". */
+	struct hs_root_map tops = {0};
 	uint32_t *off = NULL, *pred = NULL, *queue = NULL, *root_mark = NULL;
 	uint64_t *seen = NULL;
 	struct hs_rankset walked = {0};
-	struct hs_error *err = hs_root_map_init(r, &roots);
+	struct hs_error *err = hs_root_map_init(r, &tops);
 	if (err || (err = hs_rankset_init(&walked, nn)))
 		goto out;
 	err = &hs_error_nomem;
 	for (size_t k = 0; k < n; k++)
 		hs_rankset_add(&walked, nodes[k]);
 	for (uint32_t v = r->base; v < nn; v++)
-		if (hs_root_map_get(&roots, v) == HS_NODE_SUPER)
+		if (r->tree->idom[v] == HS_NODE_SUPER)
 			hs_rankset_add(&walked, v);
 	hs_rankset_finish(&walked);
 	uint32_t nw = walked.count;
@@ -379,7 +384,8 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	walked_pass(r, g, &walked, off, pred);
 	err = NULL;
 	/* backwards from each block: a root, or a block a root holds alone,
-	 * names a sharer; a block held by several roots is walked through */
+	 * names a sharer; the top of a block held by several roots is walked
+	 * through */
 	for (size_t k = 0; k < n; k++) {
 		uint32_t stamp = (uint32_t)k + 1, qh = 0, qt = 0;
 		queue[qt++] = nodes[k];
@@ -389,9 +395,13 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 		while (qh < qt) {
 			uint32_t v = queue[qh++], kv = hs_rankset_index(&walked, v);
 			for (uint32_t i = off[kv]; i < off[kv + 1]; i++) {
-				uint32_t p = pred[i], holder = p;
-				if (p >= r->base)
-					holder = hs_root_map_get(&roots, p);
+				uint32_t p = pred[i], holder = p, top = p;
+				if (p >= r->base) {
+					top = hs_root_map_top(&tops, p);
+					if (top == v || top == HS_DOM_NONE)
+						continue;  /* from inside v's subtree */
+					holder = r->tree->idom[top];
+				}
 				if (holder >= HS_NODE_FIRST_ROOT && holder < r->base) {
 					if (root_mark[holder] == stamp)
 						continue;
@@ -403,11 +413,11 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 					o->total++;
 				} else if (holder == HS_NODE_SUPER && p >= r->base &&
 					   qt < SHARER_VISITS) {
-					uint32_t kp = hs_rankset_index(&walked, p);
+					uint32_t kp = hs_rankset_index(&walked, top);
 					if (seen[kp / 64] >> (kp % 64) & 1)
 						continue;
 					seen[kp / 64] |= 1ull << (kp % 64);
-					queue[qt++] = p;
+					queue[qt++] = top;
 				}
 			}
 		}
@@ -421,7 +431,7 @@ out:
 	hs_rankset_fini(&walked);
 	free(off);
 	free(pred);
-	hs_root_map_fini(&roots);
+	hs_root_map_fini(&tops);
 	free(queue);
 	free(seen);
 	free(root_mark);

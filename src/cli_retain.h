@@ -37,8 +37,9 @@ int hs_cli_output_not_core(const struct hs_cli *cli, const char *path);
 /* Who shares the blocks that no single root holds (their immediate
  * dominator is the super-root): for each of the n allocation nodes in
  * nodes, the distinct roots that hold it, directly or through blocks a
- * root holds alone, in root order.  out[i] gets up to HS_SHARERS_SHOWN
- * root indices (into res->roots) and total[i] how many there are. */
+ * root holds alone, in the order a walk backwards from the node finds
+ * them (the nearest first).  out[i] gets up to HS_SHARERS_SHOWN root
+ * indices (into res->roots) and total[i] how many there are. */
 enum { HS_SHARERS_SHOWN = 3 };
 struct hs_sharers {
 	uint32_t root[HS_SHARERS_SHOWN];

@@ -83,7 +83,8 @@ static unsigned sums_seen[2];
  * fit beside the counts in a word, 50 for sums that mostly do not (the tree
  * keeps them wide, see struct hs_domtree) */
 /* The root map (analyzers/summary.h) over tree t, nodes below base being
- * the roots, against walking up the dominators from every node. */
+ * the roots, against walking up the dominators from every node: the top
+ * (the last allocation node before a root node) and the holder. */
 static void root_map_check(struct hs_domtree *t, uint32_t base)
 {
 	struct hs_retain r = {.base = base, .tree = t};
@@ -92,20 +93,25 @@ static void root_map_check(struct hs_domtree *t, uint32_t base)
 	CHECKF(!err, "root map: %s", err ? err->message : "");
 	if (err)
 		return;
-	CHECKF((map.r16 != NULL) == (base < UINT16_MAX), "base %u: %s slots", base,
-	       map.r16 ? "2-byte" : "4-byte");
-	uint32_t bad = 0, first = 0, want = 0;
+	uint32_t bad = 0, first = 0, want = 0, want_top = 0;
 	for (uint32_t v = 0; v < t->n; v++) {
-		uint32_t x = v;
-		while (x >= base && x != HS_DOM_NONE)
+		uint32_t x = v, top = v;
+		while (x >= base && x != HS_DOM_NONE) {
+			top = x;
 			x = t->idom[x];
-		if (hs_root_map_get(&map, v) != x && !bad++) {
+		}
+		if (x == HS_DOM_NONE)
+			top = HS_DOM_NONE;
+		if ((hs_root_map_get(&map, v) != x || hs_root_map_top(&map, v) != top) &&
+		    !bad++) {
 			first = v;
 			want = x;
+			want_top = top;
 		}
 	}
-	CHECKF(!bad, "n=%u base=%u: %u nodes with a wrong root, the first %u: %u, not %u",
-	       t->n, base, bad, first, hs_root_map_get(&map, first), want);
+	CHECKF(!bad, "n=%u base=%u: %u nodes with a wrong root or top, the first %u: "
+	       "%u and %u, not %u and %u", t->n, base, bad, first,
+	       hs_root_map_get(&map, first), hs_root_map_top(&map, first), want, want_top);
 	hs_root_map_fini(&map);
 }
 
@@ -296,8 +302,8 @@ static void long_chain(uint32_t n, bool tail)
 	free(adj);
 }
 
-/* A large sparse graph: the root map with 4-byte slots (more root nodes
- * than 2 bytes can number) and with 2-byte ones. */
+/* A large sparse graph, deep dominator trees: the root map with many
+ * root nodes and with few. */
 static void root_map_large(uint32_t n)
 {
 	uint32_t m = 2 * n;
