@@ -217,9 +217,10 @@ struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw
 			f->kinds |= 1u << place_kind[w];
 	if (f->kinds >> HS_FREE_SMALL & 1)
 		f->kinds |= 1u << HS_FREE_LARGE;
+	size_t run = 0;  /* hs_heap_arena_next's cursor */
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
-		uint32_t arena = hs_heap_arena(heap, i);
+		uint32_t arena = hs_heap_arena_next(heap, &run, i);
 		if (arena == HS_ARENA_NONE || arena >= heap->narenas)
 			continue;  /* mmapped chunks belong to no arena */
 		struct hs_frag_arena *ar = &f->arenas[arena];

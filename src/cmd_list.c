@@ -52,6 +52,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_kuint(&w, "unaccounted_bytes", heap->unaccounted_bytes);
 		hs_jsonw_key(&w, "allocations");
 		hs_jsonw_array_begin(&w);
+		size_t run = 0;  /* hs_heap_arena_next's cursor */
 		for (size_t i = 0; i < heap->nallocs; i++) {
 			const struct hs_alloc *a = &heap->allocs[i];
 			if (!selected(cli, a))
@@ -67,7 +68,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 				hs_jsonw_kaddr(&w, "chunk", hs_alloc_chunk(heap, a));
 				hs_jsonw_kuint(&w, "chunk_size", hs_alloc_chunk_size(heap, a));
 			}
-			uint32_t arena = hs_heap_arena(heap, i);
+			uint32_t arena = hs_heap_arena_next(heap, &run, i);
 			if (arena != HS_ARENA_NONE)
 				hs_jsonw_kuint(&w, "arena", arena);
 			const char *reach = reach_of(mark, heap, a);
@@ -102,12 +103,13 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 	struct hs_line line;
 	printf("%-18s %12s %-5s %-9s %-5s %-10s %s\n", "ADDRESS", "SIZE", "STATE",
 	       "WHERE", "ARENA", "CLASS", "TYPE");
+	size_t run = 0;  /* hs_heap_arena_next's cursor */
 	for (size_t i = 0; i < heap->nallocs; i++) {
 		const struct hs_alloc *a = &heap->allocs[i];
 		if (!selected(cli, a))
 			continue;
 		char arena[8] = "-";
-		unsigned v = hs_heap_arena(heap, i);
+		unsigned v = hs_heap_arena_next(heap, &run, i);
 		if (v != HS_ARENA_NONE) {  /* "%u" */
 			char *p = arena + sizeof(arena) - 1;
 			*p = 0;

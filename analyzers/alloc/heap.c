@@ -444,10 +444,7 @@ struct hs_error *hs_heap_merge(struct hs_heap *heap,
 	for (size_t i = 0, j = 0, k = 0; k < total; k++) {
 		uint32_t arena;
 		if (j == n || (i < m && a[i].addr < blocks[j].addr)) {
-			while (r + 1 < heap->narena_runs && heap->arena_runs[r + 1].first <= i)
-				r++;
-			arena = heap->narena_runs && heap->arena_runs[r].first <= i ?
-				heap->arena_runs[r].arena : HS_ARENA_NONE;
+			arena = hs_heap_arena_next(heap, &r, i);
 			out[k] = a[i++];
 		} else {
 			const struct hs_alloc_in *b = &blocks[j++];

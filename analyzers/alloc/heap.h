@@ -328,6 +328,18 @@ struct hs_error *hs_heap_merge(struct hs_heap *heap,
 			       const struct hs_alloc_in *blocks, size_t n);
 /* The arena of allocation id (hs_alloc_in.arena), HS_ARENA_NONE if none. */
 uint32_t hs_heap_arena(const struct hs_heap *heap, size_t id);
+/* The same for a pass over the blocks in increasing id order: *run (0
+ * before the first call) follows the runs, so each call is O(1)
+ * amortized instead of a search. */
+static inline uint32_t hs_heap_arena_next(const struct hs_heap *heap, size_t *run,
+					  size_t id)
+{
+	const struct hs_arena_run *r = heap->arena_runs;
+	size_t n = heap->narena_runs;
+	while (*run + 1 < n && r[*run + 1].first <= id)
+		(*run)++;
+	return n && r[*run].first <= id ? r[*run].arena : HS_ARENA_NONE;
+}
 /* Does [addr, addr + len) meet one of the allocator's regions (its
  * heaps, mmapped chunks, its own state)? */
 bool hs_heap_in_regions(const struct hs_heap *heap, uint64_t addr, uint64_t len);
