@@ -257,23 +257,48 @@ static struct hs_error *past_limit(uint64_t addr)
 			       (unsigned long long)addr);
 }
 
-/* Copies the wide blocks in[0..n) to out[k..k+n) in their 12-byte form,
- * recording their arenas.  out may be in's own memory, at k = 0: each
- * block is read before its 12 bytes are written, which never reach a
- * block not yet read. */
+/* What hs_heap_finish left out of a corrupt walk: the blocks that lie
+ * past 2^47 or overlap a block kept before them, the first of each. */
+struct sift {
+	uint64_t last_addr, last_end;   /* the last block kept */
+	bool any;                       /* one was kept */
+	size_t past, overlaps;
+	uint64_t first_past, overlap_p, overlap_q;
+};
+
+/* Copies the wide blocks in[0..n), in address order, to out[*k..) in
+ * their 12-byte form, recording their arenas; leaves out (sift) a block
+ * past 2^47 and one that starts inside, or at the start of, the last block
+ * kept (its header included).  out may be in's own memory, at *k <= the
+ * blocks read so far: each block is read before its 12 bytes are written,
+ * which never reach a block not yet read. */
 static struct hs_error *compact(struct hs_heap *heap, const struct hs_alloc_in *in,
-				size_t n, struct hs_alloc *out, size_t k,
-				size_t *runcap)
+				size_t n, struct hs_alloc *out, size_t *k,
+				size_t *runcap, struct sift *s)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct hs_alloc_in a = in[i];
-		if (a.addr >= HS_ALLOC_ADDR_LIMIT)
-			return past_limit(a.addr);
+		if (a.addr >= HS_ALLOC_ADDR_LIMIT) {
+			if (!s->past++)
+				s->first_past = a.addr;
+			continue;
+		}
+		if (s->any && (a.addr <= s->last_addr ||
+			       s->last_end + heap->places[a.where].header > a.addr)) {
+			if (!s->overlaps++) {
+				s->overlap_p = s->last_addr;
+				s->overlap_q = a.addr;
+			}
+			continue;
+		}
 		if (!push_arena(&heap->arena_runs, &heap->narena_runs, runcap,
-				k + i, a.arena))
+				*k, a.arena))
 			return &hs_error_nomem;
-		out[k + i] = (struct hs_alloc){.addr = a.addr, .size = a.size,
-					       .where = a.where};
+		out[(*k)++] = (struct hs_alloc){.addr = a.addr, .size = a.size,
+						.where = a.where};
+		s->any = true;
+		s->last_addr = a.addr;
+		s->last_end = a.addr + (uint64_t)a.size;
 	}
 	return NULL;
 }
@@ -297,9 +322,11 @@ static bool build_sorted(const struct hs_heap *heap, bool *in_runs)
 	return all;
 }
 
-/* The build's runs in address order, compacted into a new table; false
- * when they interleave (only a corrupt heap does that). */
-static struct hs_error *concat_runs(struct hs_heap *heap, bool *done, size_t *runcap)
+/* The build's runs in address order, compacted into a new table (*kept
+ * blocks); *done false when they interleave (only a corrupt heap does
+ * that).  On an error the build is as it was. */
+static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
+				    size_t *runcap, size_t *kept, struct sift *sift)
 {
 	size_t n = heap->nallocs;
 	*done = false;
@@ -328,8 +355,10 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done, size_t *ru
 		return &hs_error_nomem;
 	}
 	struct hs_error *err = NULL;
-	for (size_t i = 0, k = 0; i < nr && !err; k += runs[i++].len)
-		err = compact(heap, heap->build + runs[i].start, runs[i].len, out, k, runcap);
+	size_t k = 0;
+	for (size_t i = 0; i < nr && !err; i++)
+		err = compact(heap, heap->build + runs[i].start, runs[i].len, out,
+			      &k, runcap, sift);
 	free(runs);
 	if (err) {
 		free(out);
@@ -338,13 +367,31 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done, size_t *ru
 	free(heap->build);
 	heap->build = NULL;
 	heap->allocs = out;
+	*kept = k;
 	*done = true;
 	return NULL;
 }
 
+/* The error of a walk some blocks were left out of (sift). */
+static struct hs_error *sift_error(const struct sift *s)
+{
+	if (s->overlaps)
+		return hs_error_create(HS_ERR_CORRUPT,
+				       "blocks at %#llx and %#llx overlap (%zu block%s left out%s)",
+				       (unsigned long long)s->overlap_p,
+				       (unsigned long long)s->overlap_q,
+				       s->overlaps + s->past,
+				       s->overlaps + s->past == 1 ? "" : "s",
+				       s->past ? ", some past 2^47" : "");
+	return hs_error_create(HS_ERR_CORRUPT,
+			       "a block at %#llx lies past 2^47, outside x86-64's user addresses (%zu block%s left out)",
+			       (unsigned long long)s->first_past, s->past,
+			       s->past == 1 ? "" : "s");
+}
+
 struct hs_error *hs_heap_finish(struct hs_heap *heap)
 {
-	size_t n = heap->nallocs, overlap, runcap = 0;
+	size_t n = heap->nallocs, overlap, runcap = 0, kept = 0;
 	hs_sort(heap->regions, heap->nregions, sizeof(*heap->regions), cmp_region);
 	if (heap->totals_only)
 		return finish_totals(heap);
@@ -358,38 +405,38 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 		scan(heap, &overlap);
 		return NULL;
 	}
+	struct sift s = {0};
 	bool in_runs, done = false;
 	bool sorted = build_sorted(heap, &in_runs);
 	struct hs_error *err = NULL;
-	if (!sorted && in_runs && (err = concat_runs(heap, &done, &runcap)))
-		return err;
+	if (!sorted && in_runs &&
+	    (err = concat_runs(heap, &done, &runcap, &kept, &s)))
+		goto fail;
 	if (!done) {
 		/* sorted already, or runs that interleave: in place */
 		if (!sorted)
 			hs_sort(heap->build, n, sizeof(*heap->build), cmp_alloc);
 		struct hs_alloc *out = (struct hs_alloc *)(void *)heap->build;
-		if ((err = compact(heap, heap->build, n, out, 0, &runcap))) {
+		if ((err = compact(heap, heap->build, n, out, &kept, &runcap, &s))) {
 			/* the build is half overwritten: no table */
 			free(heap->build);
 			heap->build = NULL;
 			heap->nallocs = 0;
-			return err;
+			goto fail;
 		}
-		struct hs_alloc *v = realloc(out, n * sizeof(*v));
+		struct hs_alloc *v = realloc(out, (kept ? kept : 1) * sizeof(*v));
 		heap->allocs = v ? v : out;
 		heap->build = NULL;
 	}
+	heap->nallocs = kept;
 	heap->cap = 0;
 	scan(heap, &overlap);
-	if (overlap < n) {
-		const struct hs_alloc *p = &heap->allocs[overlap - 1],
-				      *q = &heap->allocs[overlap];
-		return hs_error_create(HS_ERR_CORRUPT,
-				       "blocks at %#llx and %#llx overlap",
-				       (unsigned long long)p->addr,
-				       (unsigned long long)q->addr);
-	}
-	return NULL;
+	return s.overlaps || s.past ? sift_error(&s) : NULL;
+fail:
+	free(heap->arena_runs);
+	heap->arena_runs = NULL;
+	heap->narena_runs = 0;
+	return err;
 }
 
 uint32_t hs_heap_arena(const struct hs_heap *heap, size_t id)

@@ -69,8 +69,8 @@ struct hs_alloc_in {
 
 /* An allocation of the finished heap, 12 bytes: the table is the largest
  * thing heapsift keeps per block, and it lives through every analysis.
- * Addresses lie below 2^47 (x86-64's user half; hs_heap_finish refuses a
- * block above it), sizes below 2^44.  The arena is kept apart, by runs of
+ * Addresses lie below 2^47 (x86-64's user half; hs_heap_finish leaves a
+ * block above it out), sizes below 2^44.  The arena is kept apart, by runs of
  * blocks (hs_heap_arena).
  *
  * GCC computes with a bit-field in the field's own width: a->addr + k
@@ -318,8 +318,11 @@ struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
 				    uint64_t end, enum hs_region_kind kind);
 /* Sorts by address, keeps the blocks in their 12-byte form (allocs; the
  * arenas in arena_runs) and counts them by place (count_where,
- * bytes_where); overlapping blocks, and a block past 2^47, are an error
- * (corrupt walk). */
+ * bytes_where).  A corrupt walk's blocks that lie past 2^47, or start
+ * inside (or at) a block kept before them, are left out: the table is
+ * sorted and disjoint even then, and HS_ERR_CORRUPT names the first one
+ * and how many were left out, for the caller to refuse the heap or to
+ * warn and go on.  Out of memory: no table. */
 struct hs_error *hs_heap_finish(struct hs_heap *heap);
 /* Adds n blocks sorted by address (a layer's, in places it named in
  * own_places) to a finished heap, and counts them by place.  A block that

@@ -320,24 +320,64 @@ static void test_table(void)
 		}
 		hs_heap_destroy(h);
 	}
-	/* a walk that found a block past 2^47, in each finishing path */
-	for (int o = 0; o < 3; o++) {
-		static const struct hs_alloc_in high[] = {
-			{.addr = 0x1010, .size = 24, .where = BUMP_USED, .arena = 0},
-			{.addr = 0x800000000010, .size = 24, .where = BUMP_USED, .arena = 0},
-		};
-		struct hs_heap *h = hs_heap_create(&bump_backend);
-		for (int i = 0; i < 2; i++) {
-			int k = o == 0 ? i : 1 - i;
-			if (o < 2 || !i)
-				CHECK(!hs_heap_begin_run(h));
-			CHECK(!hs_heap_add(h, &high[k]));
+	/* a corrupt walk, in each finishing path (in order, runs backwards,
+	 * blocks backwards): a block past 2^47, one that starts inside the
+	 * one before, one inside the header room after the one before, and
+	 * a second at the same address (two blocks alike: the sort need not
+	 * be stable); each is left out, the rest kept as a sane table,
+	 * and the error names the first and counts them */
+	static const struct {
+		struct hs_alloc_in in[4];
+		size_t n, keep[3], nkeep;
+		const char *msg;
+	} bad[] = {
+		{{{.addr = 0x1010, .size = 24, .where = BUMP_USED, .arena = 0},
+		  {.addr = 0x800000000010, .size = 24, .where = BUMP_USED, .arena = 0}},
+		 2, {0}, 1, "0x800000000010 lies past 2^47, outside x86-64's user addresses (1 block left out)"},
+		{{{.addr = 0x1010, .size = 64, .where = BUMP_USED, .arena = 0},
+		  {.addr = 0x1030, .size = 8, .where = BUMP_USED, .arena = 1},
+		  {.addr = 0x1060, .size = 8, .where = BUMP_USED, .arena = 1}},
+		 3, {0, 2}, 2, "blocks at 0x1010 and 0x1030 overlap (1 block left out)"},
+		{{{.addr = 0x1010, .size = 24, .where = BUMP_USED, .arena = 0},
+		  {.addr = 0x1030, .size = 8, .where = BUMP_USED, .arena = 1},
+		  {.addr = 0x1038, .size = 8, .where = BUMP_USED, .arena = 1},
+		  {.addr = 0x900000000000, .size = 8, .where = BUMP_USED, .arena = 1}},
+		 4, {0, 1}, 2, "blocks at 0x1030 and 0x1038 overlap (2 blocks left out, some past 2^47)"},
+		{{{.addr = 0x1010, .size = 0, .where = BUMP_USED, .arena = 0},
+		  {.addr = 0x1010, .size = 0, .where = BUMP_USED, .arena = 0}},
+		 2, {0}, 1, "blocks at 0x1010 and 0x1010 overlap (1 block left out)"},
+	};
+	CHECK(bump_backend.places[BUMP_USED].header == 8);
+	for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+		for (int o = 0; o < 3; o++) {
+			/* one run a block (o < 2), or one run for them all */
+			struct hs_heap *h = hs_heap_create(&bump_backend);
+			for (size_t i = 0; i < bad[b].n; i++) {
+				size_t k = o == 0 ? i : bad[b].n - 1 - i;
+				if (o < 2 || !i)
+					CHECK(!hs_heap_begin_run(h));
+				CHECK(!hs_heap_add(h, &bad[b].in[k]));
+			}
+			struct hs_error *err = hs_heap_finish(h);
+			CHECKF(err && err->code == HS_ERR_CORRUPT &&
+			       strstr(err->message, bad[b].msg),
+			       "corrupt walk %zu, order %d: %s", b, o,
+			       err ? err->message : "no error");
+			hs_error_destroy(err);
+			struct hs_alloc_in want[3];
+			for (size_t i = 0; i < bad[b].nkeep; i++)
+				want[i] = bad[b].in[bad[b].keep[i]];
+			char what[64];
+			snprintf(what, sizeof(what), "corrupt walk %zu, order %d", b, o);
+			CHECK(!h->build);
+			check_table(what, h, want, bad[b].nkeep);
+			uint64_t count = 0;
+			for (unsigned w = 0; w < 16; w++)
+				count += h->count_where[w];
+			CHECKF(count == bad[b].nkeep, "%s: counted %llu", what,
+			       (unsigned long long)count);
+			hs_heap_destroy(h);
 		}
-		struct hs_error *err = hs_heap_finish(h);
-		CHECK(err && err->code == HS_ERR_CORRUPT &&
-		      strstr(err->message, "0x800000000010 lies past 2^47"));
-		hs_error_destroy(err);
-		hs_heap_destroy(h);
 	}
 }
 
