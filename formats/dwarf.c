@@ -91,6 +91,8 @@ struct hs_dwarf {
 	size_t nlayouts;
 	struct type_index *type_index;  /* one per module (mods[i]), made on
 					 * the module's first layout search */
+	bool released;          /* hs_dwarf_release: libdwfl's session ended,
+				 * every mods[i].mod NULL */
 	/* hs_dwarf_preload_arm/idle/wait */
 	bool preload_armed, preload_running;
 	pthread_t preload_thread;
@@ -409,6 +411,36 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 	free(dw);
 }
 
+void hs_dwarf_release(struct hs_dwarf *dw)
+{
+	if (!dw || dw->released)
+		return;
+	hs_dwarf_preload_wait(dw);
+	/* what the modules say of their debug info, while they can */
+	for (size_t i = 0; i < dw->nmods; i++)
+		hs_dwarf_check_debug(dw, &dw->mods[i]);
+	for (size_t i = 0; dw->type_index && i < dw->nmods; i++)
+		type_index_fini(&dw->type_index[i]);
+	free(dw->type_index);
+	dw->type_index = NULL;
+	/* the symbols' names point into the modules' files */
+	for (size_t i = 0; i < dw->nsymtabs; i++) {
+		free(dw->symtabs[i].data);
+		free(dw->symtabs[i].tls);
+	}
+	free(dw->symtabs);
+	dw->symtabs = NULL;
+	dw->nsymtabs = 0;
+	if (dw->dwfl)
+		dwfl_end(dw->dwfl);
+	dw->dwfl = NULL;
+	dw->attached = false;
+	dw->attach_failed = true;
+	for (size_t i = 0; i < dw->nmods; i++)
+		dw->mods[i].mod = NULL;
+	dw->released = true;
+}
+
 size_t hs_dwarf_num_modules(const struct hs_dwarf *dw)
 {
 	return dw->nmods;
@@ -521,7 +553,7 @@ static char *debuginfod_cache_file(const char *build_id)
 
 void hs_dwarf_check_debug(struct hs_dwarf *dw, struct hs_module *m)
 {
-	if (m->debug_checked)
+	if (m->debug_checked || !m->mod)
 		return;
 	m->debug_checked = true;
 	Dwarf_Addr bias;
@@ -591,7 +623,7 @@ struct hs_error *hs_dwarf_symbol(struct hs_dwarf *dw, struct hs_module *m,
 				 uint64_t *size, bool *is_tls)
 {
 	(void)dw;
-	int n = dwfl_module_getsymtab(m->mod);
+	int n = m->mod ? dwfl_module_getsymtab(m->mod) : -1;
 	for (int i = 0; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
@@ -625,7 +657,7 @@ bool hs_dwarf_symbolize(struct hs_dwarf *dw, uint64_t addr, const char **name,
 			uint64_t *offset, struct hs_module **modp)
 {
 	struct hs_module *m = hs_dwarf_module_at(dw, addr);
-	if (!m)
+	if (!m || !m->mod)
 		return false;
 	GElf_Off off;
 	GElf_Sym sym;
@@ -892,7 +924,7 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 		}
 	}
 	Dwarf_Addr bias;
-	Dwarf *dbg = dwfl_module_getdwarf(m->mod, &bias);
+	Dwarf *dbg = m->mod ? dwfl_module_getdwarf(m->mod, &bias) : NULL;
 	if (!dbg)
 		return hs_error_create(HS_ERR_NO_DEBUGINFO,
 				       "no DWARF for %s (build-id %s)", m->name,
@@ -984,7 +1016,7 @@ Elf *hs_dwarf_module_elf(struct hs_dwarf *dw, struct hs_module *m,
 {
 	(void)dw;
 	GElf_Addr b;
-	Elf *elf = dwfl_module_getelf(m->mod, &b);
+	Elf *elf = m->mod ? dwfl_module_getelf(m->mod, &b) : NULL;
 	if (elf && bias)
 		*bias = b;
 	return elf;
@@ -1055,7 +1087,7 @@ static struct hs_error *load_symtab(struct hs_dwarf *dw, struct hs_module *m,
 	c = &dw->symtabs[dw->nsymtabs];
 	memset(c, 0, sizeof(*c));
 	c->mod = m;
-	int n = dwfl_module_getsymtab(m->mod);
+	int n = m->mod ? dwfl_module_getsymtab(m->mod) : -1;
 	size_t cap = n > 0 ? (size_t)n : 1;
 	c->data = malloc(cap * sizeof(*c->data));
 	c->tls = malloc(cap * sizeof(*c->tls));
@@ -1495,6 +1527,8 @@ struct hs_error *hs_dwarf_unwind_all(struct hs_dwarf *dw,
 				     struct hs_thread_frames **ret,
 				     size_t *count)
 {
+	if (dw->released)
+		return hs_error_create(HS_ERR_DWARF, "the modules' debug info was let go");
 	if (!dw->attached && !dw->attach_failed) {
 		struct hs_error *err = unwind_attach(dw, core);
 		if (err)
@@ -1530,7 +1564,7 @@ void hs_dwarf_frames_free(struct hs_thread_frames *t, size_t count)
 char *hs_dwarf_describe_pc(struct hs_dwarf *dw, uint64_t pc, bool exact)
 {
 	struct hs_module *m = hs_dwarf_module_at(dw, pc);
-	if (!m)
+	if (!m || !m->mod)
 		return NULL;
 	/* a return address points after the call: look up the call itself */
 	uint64_t look = exact ? pc : pc - 1;

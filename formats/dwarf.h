@@ -75,6 +75,15 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 				 const struct hs_dwarf_options *opts,
 				 struct hs_log *log, struct hs_dwarf **ret);
 void hs_dwarf_destroy(struct hs_dwarf *dw);
+/* Ends libdwfl's session once nothing more is to be read from the
+ * modules' files: libdw's copies of their DWARF (a compressed
+ * .debug_info is inflated whole: 11 MB for libc's) and symbol tables,
+ * and the files' mappings, are freed.  The modules stay (names, ranges,
+ * build-ids, what hs_dwarf_check_debug found, computed now) and so do the
+ * layouts found so far; every lookup that would read a file afterwards
+ * finds nothing (no DWARF, no symbols, no ELF).  A type registry made
+ * from dw must let go first (hs_dtypes_release). */
+void hs_dwarf_release(struct hs_dwarf *dw);
 
 size_t hs_dwarf_num_modules(const struct hs_dwarf *dw);
 /* The module's file name: the last component of the path the core names. */

@@ -78,6 +78,26 @@ void hs_dtypes_destroy(struct hs_dtypes *t)
 	free(t);
 }
 
+void hs_dtypes_release(struct hs_dtypes *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		t->v[i]->dbg = NULL;
+	for (size_t i = 0; i < t->nnames; i++) {
+		for (size_t k = 0; k < t->names[i].n; k++)
+			free(t->names[i].v[k].name);
+		free(t->names[i].v);
+	}
+	free(t->names);
+	t->names = NULL;
+	t->nnames = 0;
+	free(t->structs);
+	t->structs = NULL;
+	t->nstructs = 0;
+	t->structs_done = true;
+}
+
 static struct hs_dtype *lookup(struct hs_dtypes *t, const char *name,
 			       uint64_t size)
 {
@@ -410,7 +430,7 @@ static struct hs_error *name_index(struct hs_dtypes *t, struct hs_module *m,
 	memset(ix, 0, sizeof(*ix));
 	ix->mod = m;
 	Dwarf_Addr bias;
-	ix->dbg = dwfl_module_getdwarf(m->mod, &bias);
+	ix->dbg = m->mod ? dwfl_module_getdwarf(m->mod, &bias) : NULL;
 	Dwarf_Die *cu = NULL;
 	while (ix->dbg && (cu = dwfl_module_nextcu(m->mod, cu, &bias))) {
 		struct hs_error *err = walk_cu(cu, index_die, ix);
@@ -488,7 +508,7 @@ struct hs_error *hs_dtypes_named(struct hs_dtypes *t, const char *name,
 	for (size_t i = 0; i < hs_dwarf_num_modules(t->dw); i++) {
 		struct hs_module *m = hs_dwarf_module(t->dw, i);
 		Dwarf_Addr bias;
-		if (!dwfl_module_getdwarf(m->mod, &bias))
+		if (!m->mod || !dwfl_module_getdwarf(m->mod, &bias))
 			continue;
 		struct name_index *ix;
 		struct hs_error *err = name_index(t, m, &ix);
@@ -1089,7 +1109,7 @@ struct hs_error *hs_dtypes_variables(struct hs_dtypes *t, struct hs_module *m,
 	struct vars_walk w = {t, m, 0, &out};
 	Dwarf_Die *cu = NULL;
 	struct hs_error *err = NULL;
-	while (!err && (cu = dwfl_module_nextcu(m->mod, cu, &w.bias)))
+	while (!err && m->mod && (cu = dwfl_module_nextcu(m->mod, cu, &w.bias)))
 		err = walk_cu(cu, vars_die, &w);
 	*vars = out.v;
 	*n = out.n;
@@ -1203,7 +1223,7 @@ struct hs_error *hs_dtypes_frame_locals(struct hs_dtypes *t, struct hs_module *m
 {
 	Dwarf_Addr bias;
 	uint64_t look = exact ? pc : pc - 1;
-	Dwarf_Die *cu = dwfl_module_addrdie(m->mod, look, &bias);
+	Dwarf_Die *cu = m->mod ? dwfl_module_addrdie(m->mod, look, &bias) : NULL;
 	if (!cu)
 		return NULL;
 	Dwarf_Die *scopes = NULL;
@@ -1440,7 +1460,7 @@ struct hs_error *hs_dtypes_structs(struct hs_dtypes *t, char **skipped)
 			if (m->is_exe != (pass == 0))
 				continue;
 			Dwarf_Addr bias;
-			Dwarf *dbg = dwfl_module_getdwarf(m->mod, &bias);
+			Dwarf *dbg = m->mod ? dwfl_module_getdwarf(m->mod, &bias) : NULL;
 			if (!dbg)
 				continue;
 			size_t start = c.n;

@@ -99,6 +99,11 @@ struct hs_dtypes {
 
 struct hs_error *hs_dtypes_create(struct hs_dwarf *dw, struct hs_dtypes **ret);
 void hs_dtypes_destroy(struct hs_dtypes *t);
+/* Lets go of the DWARF before hs_dwarf_release: the types stay (names,
+ * sizes, the layouts and pointer slots computed so far), the indexes by
+ * name and the catalogue of structs are freed, and nothing is read from
+ * DWARF again: a layout not computed yet is unknown. */
+void hs_dtypes_release(struct hs_dtypes *t);
 
 /* Global and static variables (and TLS variables, with tls set) that m's
  * DWARF places at a fixed address; appended to *vars (malloc'ed). */
