@@ -251,18 +251,21 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 			hs_log_warn(&snap->log, "types left out (blocks grouped by size): %s",
 				    terr->message);
 	}
-	const struct hs_error *rerr = hs_snapshot_retain(snap, &res.retain);
-	if (rerr) {
-		res.retain = NULL;
-		hs_log_warn(&snap->log, "no suspects: %s", rerr->message);
-	}
-	const struct hs_types *types = res.types;
 	const struct hs_files *files;
 	if (hs_snapshot_files(snap, &files))
 		files = NULL;
 	const struct hs_pyrefs *pyrefs;
 	if (hs_snapshot_pyrefs(snap, &pyrefs))
 		pyrefs = NULL;
+	/* nothing below reads the modules' files: their debug info goes
+	 * before the dominators come */
+	hs_snapshot_release_debug(snap);
+	const struct hs_error *rerr = hs_snapshot_retain(snap, &res.retain);
+	if (rerr) {
+		res.retain = NULL;
+		hs_log_warn(&snap->log, "no suspects: %s", rerr->message);
+	}
+	const struct hs_types *types = res.types;
 	struct outside_row *outside = NULL;
 	size_t noutside = 0;
 	if (pyrefs && pyrefs->n && !(outside = outside_rows(types, pyrefs, &noutside)))

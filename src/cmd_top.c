@@ -21,8 +21,8 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	struct hs_results res_;
 	const struct hs_results *res = &res_;
-	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
-							 &res_);
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES |
+							 HS_WANT_LEAN, &res_);
 	if (err)
 		return hs_cli_fail(cli, err);
 	const struct hs_retain *r = res->retain;

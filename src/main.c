@@ -885,6 +885,10 @@ static int run(int argc, char **argv)
 		if (!*end && d >= 0 && d < 1e6)
 			cli.opts.progress_delay = d > 0 ? d : -1;
 	}
+	/* HEAPSIFT_TEST_KEEP_DEBUG=1: the modules' debug info is kept to the
+	 * end (the tests compare the output with it let go) */
+	const char *keep = getenv("HEAPSIFT_TEST_KEEP_DEBUG");
+	cli.opts.keep_debug = keep && *keep && strcmp(keep, "0");
 	if (cmd->takes & TAKES_CORES) {
 		rc = cmd->run(&cli, NULL);
 		free(cli.cores);

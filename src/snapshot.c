@@ -1,5 +1,6 @@
 #include "src/snapshot.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -492,6 +493,18 @@ const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
 	return snap->types_err;
 }
 
+void hs_snapshot_release_debug(struct hs_snapshot *snap)
+{
+	if (!snap->dwarf || snap->opts.keep_debug)
+		return;
+	if (snap->types)
+		hs_dtypes_release(snap->types->reg);
+	hs_dwarf_release(snap->dwarf);
+	/* libdw's blocks were small and many, in the main heap among the
+	 * stages' own: give their pages back (under 2 ms here) */
+	malloc_trim(0);
+}
+
 const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 					   unsigned want,
 					   struct hs_results *ret)
@@ -524,6 +537,8 @@ const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 				hs_log_warn(&snap->log, "types left out: %s", terr->message);
 		}
 	}
+	if (want & HS_WANT_LEAN)
+		hs_snapshot_release_debug(snap);
 	if ((want & HS_WANT_RETAIN) == HS_WANT_RETAIN &&
 	    (err = hs_snapshot_retain(snap, &ret->retain)))
 		return err;

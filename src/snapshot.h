@@ -48,6 +48,9 @@ struct hs_options {
 	 * (analyzers/alloc/backend.h): a backend of the caller's own, such
 	 * as the unit tests' toy allocator.  NULL: detect. */
 	const struct hs_backend *backend;
+	/* hs_snapshot_release_debug does nothing (for the tests: the output
+	 * must be the same either way) */
+	bool keep_debug;
 };
 
 struct hs_snapshot {
@@ -122,6 +125,10 @@ enum hs_want {
 	HS_WANT_RETAIN = 3,     /* ... and the dominators */
 	HS_WANT_TYPES = 4,      /* types, when they can be had: a failure
 				 * leaves types NULL (names come untyped) */
+	HS_WANT_LEAN = 8,       /* the caller reads nothing more from the
+				 * modules' files: their debug info is let go
+				 * (hs_snapshot_release_debug) before the
+				 * dominators, the largest stage */
 };
 
 /* Computes the heap and the stages in want (enum hs_want, or-ed), in
@@ -131,6 +138,14 @@ enum hs_want {
 const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 					   unsigned want,
 					   struct hs_results *ret);
+
+/* Lets go of what libdw and libelf hold of the modules (their DWARF, a
+ * compressed .debug_info inflated whole, symbol tables and mapped files:
+ * 20 MB on a Debian 12 program with libc6-dbg), and of the type
+ * registry's indexes into it, keeping what was computed from them.  A
+ * stage that reads DWARF must be computed before: afterwards it would find
+ * no DWARF, no symbols and no module files (hs_dwarf_release). */
+void hs_snapshot_release_debug(struct hs_snapshot *snap);
 
 /* Stages.  The returned objects belong to the snapshot; so does a returned
  * error (callers must not destroy it). */

@@ -16,7 +16,9 @@ described at the top of ty_c.c and ty_cxx.cpp).
     for the labelled groups (no double counting), and never below bytes;
   - `show`: the type, and the field name on the pointer between a holder
     block and the block it holds, on both sides (pointed_by, points_to);
-  - `leaks`: the type of the group of every recorded leak root.
+  - `leaks`: the type of the group of every recorded leak root;
+  - `leaks` and `top`, text and JSON, the same whether the modules' debug
+    info is let go before the dominators (as it is) or kept to the end.
 In the stripped build only vtable types are expected (named by RTTI), DWARF
 types and field names are not.
 
@@ -595,6 +597,7 @@ def check_one(res, name, core, rec_path, copies):
     check_fixture(res, name, rec, exps, by_addr, copies.get(gdb_name), core)
     if name in INFERRED:
         check_inferred(res, name, exps, by_addr, None if e2 else types)
+        check_debug_release(res, name, core)
         return
     check_list(res, name, exps, lst, by_addr)
     if e2:
@@ -602,10 +605,44 @@ def check_one(res, name, core, rec_path, copies):
     else:
         check_types(res, name, rec, exps, lst, by_addr, types, stripped, binary)
     check_show(res, name, exps, core)
+    check_debug_release(res, name, core)
     if e3:
         res.case("%s: leaks" % name, [e3])
     else:
         check_leaks(res, name, exps, leaks)
+
+
+def check_debug_release(res, name, core):
+    """leaks and top let the modules' debug info go before the dominators
+    (hs_snapshot_release_debug): their output, text and JSON, warnings
+    included, must be what it is with the debug info kept to the end
+    (HEAPSIFT_TEST_KEEP_DEBUG=1)."""
+    keep = dict(os.environ, HEAPSIFT_TEST_KEEP_DEBUG="1")
+    problems = []
+    for args in (["leaks"], ["leaks", "--format", "json"], ["top"],
+                 ["top", "--format", "json"]):
+        runs = []
+        for env in (None, keep):
+            try:
+                runs.append(hstest.run([HEAPSIFT] + args + [core], env=env))
+            except OSError as e:
+                problems.append("cannot run %s: %s" % (HEAPSIFT, e))
+                break
+        if len(runs) < 2:
+            continue
+        let_go, kept = runs
+        what = " ".join(args)
+        if let_go.rc != 0 or kept.rc != 0:
+            problems.append("%s: exit %s let go, %s kept: %s" %
+                            (what, let_go.rc, kept.rc, let_go.describe()))
+        elif let_go.out != kept.out:
+            problems.append("%s: output differs with the debug info let go" % what)
+        elif let_go.err != kept.err:
+            problems.append("%s: warnings differ with the debug info let go: %r against %r"
+                            % (what, let_go.err[:300], kept.err[:300]))
+        elif not let_go.out.strip():
+            problems.append("%s: no output" % what)
+    res.case("%s: leaks and top the same with the debug info let go" % name, problems)
 
 
 def copy_heapsift():
