@@ -462,12 +462,31 @@ static struct hs_error *pack_via(struct hs_mark *m, const uint8_t *via, uint32_t
 	return NULL;
 }
 
+/* Grows the ring q (cap slots, count of them from head on, wrapping) to
+ * twice its size, its blocks in order from slot 0 on. */
+static bool ring_grow(struct stack *q, size_t *head, size_t count)
+{
+	size_t cap = q->cap, ncap = 2 * cap;
+	uint32_t *v = malloc(ncap * sizeof(*v));
+	if (!v)
+		return false;
+	size_t first = cap - *head < count ? cap - *head : count;
+	memcpy(v, q->v + *head, first * sizeof(*v));
+	memcpy(v + first, q->v, (count - first) * sizeof(*v));
+	free(q->v);
+	q->v = v;
+	q->cap = ncap;
+	*head = 0;
+	return true;
+}
+
 /* Marks reachable what the blocks in st (the start pointers' targets)
- * reach through start pointers.  Breadth first: st becomes a queue of
- * every block reached, each once.  The order does not change the result,
- * and a queue knows the blocks it will read next, so their rows are asked
- * for from memory some steps ahead; depth first, each step would wait for
- * the row the step before had just found. */
+ * reach through start pointers.  Breadth first: st becomes a queue, a
+ * ring of the blocks reached and not yet read (it grows with the widest
+ * front, not with every block reached).  The order does not change the
+ * result, and a queue knows the blocks it will read next, so their rows
+ * are asked for from memory some steps ahead; depth first, each step
+ * would wait for the row the step before had just found. */
 static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 			 struct stack *st)
 {
@@ -480,25 +499,34 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 			st->v[k++] = x;
 		}
 	}
-	st->n = k;
-	for (size_t head = 0; head < st->n; head++) {
-		if (head + 2 * AHEAD < st->n)
-			__builtin_prefetch(&g->offsets[st->v[head + 2 * AHEAD]]);
-		if (head + AHEAD < st->n)
-			__builtin_prefetch(&g->edges[g->offsets[st->v[head + AHEAD]]]);
+	st->n = 0;
+	if (!k)
+		return true;
+	size_t head = 0, count = k;
+	while (count) {
+		/* count <= cap: a slot ahead wraps once at most */
+		size_t cap = st->cap, a1 = head + AHEAD, a2 = head + 2 * AHEAD;
+		if (count > 2 * AHEAD)
+			__builtin_prefetch(&g->offsets[st->v[a2 < cap ? a2 : a2 - cap]]);
+		if (count > AHEAD)
+			__builtin_prefetch(&g->edges[g->offsets[st->v[a1 < cap ? a1 : a1 - cap]]]);
 		uint32_t v = st->v[head];
+		head = head + 1 == cap ? 0 : head + 1;
+		count--;
 		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
 			uint32_t x = g->edges[e];
 			if (x & HS_EDGE_FLAGS)
 				continue;
 			if (reach[x] == HS_REACH_NONE) {
 				reach[x] = HS_REACH_REACHABLE;
-				if (stack_push(st, x))
+				if (count == st->cap && !ring_grow(st, &head, count))
 					return false;
+				size_t tail = head + count;
+				st->v[tail < st->cap ? tail : tail - st->cap] = x;
+				count++;
 			}
 		}
 	}
-	st->n = 0;
 	return true;
 }
 

@@ -381,12 +381,136 @@ static void test_table(void)
 	}
 }
 
-/* ---- the program's memory ---- */
-
+/* where the synthetic cores put the heap, the data, the stack */
 enum {
 	HEAP = 0x10000000, DATA = 0x20000000, STACK = 0x7ff000000000,
 	RSP = STACK + 0x800,
 };
+
+/* ---- a wide heap: the mark against a plain search ---- */
+
+/* NW blocks of WORDS words, each holding pointers to random blocks (some
+ * into their interiors), a few of them held by the data segment: every
+ * block's class against a depth-first search of the same pointers.  The
+ * start pointers' breadth-first front grows from 3 blocks to thousands,
+ * so the mark's queue wraps around its ring and grows while wrapped. */
+enum { NW = 30000, WORDS = 4 };
+
+static uint64_t wide_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void test_wide_mark(void)
+{
+	static uint32_t to[NW][WORDS];     /* target + 1, 0 for none */
+	static bool interior[NW][WORDS];
+	static uint8_t want[NW];
+	static uint32_t stack[NW * WORDS + 8];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	struct mock_core m = {0};
+	uint64_t bsize = 8 * WORDS, span = (8 + bsize) * NW;
+	mock_segment(&m, HEAP, 16 + span, PF_R | PF_W);
+	mock_put64(&m, HEAP, BUMP_MAGIC);
+	mock_put64(&m, HEAP + 8, span);
+	for (uint32_t i = 0; i < NW; i++) {
+		uint64_t p = HEAP + 16 + i * (8 + bsize);
+		mock_put64(&m, p, bsize | 1);
+		for (int w = 0; w < WORDS; w++) {
+			uint64_t r = wide_next(&x);
+			/* about 1.6 start pointers and 0.2 interior ones a block:
+			 * most blocks are reached, some only through an
+			 * interior pointer, some not at all */
+			to[i][w] = r % 10 < 4 ? (uint32_t)((r >> 8) % NW) + 1 : 0;
+			interior[i][w] = to[i][w] && r % 10 == 0;
+			if (to[i][w])
+				mock_put64(&m, p + 8 + 8 * w,
+					   HEAP + 16 + (to[i][w] - 1) * (8 + bsize) + 8 +
+					   (interior[i][w] ? 24 : 0));
+		}
+	}
+	static const uint32_t held[] = {7, 12345, 29999};
+	mock_segment(&m, DATA, 0x1000, PF_R | PF_W);
+	for (int k = 0; k < 3; k++)
+		mock_put64(&m, DATA + 8 * k, HEAP + 16 + held[k] * (8 + bsize) + 8);
+	mock_segment(&m, STACK, 0x1000, PF_R | PF_W);
+	uint64_t *regs = mock_thread(&m, 43);
+	regs[HS_REG_RSP] = RSP;
+	regs[HS_REG_RIP] = 0x400000;
+	size_t len;
+	uint8_t *bytes = mock_build(&m, &len);
+	mock_free(&m);
+
+	/* the classes, by search: start pointers from the roots, then
+	 * interior ones too from what they reached */
+	size_t sp = 0;
+	for (int k = 0; k < 3; k++)
+		if (!want[held[k]]) {
+			want[held[k]] = HS_REACH_REACHABLE;
+			stack[sp++] = held[k];
+		}
+	for (int pass = 0; pass < 2; pass++) {
+		uint8_t cls = pass ? HS_REACH_POSSIBLE : HS_REACH_REACHABLE;
+		if (pass)
+			for (uint32_t i = 0; i < NW; i++)
+				for (int w = 0; w < WORDS; w++)
+					if (want[i] == HS_REACH_REACHABLE && to[i][w] &&
+					    interior[i][w] && !want[to[i][w] - 1]) {
+						want[to[i][w] - 1] = cls;
+						stack[sp++] = to[i][w] - 1;
+					}
+		while (sp) {
+			uint32_t v = stack[--sp];
+			for (int w = 0; w < WORDS; w++) {
+				uint32_t t = to[v][w];
+				if (t && (pass || !interior[v][w]) && !want[t - 1]) {
+					want[t - 1] = cls;
+					stack[sp++] = t - 1;
+				}
+			}
+		}
+	}
+	/* no header rules: the many pointers 24 bytes into 32-byte blocks
+	 * would teach heapsift an offset, and count as start pointers */
+	struct hs_options o = {.threads = 1, .backend = &bump_backend,
+			       .rules_off = "all"};
+	struct hs_snapshot *snap;
+	struct hs_error *err = hs_snapshot_open_memory("wide.core", bytes, len, &o, &snap);
+	CHECK(!err);
+	if (err) {
+		hs_error_destroy(err);
+		free(bytes);
+		return;
+	}
+	const struct hs_mark *mark;
+	const struct hs_error *e = hs_snapshot_mark(snap, &mark);
+	CHECK(!e);
+	size_t counts[3] = {0}, wrong = 0;
+	for (uint32_t i = 0; !e && i < NW; i++) {
+		uint8_t got = mark->reach[i];
+		bool leaked = got == HS_REACH_LEAK_ROOT || got == HS_REACH_INDIRECT;
+		if (want[i] ? got != want[i] : !leaked) {
+			if (!wrong++)
+				fprintf(stderr, "wide heap: block %u is %s, want %s\n", i,
+					hs_reach_names[got],
+					want[i] ? hs_reach_names[want[i]] : "leaked");
+		}
+		counts[want[i] == HS_REACH_REACHABLE ? 0 :
+		       want[i] == HS_REACH_POSSIBLE ? 1 : 2]++;
+	}
+	CHECKF(!wrong, "wide heap: %zu blocks of %d classed wrong", wrong, NW);
+	/* the shape is what the comment says, or the test tests less */
+	CHECKF(counts[0] > NW / 4 && counts[1] > 1000 && counts[2] > 1000,
+	       "wide heap: %zu reachable, %zu possible, %zu leaked", counts[0],
+	       counts[1], counts[2]);
+	hs_snapshot_destroy(snap);
+	free(bytes);
+}
+
+/* ---- the program's memory ---- */
 
 enum { A, B, D, E, F, G, K, L1, L2, S, Z, NBLOCKS };
 static const char *const names[NBLOCKS] = {"A", "B", "D", "E", "F", "G", "K",
@@ -551,6 +675,7 @@ int main(void)
 	/* totals only (info): the same counts, no blocks, no later stage */
 	test_totals_only();
 	test_table();
+	test_wide_mark();
 	o.backend = &bump_backend;
 	o.totals_only = true;
 	err = hs_snapshot_open_memory("bump.core", bytes, len, &o, &snap);
