@@ -186,6 +186,37 @@ static int prefer(int old_from, const struct hs_dtype *old, int from,
 	return agg_new ? -1 : 0;
 }
 
+/* The 16-bit table made 32-bit (see hs_types.type_of16). */
+static bool widen(struct hs_types *t)
+{
+	size_t n = (size_t)t->nallocs + 1;
+	uint32_t *w = malloc(n * sizeof(*w));
+	if (!w)
+		return false;
+	hs_vector_hugepages(w, n * sizeof(*w));
+	for (size_t i = 0; i < n; i++)
+		w[i] = (uint32_t)t->type_of16[i] - 1;
+	free(t->type_of16);
+	t->type_of16 = NULL;
+	t->type_of = w;
+	return true;
+}
+
+/* Sets allocation id's registry index; false: out of memory (widening). */
+static bool set_type(struct hs_types *t, uint32_t id, uint32_t index)
+{
+	if (t->type_of16) {
+		if (index < t->narrow_max) {
+			t->type_of16[id] = (uint16_t)(index + 1);
+			return true;
+		}
+		if (!widen(t))
+			return false;
+	}
+	t->type_of[id] = index;
+	return true;
+}
+
 /* Gives allocation id the type d (see the rules in types.h). */
 static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 {
@@ -195,15 +226,16 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 		return true;  /* does not fit: a cast, not this type */
 	if (c->reach) {
 		/* inferring: leaked untyped blocks only, never a conflict */
-		if (t->type_of[id] != HS_NO_TYPE ||
+		if (hs_types_cur(t, id) != HS_NO_TYPE ||
 		    (c->reach[id] != HS_REACH_LEAK_ROOT && c->reach[id] != HS_REACH_INDIRECT))
 			return true;
+		if (!set_type(t, id, d->index))
+			return false;
 		t->typed++;
-		t->type_of[id] = d->index;
 		t->inferred[id] = c->cur_conf;
 		return !work_vector_push(&c->work, id);
 	}
-	uint32_t cur = t->type_of[id];
+	uint32_t cur = hs_types_cur(t, id);
 	if (cur == d->index)
 		return true;
 	if (cur != HS_NO_TYPE) {
@@ -228,9 +260,10 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 	} else {
 		t->typed++;
 	}
-	if (t->type_of[id] != HS_NO_TYPE)
+	if (hs_types_cur(t, id) != HS_NO_TYPE)
 		t->cookie[id / 64] &= ~(1ull << (id % 64));  /* retyped: from its start */
-	t->type_of[id] = d->index;
+	if (!set_type(t, id, d->index))
+		return false;
 	c->from[id] = (uint8_t)from;
 	return !work_vector_push(&c->work, id);
 }
@@ -266,14 +299,14 @@ static bool typed_interior(struct ctx *c, uint32_t holder, uint32_t id,
 	/* new T[n]: the count, then n T's that fill the block as the
 	 * allocator rounds it */
 	uint64_t n;
-	if (off == 8 && c->t->type_of[id] == HS_NO_TYPE &&
+	if (off == 8 && hs_types_cur(c->t, id) == HS_NO_TYPE &&
 	    hs_core_read_u64(c->core, a->addr, &n) && n >= 1 &&
 	    n <= (a->size - 8) / pointee->size &&
 	    hs_heap_size_class(c->heap, 8 + n * pointee->size) == a->size) {
 		c->t->cookie[id / 64] |= 1ull << (id % 64);
 		if (!assign(c, id, pointee, FROM_DWARF))
 			return false;
-		if (c->t->type_of[id] != pointee->index)
+		if (hs_types_cur(c->t, id) != pointee->index)
 			c->t->cookie[id / 64] &= ~(1ull << (id % 64));
 		else
 			return true;  /* its elements are scanned as the block's */
@@ -333,7 +366,10 @@ static bool follow_batch(struct ctx *c, const struct slot *b, size_t nb,
 	for (size_t j = 0; j < nb; j++) {
 		uint32_t k = hs_graph_prefetch_target(c->graph, b[j].v);
 		if (k != HS_NO_ALLOC) {
-			__builtin_prefetch(&c->t->type_of[k]);
+			if (c->t->type_of16)
+				__builtin_prefetch(&c->t->type_of16[k]);
+			else
+				__builtin_prefetch(&c->t->type_of[k]);
 			if (c->from)
 				__builtin_prefetch(&c->from[k]);
 			__builtin_prefetch(&c->t->cookie[k / 64]);
@@ -446,7 +482,7 @@ static struct hs_error *seed_vtables(struct ctx *c)
 		if (err)
 			return err;
 		d->from_vtable = true;
-		uint32_t before = t->type_of[id];
+		uint32_t before = hs_types_cur(t, id);
 		if (!assign(c, id, d, FROM_VTABLE))
 			return &hs_error_nomem;
 		/* an array of such objects: each element starts with the vptr */
@@ -457,7 +493,7 @@ static struct hs_error *seed_vtables(struct ctx *c)
 				break;
 			k++;
 		}
-		if (k > 1 && t->type_of[id] == d->index) {
+		if (k > 1 && hs_types_cur(t, id) == d->index) {
 			if (t->nvarrays == t->capvarrays) {
 				size_t cap = t->capvarrays ? 2 * t->capvarrays : 64;
 				struct hs_types_count *v = realloc(t->varrays, cap * sizeof(*v));
@@ -468,7 +504,7 @@ static struct hs_error *seed_vtables(struct ctx *c)
 			}
 			t->varrays[t->nvarrays++] = (struct hs_types_count){id, k};
 		}
-		if (t->type_of[id] != before) {
+		if (hs_types_cur(t, id) != before) {
 			if (vt)
 				t->from_vtable++;
 			else
@@ -497,10 +533,10 @@ static struct hs_error *seed_python(struct ctx *c)
 		uint32_t ti = hs_py_type_index(k);
 		if (!d[ti] && (err = hs_dtypes_object(t->reg, py->types[ti].name, &d[ti])))
 			break;
-		uint32_t before = t->type_of[id];
+		uint32_t before = hs_types_cur(t, id);
 		if (!assign(c, id, d[ti], FROM_VTABLE))
 			err = &hs_error_nomem;
-		else if (t->type_of[id] != before)
+		else if (hs_types_cur(t, id) != before)
 			t->from_python++;
 	}
 	free(d);
@@ -577,7 +613,7 @@ static struct hs_error *propagate(struct ctx *c)
 			continue;
 		}
 		uint32_t id = c->work.v[--c->work.n];
-		struct hs_dtype *d = t->reg->v[t->type_of[id]];
+		struct hs_dtype *d = t->reg->v[hs_types_cur(t, id)];
 		if (c->reach)
 			c->cur_conf = t->inferred[id] & HS_INFER_LEVEL;
 		const struct hs_alloc *a = &c->heap->allocs[id];
@@ -612,7 +648,7 @@ static struct hs_error *name_slabs(struct ctx *c)
 	for (uint32_t id = 0; id < c->graph->n; id++) {
 		if (c->from[id] != FROM_VTABLE)
 			continue;
-		struct hs_dtype *d = t->reg->v[t->type_of[id]];
+		struct hs_dtype *d = t->reg->v[hs_types_cur(t, id)];
 		uint64_t size = c->heap->allocs[id].size;
 		uint64_t k = hs_types_count(t, c->heap, id);
 		if (!d->size || size / 4 < d->size || 2 * k * d->size >= size)
@@ -625,7 +661,8 @@ static struct hs_error *name_slabs(struct ctx *c)
 		free(name);
 		if (err)
 			return err;
-		t->type_of[id] = slab->index;
+		if (!set_type(t, id, slab->index))
+			return &hs_error_nomem;
 		t->slabs++;
 	}
 	return NULL;
@@ -636,6 +673,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 				  const struct hs_heap *heap,
 				  const struct hs_graph *graph,
 				  const struct hs_pyobjects *py,
+				  uint32_t narrow_max,
 				  struct hs_log *log, struct hs_types **ret)
 {
 	struct hs_types *t = calloc(1, sizeof(*t));
@@ -648,15 +686,15 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 		goto out;
 	err = &hs_error_nomem;
 	t->nallocs = graph->n;
-	t->type_of = malloc(((size_t)graph->n + 1) * sizeof(uint32_t));
-	hs_vector_hugepages(t->type_of, ((size_t)graph->n + 1) * sizeof(uint32_t));
+	t->narrow_max = narrow_max && narrow_max < UINT16_MAX ? narrow_max : UINT16_MAX;
+	t->type_of16 = calloc((size_t)graph->n + 1, sizeof(uint16_t));
+	hs_vector_hugepages(t->type_of16, ((size_t)graph->n + 1) * sizeof(uint16_t));
 	c.from = calloc((size_t)graph->n + 1, 1);
 	c.inner_seen = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
 	t->cookie = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
 	t->core = core;
-	if (!t->type_of || !c.from || !c.inner_seen || !t->cookie)
+	if (!t->type_of16 || !c.from || !c.inner_seen || !t->cookie)
 		goto out;
-	memset(t->type_of, 0xff, ((size_t)graph->n + 1) * sizeof(uint32_t));
 	if ((err = collect_vtables(&c)) || (err = seed_vtables(&c)) ||
 	    (err = seed_python(&c)) ||
 	    (err = propagate(&c)) || (err = seed_variables(&c)) ||
@@ -688,6 +726,7 @@ void hs_types_destroy(struct hs_types *t)
 	if (!t)
 		return;
 	hs_dtypes_destroy(t->reg);
+	free(t->type_of16);
 	free(t->type_of);
 	free(t->conflict_example);
 	free(t->varrays);
@@ -725,10 +764,10 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	     (err = u8_vector_reserve(&flags, t->inferred_sure + t->inferred_guess + 1))))
 		goto fail;
 	for (uint32_t id = 0; id < n; id++) {
-		if (t->type_of[id] != HS_NO_TYPE) {
+		if (hs_types_cur(t, id) != HS_NO_TYPE) {
 			hs_rankset_add(&typed, id);
-			if ((err = narrow ? u16_vector_push(&types16, (uint16_t)t->type_of[id])
-					  : u32_vector_push(&types, t->type_of[id])))
+			if ((err = narrow ? u16_vector_push(&types16, (uint16_t)hs_types_cur(t, id))
+					  : u32_vector_push(&types, hs_types_cur(t, id))))
 				goto fail;
 		}
 		if (t->inferred && t->inferred[id]) {
@@ -738,6 +777,8 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 		}
 	}
 	hs_rankset_finish(&typed);
+	free(t->type_of16);
+	t->type_of16 = NULL;
 	free(t->type_of);
 	t->type_of = NULL;
 	t->typed_set = typed;
@@ -1148,7 +1189,7 @@ static bool compatible(struct infer *in, uint32_t tgt, struct hs_dtype *pointee)
 			return true;  /* not a candidate kind: nothing to say */
 		return has_cand(in, j, pointee);
 	}
-	uint32_t ty = c->t->type_of[tgt];
+	uint32_t ty = hs_types_cur(c->t, tgt);
 	if (ty == HS_NO_TYPE)
 		return true;
 	const struct hs_dtype *q = c->t->reg->v[ty];
@@ -1212,7 +1253,7 @@ static struct hs_error *arc_ok(struct infer *in, size_t j, struct hs_dtype *d,
 			}
 			uint32_t r = hs_rankset_index(&in->set, tgt);
 			if ((r != HS_RANK_NONE && has_cand(in, r, p[i].pointee)) ||
-			    c->t->type_of[tgt] == p[i].pointee->index)
+			    hs_types_cur(c->t, tgt) == p[i].pointee->index)
 				sc->strong++;
 			else
 				sc->weak++;
@@ -1535,7 +1576,7 @@ static bool inferable(const struct hs_types *t, const struct hs_heap *heap,
 {
 	const struct hs_alloc *a = &heap->allocs[id];
 	return (reach[id] == HS_REACH_LEAK_ROOT || reach[id] == HS_REACH_INDIRECT) &&
-	       t->type_of[id] == HS_NO_TYPE && a->size <= maxsize &&
+	       hs_types_cur(t, id) == HS_NO_TYPE && a->size <= maxsize &&
 	       (hs_alloc_place(heap, a)->flags & HS_PLACE_CLASSED);
 }
 

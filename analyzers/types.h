@@ -70,13 +70,18 @@ enum {
 struct hs_types {
 	struct hs_dtypes *reg;
 	uint32_t nallocs;
-	/* Per allocation: registry index, HS_NO_TYPE when untyped, while
-	 * the types are computed.  hs_types_pack then keeps the typed
-	 * allocations alone (typed_set) and their indices by rank
-	 * (typed_type; typed_type16 instead when every index fits in 16
+	/* Per allocation, while the types are computed: its registry index
+	 * plus one in 16 bits (type_of16; 0: untyped) while every index set
+	 * is below narrow_max (65,535; lower for the tests), else the index
+	 * itself (type_of; HS_NO_TYPE when untyped), which replaces type_of16
+	 * when the first index that does not fit is set.  hs_types_pack then
+	 * keeps the typed allocations alone (typed_set) and their indices by
+	 * rank (typed_type; typed_type16 instead when every index fits in 16
 	 * bits, as they do unless a program has 65,535 types), and frees
-	 * this.  Read them with hs_types_index. */
+	 * these.  Read them with hs_types_index. */
+	uint16_t *type_of16;
 	uint32_t *type_of;
+	uint32_t narrow_max;
 	struct hs_rankset typed_set;
 	uint32_t *typed_type;
 	uint16_t *typed_type16;
@@ -118,11 +123,15 @@ struct hs_types {
 	uint64_t infer_candidates;  /* leaked untyped blocks looked at */
 };
 
+/* narrow_max: 0 for the default (65,535), or a lower bound on the
+ * registry indices kept in 16 bits while computing (the tests' way to
+ * widen the table midway: the types must come out the same). */
 struct hs_error *hs_types_compute(const struct hs_core *core,
 				  struct hs_dwarf *dw,
 				  const struct hs_heap *heap,
 				  const struct hs_graph *graph,
 				  const struct hs_pyobjects *py,
+				  uint32_t narrow_max,
 				  struct hs_log *log, struct hs_types **ret);
 void hs_types_destroy(struct hs_types *t);
 
@@ -141,11 +150,20 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
  * they were. */
 struct hs_error *hs_types_pack(struct hs_types *t);
 
+/* While computing: allocation id's registry index, HS_NO_TYPE when
+ * untyped. */
+static inline uint32_t hs_types_cur(const struct hs_types *t, uint32_t id)
+{
+	if (t->type_of16)
+		return (uint32_t)t->type_of16[id] - 1;  /* 0: HS_NO_TYPE */
+	return t->type_of[id];
+}
+
 /* Allocation id's registry index, HS_NO_TYPE when untyped. */
 static inline uint32_t hs_types_index(const struct hs_types *t, uint32_t id)
 {
 	if (!t->packed)
-		return t->type_of[id];
+		return hs_types_cur(t, id);
 	uint32_t k = hs_rankset_index(&t->typed_set, id);
 	if (k == HS_RANK_NONE)
 		return HS_NO_TYPE;

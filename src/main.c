@@ -889,6 +889,16 @@ static int run(int argc, char **argv)
 	 * end (the tests compare the output with it let go) */
 	const char *keep = getenv("HEAPSIFT_TEST_KEEP_DEBUG");
 	cli.opts.keep_debug = keep && *keep && strcmp(keep, "0");
+	/* HEAPSIFT_TEST_TYPES_NARROW_MAX=N: the types' table widens to 32
+	 * bits once a registry index reaches N (the tests compare the output
+	 * with the default's) */
+	const char *narrow = getenv("HEAPSIFT_TEST_TYPES_NARROW_MAX");
+	if (narrow && *narrow) {
+		char *end;
+		unsigned long v = strtoul(narrow, &end, 10);
+		if (!*end && v < UINT16_MAX)
+			cli.opts.types_narrow_max = (uint32_t)v;
+	}
 	if (cmd->takes & TAKES_CORES) {
 		rc = cmd->run(&cli, NULL);
 		free(cli.cores);

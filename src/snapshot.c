@@ -447,6 +447,7 @@ static const struct hs_error *types_base(struct hs_snapshot *snap)
 			double t0 = hs_now();
 			snap->types_err = hs_types_compute(snap->core, dw, snap->heap,
 							   graph, snap->python,
+							   snap->opts.types_narrow_max,
 							   &snap->log, &snap->types);
 			hs_log_progress_end(&snap->log);
 			snap->t_types = hs_now() - t0;

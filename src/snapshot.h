@@ -51,6 +51,8 @@ struct hs_options {
 	/* hs_snapshot_release_debug does nothing (for the tests: the output
 	 * must be the same either way) */
 	bool keep_debug;
+	/* hs_types_compute's narrow_max (0: the default; for the tests) */
+	uint32_t types_narrow_max;
 };
 
 struct hs_snapshot {

@@ -18,7 +18,9 @@ described at the top of ty_c.c and ty_cxx.cpp).
     block and the block it holds, on both sides (pointed_by, points_to);
   - `leaks`: the type of the group of every recorded leak root;
   - `leaks` and `top`, text and JSON, the same whether the modules' debug
-    info is let go before the dominators (as it is) or kept to the end.
+    info is let go before the dominators (as it is) or kept to the end;
+    `leaks`, `top`, `types` and `list` the same whether the types' table
+    stays 16-bit while computing (as it does) or widens to 32 bits midway.
 In the stripped build only vtable types are expected (named by RTTI), DWARF
 types and field names are not.
 
@@ -597,7 +599,7 @@ def check_one(res, name, core, rec_path, copies):
     check_fixture(res, name, rec, exps, by_addr, copies.get(gdb_name), core)
     if name in INFERRED:
         check_inferred(res, name, exps, by_addr, None if e2 else types)
-        check_debug_release(res, name, core)
+        check_same_ways(res, name, core)
         return
     check_list(res, name, exps, lst, by_addr)
     if e2:
@@ -605,24 +607,21 @@ def check_one(res, name, core, rec_path, copies):
     else:
         check_types(res, name, rec, exps, lst, by_addr, types, stripped, binary)
     check_show(res, name, exps, core)
-    check_debug_release(res, name, core)
+    check_same_ways(res, name, core)
     if e3:
         res.case("%s: leaks" % name, [e3])
     else:
         check_leaks(res, name, exps, leaks)
 
 
-def check_debug_release(res, name, core):
-    """leaks and top let the modules' debug info go before the dominators
-    (hs_snapshot_release_debug): their output, text and JSON, warnings
-    included, must be what it is with the debug info kept to the end
-    (HEAPSIFT_TEST_KEEP_DEBUG=1)."""
-    keep = dict(os.environ, HEAPSIFT_TEST_KEEP_DEBUG="1")
+def same_output(res, name, core, var, value, what, commands):
+    """commands' output, text and JSON, warnings included, must be the
+    same with the environment variable var set to value as without."""
+    other = dict(os.environ, **{var: value})
     problems = []
-    for args in (["leaks"], ["leaks", "--format", "json"], ["top"],
-                 ["top", "--format", "json"]):
+    for args in commands:
         runs = []
-        for env in (None, keep):
+        for env in (None, other):
             try:
                 runs.append(hstest.run([HEAPSIFT] + args + [core], env=env))
             except OSError as e:
@@ -630,19 +629,36 @@ def check_debug_release(res, name, core):
                 break
         if len(runs) < 2:
             continue
-        let_go, kept = runs
-        what = " ".join(args)
-        if let_go.rc != 0 or kept.rc != 0:
-            problems.append("%s: exit %s let go, %s kept: %s" %
-                            (what, let_go.rc, kept.rc, let_go.describe()))
-        elif let_go.out != kept.out:
-            problems.append("%s: output differs with the debug info let go" % what)
-        elif let_go.err != kept.err:
-            problems.append("%s: warnings differ with the debug info let go: %r against %r"
-                            % (what, let_go.err[:300], kept.err[:300]))
-        elif not let_go.out.strip():
-            problems.append("%s: no output" % what)
-    res.case("%s: leaks and top the same with the debug info let go" % name, problems)
+        plain, changed = runs
+        cmd = " ".join(args)
+        if plain.rc != 0 or changed.rc != 0:
+            problems.append("%s: exit %s, and %s with %s=%s: %s" %
+                            (cmd, plain.rc, changed.rc, var, value, plain.describe()))
+        elif plain.out != changed.out:
+            problems.append("%s: output differs with %s=%s" % (cmd, var, value))
+        elif plain.err != changed.err:
+            problems.append("%s: warnings differ with %s=%s: %r against %r"
+                            % (cmd, var, value, plain.err[:300], changed.err[:300]))
+        elif not plain.out.strip():
+            problems.append("%s: no output" % cmd)
+    res.case("%s: %s" % (name, what), problems)
+
+
+def check_same_ways(res, name, core):
+    """leaks and top let the modules' debug info go before the dominators
+    (hs_snapshot_release_debug): the same output as with it kept to the
+    end (HEAPSIFT_TEST_KEEP_DEBUG=1).  The types' table is 16-bit while
+    computing until an index does not fit: the same types when it widens
+    to 32 bits as soon as an index reaches 2
+    (HEAPSIFT_TEST_TYPES_NARROW_MAX=2)."""
+    both = (["leaks"], ["leaks", "--format", "json"], ["top"],
+            ["top", "--format", "json"])
+    same_output(res, name, core, "HEAPSIFT_TEST_KEEP_DEBUG", "1",
+                "leaks and top the same with the debug info let go", both)
+    same_output(res, name, core, "HEAPSIFT_TEST_TYPES_NARROW_MAX", "2",
+                "the same types with the table widened midway",
+                both + (["types", "--format", "json"],
+                        ["list", "--state", "all", "--format", "json"]))
 
 
 def copy_heapsift():
