@@ -141,6 +141,13 @@ uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior)
 	if (!hs_alloc_in_graph(a))
 		return HS_NO_ALLOC;
 	*interior = v != a->addr;
+	/* into a CPython object's GC head or pre-header: no reference
+	 * (with the pyobject rule on: off, every interior pointer counts,
+	 * as memcheck counts them) */
+	if (*interior && g->rules && g->rules->py &&
+	    (g->rules->enabled & 1u << HS_RULE_PYOBJECT) &&
+	    hs_py_in_head(g->rules->py, a, id, v))
+		return HS_NO_ALLOC;
 	return id;
 }
 

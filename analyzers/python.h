@@ -121,6 +121,21 @@ static inline bool hs_py_is_start(const struct hs_pyobjects *py,
 	return k != HS_PY_NONE && !(k & HS_PY_PART) && a->addr + hs_py_offset(k) == v;
 }
 
+/* Whether v points into the words that block a (of id `id`) keeps before
+ * the CPython object it holds (the GC head, and 3.11's pre-header), past
+ * the block's first byte.  Nothing of CPython's points there (the
+ * collector's own links, to a GC head's start, are skipped where they
+ * are: hs_graph_skip), so such a value is no reference: a C string's
+ * last bytes over a stale pointer's ("<H\0" of a ctypes format over
+ * 0x7fd84d00xxxx) land there as readily as anywhere. */
+static inline bool hs_py_in_head(const struct hs_pyobjects *py,
+				 const struct hs_alloc *a, uint32_t id, uint64_t v)
+{
+	uint32_t k = py->kind[id];
+	return k != HS_PY_NONE && !(k & HS_PY_PART) && v > a->addr &&
+	       v < a->addr + hs_py_offset(k);
+}
+
 /* Py_TPFLAGS_HAVE_GC: the type's objects have a GC head before them */
 #define HS_PY_HAVE_GC (1u << 14)
 

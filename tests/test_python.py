@@ -271,7 +271,8 @@ def check_leaks(core, rec):
     lk, err = hs_json("leaks", core, "--quiet")
     t, _ = hs_json("types", core)
     leaked = {row["type"]: row["leaked_count"] for row in t["types"] if row["leaked_count"]}
-    garbage = ("__main__.Node", "__main__.Node (values)", "__main__.Holder",
+    garbage = ("__main__.Headed", "__main__.Headed (values)",
+               "__main__.Node", "__main__.Node (values)", "__main__.Holder",
                "__main__.Holder (values)", "__main__.Stale", "__main__.Stale (values)",
                "__main__.Dead", "__main__.Dead (values)", "__main__.Popped",
                "__main__.Popped (values)", "__main__.Valued", "__main__.Valued (values)")
@@ -318,6 +319,10 @@ def check_leaks(core, rec):
         R.check("leaks: a legacy str's characters, a block of their own, are reachable through it",
                 shown.rc == 0 and "class: reachable" in shown.out,
                 shown.describe() + "\n" + shown.out[-800:])
+    # words of a live buffer point into the Headed's GC head and
+    # pre-header, where nothing of CPython's points
+    R.check("leaks: the Headed leaked, words into its GC head and pre-header notwithstanding",
+            leaked.get("__main__.Headed") == 1, str(leaked))
     # the Dead's address stays in the frame slot of a call that returned:
     # above the top of CPython's frame stack, a stale word
     R.check("leaks: the Dead leaked, its address in a returned call's frame slot notwithstanding",
