@@ -1992,13 +1992,7 @@ static struct hs_error *walk(struct gl *g, uint64_t mp_size)
 	hs_log_progress_end(g->log);
 	if ((err = scan_mmapped(g)))
 		goto out;
-	err = hs_heap_finish(g->heap);
-	if (err && err->code != HS_ERR_NOMEM) {
-		hs_log_warn(g->log, "%s", err->message);
-		hs_error_destroy(err);
-		err = NULL;
-		g->heap->partial = true;
-	}
+	err = hs_heap_finish_partial(g->heap, g->log);
 	if (!err)
 		cross_check(g);
 out:

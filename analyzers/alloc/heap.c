@@ -439,6 +439,19 @@ fail:
 	return err;
 }
 
+struct hs_error *hs_heap_finish_partial(struct hs_heap *heap, struct hs_log *log)
+{
+	struct hs_error *err = hs_heap_finish(heap);
+	if (err && err->code != HS_ERR_NOMEM) {
+		/* the blocks left out are named; the rest is sane */
+		hs_log_warn(log, "%s", err->message);
+		hs_error_destroy(err);
+		err = NULL;
+		heap->partial = true;
+	}
+	return err;
+}
+
 uint32_t hs_heap_arena(const struct hs_heap *heap, size_t id)
 {
 	size_t lo = 0, hi = heap->narena_runs;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "src/error.h"
+#include "src/log.h"
 
 enum hs_state {
 	HS_STATE_USED = 0,
@@ -324,6 +325,10 @@ struct hs_error *hs_heap_add_region(struct hs_heap *heap, uint64_t start,
  * and how many were left out, for the caller to refuse the heap or to
  * warn and go on.  Out of memory: no table. */
 struct hs_error *hs_heap_finish(struct hs_heap *heap);
+/* hs_heap_finish for a walker that goes on with what it can: a corrupt
+ * walk's error (the blocks left out) becomes a warning on log and the
+ * heap partial; only out of memory is returned. */
+struct hs_error *hs_heap_finish_partial(struct hs_heap *heap, struct hs_log *log);
 /* Adds n blocks sorted by address (a layer's, in places it named in
  * own_places) to a finished heap, and counts them by place.  A block that
  * overlaps another is an error, and the heap is left as it was. */

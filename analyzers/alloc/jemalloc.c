@@ -1326,15 +1326,7 @@ static struct hs_error *walk(struct je *j)
 		return &hs_error_nomem;
 	*st = j->stats;
 	j->heap->stats = st;
-	err = hs_heap_finish(j->heap);
-	if (err && err->code != HS_ERR_NOMEM) {
-		/* the blocks left out are named; the rest is sane */
-		hs_log_warn(j->log, "%s", err->message);
-		hs_error_destroy(err);
-		err = NULL;
-		j->heap->partial = true;
-	}
-	return err;
+	return hs_heap_finish_partial(j->heap, j->log);
 }
 
 struct hs_error *hs_jemalloc_walk_known(const struct hs_core *core,
