@@ -371,6 +371,26 @@ fail:
 	return err;
 }
 
+/* What dw holds of libdwfl's session: the type indexes, the symbol tables
+ * (their names point into the modules' files) and the session itself. */
+static void end_session(struct hs_dwarf *dw)
+{
+	for (size_t i = 0; dw->type_index && i < dw->nmods; i++)
+		type_index_fini(&dw->type_index[i]);
+	free(dw->type_index);
+	dw->type_index = NULL;
+	for (size_t i = 0; i < dw->nsymtabs; i++) {
+		free(dw->symtabs[i].data);
+		free(dw->symtabs[i].tls);
+	}
+	free(dw->symtabs);
+	dw->symtabs = NULL;
+	dw->nsymtabs = 0;
+	if (dw->dwfl)
+		dwfl_end(dw->dwfl);
+	dw->dwfl = NULL;
+}
+
 void hs_dwarf_destroy(struct hs_dwarf *dw)
 {
 	if (!dw)
@@ -385,14 +405,7 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 		free(dw->layouts[i]);
 	}
 	free(dw->layouts);
-	for (size_t i = 0; dw->type_index && i < dw->nmods; i++)
-		type_index_fini(&dw->type_index[i]);
-	free(dw->type_index);
-	for (size_t i = 0; i < dw->nsymtabs; i++) {
-		free(dw->symtabs[i].data);
-		free(dw->symtabs[i].tls);
-	}
-	free(dw->symtabs);
+	end_session(dw);
 	for (size_t i = 0; i < dw->nmods; i++) {
 		free(dw->mods[i].name);
 		free(dw->mods[i].build_id);
@@ -400,8 +413,6 @@ void hs_dwarf_destroy(struct hs_dwarf *dw)
 		free(dw->mods[i].debug_path);
 	}
 	free(dw->mods);
-	if (dw->dwfl)
-		dwfl_end(dw->dwfl);
 	if (dw->core_elf)
 		elf_end(dw->core_elf);
 	hs_dwfl_view_destroy(&dw->view);
@@ -419,21 +430,7 @@ void hs_dwarf_release(struct hs_dwarf *dw)
 	/* what the modules say of their debug info, while they can */
 	for (size_t i = 0; i < dw->nmods; i++)
 		hs_dwarf_check_debug(dw, &dw->mods[i]);
-	for (size_t i = 0; dw->type_index && i < dw->nmods; i++)
-		type_index_fini(&dw->type_index[i]);
-	free(dw->type_index);
-	dw->type_index = NULL;
-	/* the symbols' names point into the modules' files */
-	for (size_t i = 0; i < dw->nsymtabs; i++) {
-		free(dw->symtabs[i].data);
-		free(dw->symtabs[i].tls);
-	}
-	free(dw->symtabs);
-	dw->symtabs = NULL;
-	dw->nsymtabs = 0;
-	if (dw->dwfl)
-		dwfl_end(dw->dwfl);
-	dw->dwfl = NULL;
+	end_session(dw);
 	dw->attached = false;
 	dw->attach_failed = true;
 	for (size_t i = 0; i < dw->nmods; i++)

@@ -55,6 +55,19 @@ struct hs_error *hs_dtypes_create(struct hs_dwarf *dw, struct hs_dtypes **ret)
 	return NULL;
 }
 
+/* The indexes of definitions by name, one per module. */
+static void names_free(struct hs_dtypes *t)
+{
+	for (size_t i = 0; i < t->nnames; i++) {
+		for (size_t k = 0; k < t->names[i].n; k++)
+			free(t->names[i].v[k].name);
+		free(t->names[i].v);
+	}
+	free(t->names);
+	t->names = NULL;
+	t->nnames = 0;
+}
+
 void hs_dtypes_destroy(struct hs_dtypes *t)
 {
 	if (!t)
@@ -68,12 +81,7 @@ void hs_dtypes_destroy(struct hs_dtypes *t)
 	}
 	free(t->v);
 	free(t->hash);
-	for (size_t i = 0; i < t->nnames; i++) {
-		for (size_t k = 0; k < t->names[i].n; k++)
-			free(t->names[i].v[k].name);
-		free(t->names[i].v);
-	}
-	free(t->names);
+	names_free(t);
 	free(t->structs);
 	free(t);
 }
@@ -84,14 +92,7 @@ void hs_dtypes_release(struct hs_dtypes *t)
 		return;
 	for (size_t i = 0; i < t->n; i++)
 		t->v[i]->dbg = NULL;
-	for (size_t i = 0; i < t->nnames; i++) {
-		for (size_t k = 0; k < t->names[i].n; k++)
-			free(t->names[i].v[k].name);
-		free(t->names[i].v);
-	}
-	free(t->names);
-	t->names = NULL;
-	t->nnames = 0;
+	names_free(t);
 	free(t->structs);
 	t->structs = NULL;
 	t->nstructs = 0;
