@@ -8,9 +8,10 @@
 #include <stdlib.h>
 
 /* Sorts n 32-bit values in place, ascending: insertion sort for short
- * arrays, else a least-significant-digit radix sort (11-bit digits, a
- * pass skipped when every value has the same digit) through a scratch
- * array, falling back to qsort when the scratch cannot be had.  A graph
+ * arrays, else a least-significant-digit radix sort, a pass skipped when
+ * every value has the same digit: up to a few thousand values 8-bit
+ * digits on the stack, beyond 11-bit digits through a scratch array
+ * (qsort when the scratch cannot be had).  A graph
  * row of a million pointers is sorted in milliseconds instead of the
  * comparison sort's tenths of a second. */
 void hs_sort_u32(uint32_t *v, size_t n);
