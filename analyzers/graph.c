@@ -99,18 +99,25 @@ static const struct hs_addrmap_span *span_of(const struct hs_addrmap *m,
 	return NULL;
 }
 
-uint32_t hs_addrmap_lookup(const struct hs_addrmap *m, uint64_t v)
+/* The block that holds v, from k (the first block of v's granule) on in
+ * span s, or HS_NO_ALLOC. */
+static uint32_t lookup_from(const struct hs_addrmap *m,
+			    const struct hs_addrmap_span *s, uint32_t k, uint64_t v)
 {
-	const struct hs_addrmap_span *s = span_of(m, v);
-	if (!s)
-		return HS_NO_ALLOC;
 	const struct hs_alloc *a = m->heap->allocs;
-	uint32_t k = s->first[(v - s->base) >> GRAN_SHIFT];
 	while (k < s->last_id && alloc_end(&a[k]) <= v)
 		k++;
 	if (k < s->last_id && a[k].addr <= v)
 		return k;
 	return HS_NO_ALLOC;
+}
+
+uint32_t hs_addrmap_lookup(const struct hs_addrmap *m, uint64_t v)
+{
+	const struct hs_addrmap_span *s = span_of(m, v);
+	if (!s)
+		return HS_NO_ALLOC;
+	return lookup_from(m, s, s->first[(v - s->base) >> GRAN_SHIFT], v);
 }
 
 void hs_graph_prefetch(const struct hs_graph *g, uint64_t v)
@@ -132,9 +139,11 @@ uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v)
 	return k;
 }
 
-uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior)
+/* hs_graph_target of v in block id (HS_NO_ALLOC: none), as the lookup
+ * found it. */
+static uint32_t target_of(const struct hs_graph *g, uint64_t v, uint32_t id,
+			  bool *interior)
 {
-	uint32_t id = hs_addrmap_lookup(&g->map, v);
 	if (id == HS_NO_ALLOC)
 		return id;
 	const struct hs_alloc *a = &g->map.heap->allocs[id];
@@ -149,6 +158,11 @@ uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior)
 	    hs_py_in_head(g->rules->py, a, id, v))
 		return HS_NO_ALLOC;
 	return id;
+}
+
+uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior)
+{
+	return target_of(g, v, hs_addrmap_lookup(&g->map, v), interior);
 }
 
 /* ---- the scan ---- */
@@ -218,6 +232,8 @@ enum { SCAN_BATCH = 64 };
 struct cand {
 	uint64_t v;
 	uint32_t src;
+	uint32_t k;                             /* first block of v's granule */
+	const struct hs_addrmap_span *span;     /* v's span, or NULL */
 };
 
 /* Closes the rows of the sources before `upto`: deduplicated, counted. */
@@ -236,20 +252,31 @@ static void close_sources(struct part *p, uint32_t upto)
 
 /* The batch's words, resolved and filed under their sources; false when
  * memory ran out. */
-static bool resolve(struct part *p, const struct cand *c, size_t n)
+static bool resolve(struct part *p, struct cand *c, size_t n)
 {
 	const struct hs_graph *g = p->g;
 	const struct hs_alloc *allocs = g->map.heap->allocs;
-	for (size_t i = 0; i < n; i++)
-		hs_graph_prefetch(g, c[i].v);
-	for (size_t i = 0; i < n; i++)
-		hs_graph_prefetch_target(g, c[i].v);
+	/* each stage finds what the next reads, and asks for it */
+	for (size_t i = 0; i < n; i++) {
+		const struct hs_addrmap_span *s = c[i].span = span_of(&g->map, c[i].v);
+		if (s)
+			__builtin_prefetch(&s->first[(c[i].v - s->base) >> GRAN_SHIFT]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct hs_addrmap_span *s = c[i].span;
+		if (!s)
+			continue;
+		c[i].k = s->first[(c[i].v - s->base) >> GRAN_SHIFT];
+		if (c[i].k < s->last_id)
+			__builtin_prefetch(&allocs[c[i].k]);
+	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = c[i].v;
 		uint32_t src = c[i].src;
 		close_sources(p, src);
 		bool interior;
-		uint32_t t = hs_graph_target(g, v, &interior);
+		uint32_t t = target_of(g, v, c[i].span ? lookup_from(&g->map, c[i].span, c[i].k, v) :
+						     HS_NO_ALLOC, &interior);
 		if (t != HS_NO_ALLOC && g->pystarts &&
 		    hs_py_is_start(g->rules->py, &allocs[t], t, v) &&
 		    __atomic_load_n(&g->pystarts[t], __ATOMIC_RELAXED) != UINT32_MAX)
@@ -306,7 +333,7 @@ static void *scan_part(void *arg)
 			}
 			if (v < lo || v >= hi)
 				continue;
-			batch[nb++] = (struct cand){v, src};
+			batch[nb++] = (struct cand){.v = v, .src = src};
 			if (nb == SCAN_BATCH) {
 				if (!resolve(p, batch, nb)) {
 					p->nomem = true;  /* the one error it gives */
