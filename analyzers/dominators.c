@@ -16,6 +16,7 @@ struct pred_part {
 	const struct hs_domgraph *g;
 	const uint32_t *num, *parent;
 	const struct hs_rankset *into;
+	const uint64_t *entered;        /* into, by node */
 	uint32_t from, to;
 	uint32_t *cnt;
 	uint32_t *radj;
@@ -36,6 +37,14 @@ static inline void pred_edge(struct pred_part *pp, uint32_t i, uint32_t w)
 	pp->m++;
 }
 
+/* Was node y entered by an edge besides its DFS tree edge?  An edge into a
+ * node that was not is that node's tree edge: it is left out without its
+ * target's number, a read at random, being looked at. */
+static inline bool entered_node(const uint64_t *entered, uint32_t y)
+{
+	return entered[y / 64] >> (y % 64) & 1;
+}
+
 /* One pass over a part's edges, DFS tree edges left out: counts them per
  * target (radj NULL), or files each source number in its target's row.
  * The tail's rows are read in order, their targets' numbers, parents and
@@ -46,6 +55,7 @@ static void *pred_pass(void *arg)
 	struct pred_part *pp = arg;
 	const struct hs_domgraph *g = pp->g;
 	const uint32_t *num = pp->num;
+	const uint64_t *entered = pp->entered;
 	pp->m = 0;
 	uint32_t v = pp->from;
 	for (; v < pp->to && v < g->na; v++) {
@@ -53,7 +63,8 @@ static void *pred_pass(void *arg)
 		if (!i)
 			continue;
 		for (uint32_t x = g->head_off[v]; x < g->head_off[v + 1]; x++)
-			pred_edge(pp, i, num[g->head_adj[x]]);
+			if (entered_node(entered, g->head_adj[x]))
+				pred_edge(pp, i, num[g->head_adj[x]]);
 	}
 	if (v >= pp->to)
 		return NULL;
@@ -61,18 +72,27 @@ static void *pred_pass(void *arg)
 	uint32_t mask = g->tail_mask, na = g->na;
 	uint32_t k = v - na, end = off[pp->to - na];
 	for (uint32_t x = off[k]; x < end; x++) {
-		if (x + 2 * AHEAD < end)
-			__builtin_prefetch(&num[(adj[x + 2 * AHEAD] & mask) + na]);
+		if (x + 2 * AHEAD < end) {
+			uint32_t y = (adj[x + 2 * AHEAD] & mask) + na;
+			if (entered_node(entered, y))
+				__builtin_prefetch(&num[y]);
+		}
 		if (x + AHEAD < end) {
-			uint32_t w = num[(adj[x + AHEAD] & mask) + na];
-			__builtin_prefetch(&pp->parent[w]);
-			__builtin_prefetch(&pp->into->w[w / 32]);
+			uint32_t y = (adj[x + AHEAD] & mask) + na;
+			if (entered_node(entered, y)) {
+				uint32_t w = num[y];
+				__builtin_prefetch(&pp->parent[w]);
+				__builtin_prefetch(&pp->into->w[w / 32]);
+			}
 		}
 		while (off[k + 1] <= x)
 			k++;
+		uint32_t y = (adj[x] & mask) + na;
+		if (!entered_node(entered, y))
+			continue;
 		uint32_t i = num[k + na];
 		if (i)
-			pred_edge(pp, i, num[(adj[x] & mask) + na]);
+			pred_edge(pp, i, num[y]);
 	}
 	return NULL;
 }
@@ -326,6 +346,10 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	struct ustream ps = {0}, vs = {0};
 	uint32_t vprev = 0, vlast = 0;  /* vlast: the node numbered last */
 	struct hs_rankset into = {0};
+	/* the nodes an edge reaches after the DFS has seen them: the only
+	 * ones with predecessors besides their DFS parent (by node; by
+	 * number, into) */
+	uint64_t *entered = NULL;
 	if (!t || !num || !parent || !stack || !n)
 		goto out;
 	if (n >= FRAME_HEAD) {
@@ -353,14 +377,11 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	uint64_t *seen = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *leaf = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *one = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	/* the nodes an edge reaches after the DFS has seen them: the only
-	 * ones with predecessors besides their DFS parent */
-	uint64_t *entered = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	entered = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	if (!seen || !leaf || !one || !entered) {
 		free(seen);
 		free(leaf);
 		free(one);
-		free(entered);
 		goto out;
 	}
 #define BIT(b, x) ((b)[(x) / 64] >> ((x) % 64) & 1)
@@ -381,7 +402,6 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		free(seen);
 		free(leaf);
 		free(one);
-		free(entered);
 		goto out;
 	}
 	err = &hs_error_nomem;
@@ -431,7 +451,6 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 							free(seen);
 							free(leaf);
 							free(one);
-							free(entered);
 							goto out;
 						}
 						stack = ns;
@@ -463,23 +482,18 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	free(leaf);
 	free(one);
 	stack = NULL;
-	if (vs.nomem) {
-		free(entered);
+	if (vs.nomem)
 		goto out;
-	}
 	uint32_t nr = next - 1;  /* reached nodes: numbers 1..nr */
 	t->reached = nr;
 	/* the same set by number */
 	err = hs_rankset_init(&into, (size_t)nr + 1);
-	if (err) {
-		free(entered);
+	if (err)
 		goto out;
-	}
 	err = &hs_error_nomem;
 	for (size_t x = 0; x < (size_t)n / 64 + 1; x++)
 		for (uint64_t b = entered[x]; b; b &= b - 1)
 			hs_rankset_add(&into, num[x * 64 + (uint32_t)__builtin_ctzll(b)]);
-	free(entered);
 	hs_rankset_finish(&into);
 	uint32_t np = into.count;
 #undef BIT
@@ -498,8 +512,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	if (!roff)
 		goto out;
 	struct pred_part parts[2] = {
-		{.g = g, .num = num, .parent = parent, .into = &into, .from = 0, .to = n,
-		 .cnt = roff},
+		{.g = g, .num = num, .parent = parent, .into = &into, .entered = entered,
+		 .from = 0, .to = n, .cnt = roff},
 	};
 	unsigned nparts = 1;
 	if (g->nthreads >= 2 && g->tail_off && n - g->na >= 2) {
@@ -551,6 +565,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		parts[i].radj = radj;
 	run_parts(parts, nparts, pred_pass);
 	free(cnt1);
+	free(entered);
+	entered = NULL;
 	/* from here on, numbers map to nodes through the stream vs.  The
 	 * arrays are passed on rather than freed and allocated again: a
 	 * page the kernel gives afresh costs more than its fill (on this
@@ -730,6 +746,7 @@ out:
 	free(roff);
 	free(radj);
 	free(evs);
+	free(entered);
 	ustream_fini(&ps);
 	ustream_fini(&vs);
 	hs_rankset_fini(&into);
