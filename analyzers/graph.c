@@ -120,19 +120,20 @@ uint32_t hs_addrmap_lookup(const struct hs_addrmap *m, uint64_t v)
 	return lookup_from(m, s, s->first[(v - s->base) >> GRAN_SHIFT], v);
 }
 
-void hs_graph_prefetch(const struct hs_graph *g, uint64_t v)
+void hs_graph_prefetch(const struct hs_graph *g, uint64_t v, struct hs_graph_probe *p)
 {
-	const struct hs_addrmap_span *s = span_of(&g->map, v);
+	const struct hs_addrmap_span *s = p->span = span_of(&g->map, v);
 	if (s)
 		__builtin_prefetch(&s->first[(v - s->base) >> GRAN_SHIFT]);
 }
 
-uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v)
+uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v,
+				  struct hs_graph_probe *p)
 {
-	const struct hs_addrmap_span *s = span_of(&g->map, v);
+	const struct hs_addrmap_span *s = p->span;
 	if (!s)
 		return HS_NO_ALLOC;
-	uint32_t k = s->first[(v - s->base) >> GRAN_SHIFT];
+	uint32_t k = p->k = s->first[(v - s->base) >> GRAN_SHIFT];
 	if (k >= s->last_id)
 		return HS_NO_ALLOC;
 	__builtin_prefetch(&g->map.heap->allocs[k]);
@@ -163,6 +164,13 @@ static uint32_t target_of(const struct hs_graph *g, uint64_t v, uint32_t id,
 uint32_t hs_graph_target(const struct hs_graph *g, uint64_t v, bool *interior)
 {
 	return target_of(g, v, hs_addrmap_lookup(&g->map, v), interior);
+}
+
+uint32_t hs_graph_probe_target(const struct hs_graph *g, uint64_t v,
+			       const struct hs_graph_probe *p, bool *interior)
+{
+	return target_of(g, v, p->span ? lookup_from(&g->map, p->span, p->k, v) : HS_NO_ALLOC,
+			 interior);
 }
 
 /* ---- the scan ---- */
@@ -232,8 +240,7 @@ enum { SCAN_BATCH = 64 };
 struct cand {
 	uint64_t v;
 	uint32_t src;
-	uint32_t k;                             /* first block of v's granule */
-	const struct hs_addrmap_span *span;     /* v's span, or NULL */
+	struct hs_graph_probe probe;
 };
 
 /* Closes the rows of the sources before `upto`: deduplicated, counted. */
@@ -257,26 +264,16 @@ static bool resolve(struct part *p, struct cand *c, size_t n)
 	const struct hs_graph *g = p->g;
 	const struct hs_alloc *allocs = g->map.heap->allocs;
 	/* each stage finds what the next reads, and asks for it */
-	for (size_t i = 0; i < n; i++) {
-		const struct hs_addrmap_span *s = c[i].span = span_of(&g->map, c[i].v);
-		if (s)
-			__builtin_prefetch(&s->first[(c[i].v - s->base) >> GRAN_SHIFT]);
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct hs_addrmap_span *s = c[i].span;
-		if (!s)
-			continue;
-		c[i].k = s->first[(c[i].v - s->base) >> GRAN_SHIFT];
-		if (c[i].k < s->last_id)
-			__builtin_prefetch(&allocs[c[i].k]);
-	}
+	for (size_t i = 0; i < n; i++)
+		hs_graph_prefetch(g, c[i].v, &c[i].probe);
+	for (size_t i = 0; i < n; i++)
+		hs_graph_prefetch_target(g, c[i].v, &c[i].probe);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = c[i].v;
 		uint32_t src = c[i].src;
 		close_sources(p, src);
 		bool interior;
-		uint32_t t = target_of(g, v, c[i].span ? lookup_from(&g->map, c[i].span, c[i].k, v) :
-						     HS_NO_ALLOC, &interior);
+		uint32_t t = hs_graph_probe_target(g, v, &c[i].probe, &interior);
 		if (t != HS_NO_ALLOC && g->pystarts &&
 		    hs_py_is_start(g->rules->py, &allocs[t], t, v) &&
 		    __atomic_load_n(&g->pystarts[t], __ATOMIC_RELAXED) != UINT32_MAX)

@@ -129,15 +129,23 @@ static inline uint32_t hs_graph_hit(const struct hs_graph *g, uint64_t v,
 }
 
 /* For a batch of lookups whose order matters (type propagation follows
- * pointers one at a time): first hs_graph_prefetch(g, v) for each value,
- * which asks the cache for the address map's entry that hs_graph_target
- * reads first; then hs_graph_prefetch_target(g, v) for each, which reads
- * that entry and asks for the allocation record the lookup reads next, and
- * returns its id (the target's or one just before it, HS_NO_ALLOC when v
- * is in no span) for the caller to ask for its own per-allocation data;
- * then the lookups, which find their memory on the way.  Neither changes
- * anything: the lookups give what they give without them. */
-void hs_graph_prefetch(const struct hs_graph *g, uint64_t v);
-uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v);
+ * pointers one at a time), in three stages, each value with a probe of
+ * its own: first hs_graph_prefetch(g, v, &p) for each value, which finds
+ * v's span and asks the cache for the address map's entry there; then
+ * hs_graph_prefetch_target(g, v, &p) for each, which reads that entry and
+ * asks for the allocation record the lookup reads next, and returns its id
+ * (the target's or one just before it, HS_NO_ALLOC when v is in no span)
+ * for the caller to ask for its own per-allocation data; then
+ * hs_graph_probe_target(g, v, &p, &interior), hs_graph_target's answer,
+ * which starts from what the probe found. */
+struct hs_graph_probe {
+	const struct hs_addrmap_span *span;     /* v's, or NULL */
+	uint32_t k;                             /* first block of v's granule */
+};
+void hs_graph_prefetch(const struct hs_graph *g, uint64_t v, struct hs_graph_probe *p);
+uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v,
+				  struct hs_graph_probe *p);
+uint32_t hs_graph_probe_target(const struct hs_graph *g, uint64_t v,
+			       const struct hs_graph_probe *p, bool *interior);
 
 #endif

@@ -328,13 +328,13 @@ static bool typed_interior(struct ctx *c, uint32_t holder, uint32_t id,
 
 /* A pointer value typed `pointee`, in allocation holder (HS_NO_ALLOC: in
  * a root): type its target. */
-static bool follow(struct ctx *c, uint64_t v, struct hs_dtype *pointee,
-		   uint32_t holder)
+static bool follow(struct ctx *c, uint64_t v, const struct hs_graph_probe *probe,
+		   struct hs_dtype *pointee, uint32_t holder)
 {
 	if (v < c->graph->map.lo || v >= c->graph->map.hi)
 		return true;
 	bool interior;
-	uint32_t id = hs_graph_target(c->graph, v, &interior);
+	uint32_t id = hs_graph_probe_target(c->graph, v, probe, &interior);
 	if (id == HS_NO_ALLOC)
 		return true;
 	if (interior) {
@@ -356,15 +356,16 @@ enum { SLOT_BATCH = 16 };
 struct slot {
 	uint64_t v;
 	struct hs_dtype *pointee;
+	struct hs_graph_probe probe;
 };
 
 /* Follows the batch's pointers in order, after asking the cache for what
  * each lookup and assign will read (see scan_object). */
-static bool follow_batch(struct ctx *c, const struct slot *b, size_t nb,
+static bool follow_batch(struct ctx *c, struct slot *b, size_t nb,
 			 uint32_t holder)
 {
 	for (size_t j = 0; j < nb; j++) {
-		uint32_t k = hs_graph_prefetch_target(c->graph, b[j].v);
+		uint32_t k = hs_graph_prefetch_target(c->graph, b[j].v, &b[j].probe);
 		if (k != HS_NO_ALLOC) {
 			if (c->t->type_of16)
 				__builtin_prefetch(&c->t->type_of16[k]);
@@ -376,7 +377,7 @@ static bool follow_batch(struct ctx *c, const struct slot *b, size_t nb,
 		}
 	}
 	for (size_t j = 0; j < nb; j++)
-		if (!follow(c, b[j].v, b[j].pointee, holder))
+		if (!follow(c, b[j].v, &b[j].probe, b[j].pointee, holder))
 			return false;
 	return true;
 }
@@ -420,12 +421,13 @@ static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
 				continue;
 			if (v < c->graph->map.lo || v >= c->graph->map.hi)
 				continue;  /* not into the heap: no lookup */
-			hs_graph_prefetch(c->graph, v);
+			b[nb] = (struct slot){.v = v, .pointee = p[i].pointee};
+			hs_graph_prefetch(c->graph, v, &b[nb].probe);
+			nb++;
 			/* the words there, scanned next if v is a block's start */
 			const uint8_t *there = hs_core_ptr(c->core, v, 8);
 			if (there)
 				__builtin_prefetch(there);
-			b[nb++] = (struct slot){v, p[i].pointee};
 			if (nb == SLOT_BATCH) {
 				if (!follow_batch(c, b, nb, holder))
 					return &hs_error_nomem;
