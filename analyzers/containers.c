@@ -443,7 +443,7 @@ static struct hs_error *find_roots(struct cx *c, struct hs_dwarf *dw)
 		hs_dwarf_check_debug(dw, m);
 		if (m->debug_source == HS_DEBUG_NONE)
 			continue;
-		err = hs_dtypes_variables(reg, m, &c->vars, &c->nvars);
+		err = hs_dtypes_variables(reg, m, NULL, NULL, &c->vars, &c->nvars);
 	}
 	struct hs_thread_frames *tf = NULL;
 	size_t ntf = 0;

@@ -545,6 +545,28 @@ static struct hs_error *seed_python(struct ctx *c)
 	return err;
 }
 
+/* May the variable at [addr, addr + size) type a block: does a pointer
+ * slot's worth of its bytes, at any offset, point into the heap?  Only such
+ * a value is followed (scan_object), so a variable without one is not
+ * typed at all. */
+static bool var_holds_heap(void *arg, uint64_t addr, uint64_t size)
+{
+	const struct ctx *c = arg;
+	uint64_t lo = c->graph->map.lo, hi = c->graph->map.hi, v;
+	if (size < 8)
+		return false;
+	const uint8_t *p = hs_core_ptr(c->core, addr, size);
+	for (uint64_t off = 0; off + 8 <= size; off++) {
+		if (p)
+			memcpy(&v, p + off, 8);
+		else if (!hs_core_read_quiet(c->core, addr + off, &v, 8))
+			continue;
+		if (v >= lo && v < hi)
+			return true;
+	}
+	return false;
+}
+
 static struct hs_error *seed_variables(struct ctx *c)
 {
 	struct hs_types *t = c->t;
@@ -556,7 +578,7 @@ static struct hs_error *seed_variables(struct ctx *c)
 		hs_dwarf_check_debug(c->dw, m);
 		if (m->debug_source == HS_DEBUG_NONE)
 			continue;
-		err = hs_dtypes_variables(t->reg, m, &vars, &nvars);
+		err = hs_dtypes_variables(t->reg, m, var_holds_heap, c, &vars, &nvars);
 	}
 	/* locals of every unwound frame; frame k's canonical frame address is
 	 * the stack pointer of frame k + 1 (its caller) */

@@ -1027,8 +1027,15 @@ struct vars {
 	size_t n, cap;
 };
 
+/* The caller's test of a variable's bytes (hs_dtypes_variables). */
+struct var_filter {
+	bool (*holds)(void *arg, uint64_t addr, uint64_t size);
+	void *arg;
+};
+
 static struct hs_error *var_add(struct hs_dtypes *t, struct hs_module *m,
-				Dwarf_Die *die, Dwarf_Addr bias, struct vars *out)
+				Dwarf_Die *die, Dwarf_Addr bias,
+				const struct var_filter *filter, struct vars *out)
 {
 	Dwarf_Attribute a;
 	Dwarf_Op *ops;
@@ -1052,6 +1059,11 @@ static struct hs_error *var_add(struct hs_dtypes *t, struct hs_module *m,
 	}
 	Dwarf_Die type;
 	if (!type_of(die, &type))
+		return NULL;
+	Dwarf_Word size;
+	if (filter && filter->holds && !tls &&
+	    dwarf_aggregate_size(&type, &size) == 0 &&
+	    !filter->holds(filter->arg, addr, size ? size : 8))
 		return NULL;
 	/* only variables that can hold pointers matter */
 	struct hs_dtype *d;
@@ -1088,6 +1100,7 @@ struct vars_walk {
 	struct hs_dtypes *t;
 	struct hs_module *m;
 	Dwarf_Addr bias;
+	struct var_filter filter;
 	struct vars *out;
 };
 
@@ -1097,17 +1110,18 @@ static struct hs_error *vars_die(Dwarf_Die *die, void *arg, bool *descend)
 	struct vars_walk *w = arg;
 	int tag = dwarf_tag(die);
 	if (tag == DW_TAG_variable)
-		return var_add(w->t, w->m, die, w->bias, w->out);
+		return var_add(w->t, w->m, die, w->bias, &w->filter, w->out);
 	*descend = tag == DW_TAG_namespace || tag == DW_TAG_subprogram ||
 		tag == DW_TAG_lexical_block;
 	return NULL;
 }
 
 struct hs_error *hs_dtypes_variables(struct hs_dtypes *t, struct hs_module *m,
-				     struct hs_dvar **vars, size_t *n)
+				     bool (*holds)(void *arg, uint64_t addr, uint64_t size),
+				     void *arg, struct hs_dvar **vars, size_t *n)
 {
 	struct vars out = {*vars, *n, *n};
-	struct vars_walk w = {t, m, 0, &out};
+	struct vars_walk w = {t, m, 0, {holds, arg}, &out};
 	Dwarf_Die *cu = NULL;
 	struct hs_error *err = NULL;
 	while (!err && m->mod && (cu = dwfl_module_nextcu(m->mod, cu, &w.bias)))

@@ -106,9 +106,14 @@ void hs_dtypes_destroy(struct hs_dtypes *t);
 void hs_dtypes_release(struct hs_dtypes *t);
 
 /* Global and static variables (and TLS variables, with tls set) that m's
- * DWARF places at a fixed address; appended to *vars (malloc'ed). */
+ * DWARF places at a fixed address; appended to *vars (malloc'ed).  With
+ * `holds` (may be NULL), a variable at a fixed address is kept only when
+ * holds(arg, address, size) says its bytes may hold what the caller looks
+ * for; one it rejects is never typed (typing a variable builds its type's
+ * layout: most of the cost of a library's thousands of variables). */
 struct hs_error *hs_dtypes_variables(struct hs_dtypes *t, struct hs_module *m,
-				     struct hs_dvar **vars, size_t *n);
+				     bool (*holds)(void *arg, uint64_t addr, uint64_t size),
+				     void *arg, struct hs_dvar **vars, size_t *n);
 void hs_dvars_free(struct hs_dvar *vars, size_t n);
 
 /* Locals and parameters of the function running at pc (the innermost
