@@ -28,6 +28,11 @@ the Python runs call libc's malloc through ctypes and drop the result, and
 rp_sqlite_host drops a block it malloc'ed itself.  Each prints
 "leak ADDRESS USABLE_SIZE" before "ready"; there, `leaks` must find exactly
 that block as the one leak root, with that size, and nothing else leaked.
+The one exception is read from the core itself: when an aligned word
+outside the block holds an address inside it (a program's data word that
+happens to equal one: Debian's python3.11 is not position-independent, so
+its heap lies at low addresses that small integers hit), memcheck's rule
+makes the block "possible", and the test then requires exactly that.
 
 Standard library only.  Prints "N passed, M failed" last.
 """
@@ -35,6 +40,7 @@ Standard library only.  Prints "N passed, M failed" last.
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -42,6 +48,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import hstest  # noqa: E402
+import corrupt_core  # noqa: E402
 
 HS = hstest.HEAPSIFT
 WORK = os.path.join(hstest.WORKDIR, "realprog")
@@ -148,6 +155,34 @@ def take(name, argv, script, env):
         hstest.kill_process(proc)
 
 
+def interior_words(core, addr, size):
+    """Where the core holds an aligned word outside [addr, addr + size) whose
+    value lies inside it, past its start: the addresses of those words.  Read
+    from the core's PT_LOAD segments, independently of heapsift.  A value in
+    the range shares its bytes 2 to 7 with addr or with addr + size - 1: those
+    six bytes are searched for, and each hit is checked whole."""
+    segs = corrupt_core.load_segments(core)
+    keys = {struct.pack("<Q", a)[2:] for a in (addr, addr + size - 1)}
+    found = []
+    with open(core, "rb") as f:
+        for sg in segs:
+            if not sg.filesz:
+                continue
+            f.seek(sg.offset)
+            data = f.read(sg.filesz)
+            for key in keys:
+                at = data.find(key)
+                while at >= 0:
+                    word = at - 2
+                    if word >= 0 and word % 8 == 0 and (sg.vaddr + word) % 8 == 0:
+                        v = struct.unpack_from("<Q", data, word)[0]
+                        where = sg.vaddr + word
+                        if addr < v < addr + size and not addr <= where < addr + size:
+                            found.append(where)
+                    at = data.find(key, at + 1)
+    return sorted(set(found))
+
+
 def check(name, core, planted):
     r = hstest.run([HS, "leaks", core, "--format", "json", "--quiet"], timeout=600)
     probs = []
@@ -168,13 +203,32 @@ def check(name, core, planted):
         roots = [(int(lr["address"], 16) if isinstance(lr["address"], str) else lr["address"],
                   g.get("size"))
                  for g in json.loads(r.out)["groups"] for lr in g["leak_roots"]]
+        exact = []
         if roots != [(addr, size)]:
-            probs.append("leak roots %s, expected only the planted %#x (%d bytes)"
+            exact.append("leak roots %s, expected only the planted %#x (%d bytes)"
                          % ([(hex(a), z) for a, z in roots[:5]], addr, size))
         if (s["leaked"]["count"], s["leaked"]["bytes"]) != (1, size):
-            probs.append("leaked %d blocks, %d bytes; expected 1 block, %d bytes"
+            exact.append("leaked %d blocks, %d bytes; expected 1 block, %d bytes"
                          % (s["leaked"]["count"], s["leaked"]["bytes"], size))
-        R.case("%s: the planted leak (%#x, %d bytes) is the one leak root" % (name, addr, size),
+        inside = interior_words(core, addr, size) if exact else []
+        if inside:
+            # a word of the core points into the block: if a live one,
+            # the block is possible (memcheck's rule), and nothing leaked
+            sh = hstest.run([HS, "show", core, "%#x" % addr], timeout=600)
+            cls = [ln.split(":", 1)[1].strip() for ln in sh.out.splitlines()
+                   if ln.startswith("class:")]
+            print("     %s: %d word(s) of the core point into the planted block, "
+                  "the first at %#x; heapsift: %s" % (name, len(inside), inside[0], cls))
+            if cls != ["possible"]:
+                probs += exact + ["the planted block is %s: neither the one leak root "
+                                  "nor possible" % (cls or sh.describe())]
+            elif s["leaked"]["count"]:
+                probs.append("the planted block is possible, but %d blocks (%d bytes) "
+                             "leaked" % (s["leaked"]["count"], s["leaked"]["bytes"]))
+        else:
+            probs += exact
+        R.case("%s: the planted leak (%#x, %d bytes) is the one leak root%s"
+               % (name, addr, size, ", or possible: pointed into" if inside else ""),
                probs)
     else:
         if s["leaked"]["bytes"]:
