@@ -137,6 +137,7 @@ uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v,
 	if (k >= s->last_id)
 		return HS_NO_ALLOC;
 	__builtin_prefetch(&g->map.heap->allocs[k]);
+	__builtin_prefetch((const char *)&g->map.heap->allocs[k] + 64);
 	return k;
 }
 
