@@ -19,8 +19,10 @@ static uint64_t alloc_end(const struct hs_alloc *a)
 
 static void addrmap_destroy(struct hs_addrmap *m)
 {
-	for (size_t i = 0; i < m->nspans; i++)
-		free(m->spans[i].first);
+	for (size_t i = 0; i < m->nspans; i++) {
+		free(m->spans[i].group_first);
+		free(m->spans[i].rel);
+	}
 	free(m->spans);
 	m->spans = NULL;
 	m->nspans = 0;
@@ -63,21 +65,34 @@ static struct hs_error *addrmap_build(struct hs_addrmap *m,
 		s->first_id = (uint32_t)i;
 		s->last_id = (uint32_t)j;
 		uint64_t ngran = ((end - s->base) >> GRAN_SHIFT) + 1;
-		s->first = malloc(ngran * sizeof(*s->first));
-		hs_vector_hugepages(s->first, ngran * sizeof(*s->first));
-		if (!s->first)
+		s->rel = malloc(ngran * sizeof(*s->rel));
+		hs_vector_hugepages(s->rel, ngran * sizeof(*s->rel));
+		s->group_first = malloc(((ngran >> HS_ADDRMAP_GROUP_SHIFT) + 1) *
+					sizeof(*s->group_first));
+		m->nspans++;  /* (freed with the map, whatever failed) */
+		if (!s->rel || !s->group_first)
 			return &hs_error_nomem;
-		m->nspans++;
 		size_t k = i;
 		for (uint64_t g = 0; g < ngran; g++) {
 			uint64_t gstart = s->base + (g << GRAN_SHIFT);
 			while (k < j && alloc_end(&a[k]) <= gstart)
 				k++;
-			s->first[g] = (uint32_t)k;
+			if (!(g & ((1u << HS_ADDRMAP_GROUP_SHIFT) - 1)))
+				s->group_first[g >> HS_ADDRMAP_GROUP_SHIFT] = (uint32_t)k;
+			/* below 2^16 in a sorted, disjoint table; were it not,
+			 * a smaller entry only makes the lookup walk further */
+			size_t rel = k - s->group_first[g >> HS_ADDRMAP_GROUP_SHIFT];
+			s->rel[g] = rel < UINT16_MAX ? (uint16_t)rel : UINT16_MAX;
 		}
 		i = j;
 	}
 	return NULL;
+}
+
+/* The first allocation that ends past the start of granule g of span s. */
+static inline uint32_t span_first(const struct hs_addrmap_span *s, uint64_t g)
+{
+	return s->group_first[g >> HS_ADDRMAP_GROUP_SHIFT] + s->rel[g];
 }
 
 /* The span that holds v, or NULL. */
@@ -117,14 +132,14 @@ uint32_t hs_addrmap_lookup(const struct hs_addrmap *m, uint64_t v)
 	const struct hs_addrmap_span *s = span_of(m, v);
 	if (!s)
 		return HS_NO_ALLOC;
-	return lookup_from(m, s, s->first[(v - s->base) >> GRAN_SHIFT], v);
+	return lookup_from(m, s, span_first(s, (v - s->base) >> GRAN_SHIFT), v);
 }
 
 void hs_graph_prefetch(const struct hs_graph *g, uint64_t v, struct hs_graph_probe *p)
 {
 	const struct hs_addrmap_span *s = p->span = span_of(&g->map, v);
 	if (s)
-		__builtin_prefetch(&s->first[(v - s->base) >> GRAN_SHIFT]);
+		__builtin_prefetch(&s->rel[(v - s->base) >> GRAN_SHIFT]);
 }
 
 uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v,
@@ -133,7 +148,7 @@ uint32_t hs_graph_prefetch_target(const struct hs_graph *g, uint64_t v,
 	const struct hs_addrmap_span *s = p->span;
 	if (!s)
 		return HS_NO_ALLOC;
-	uint32_t k = p->k = s->first[(v - s->base) >> GRAN_SHIFT];
+	uint32_t k = p->k = span_first(s, (v - s->base) >> GRAN_SHIFT);
 	if (k >= s->last_id)
 		return HS_NO_ALLOC;
 	__builtin_prefetch(&g->map.heap->allocs[k]);

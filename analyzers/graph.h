@@ -38,11 +38,22 @@
 #define HS_EDGE_MAX_IDS HS_EDGE_RULE    /* ids are below this */
 #define HS_NO_ALLOC UINT32_MAX
 
+/* Per granule of a span, the first allocation that ends past the
+ * granule's start, in two parts: group_first per group of
+ * HS_ADDRMAP_GROUP granules (the group's first granule's), and rel, per
+ * granule, how many allocations past that.  The blocks are sorted and
+ * disjoint, so their ends rise: a group's 16 KiB hold fewer than 2^16 of
+ * them, and rel fits in 16 bits (half the map's memory of 32-bit
+ * entries; the group's entry stays in the cache).  A rel clamped at
+ * 2^16 - 1 would still be right: the lookup walks on from a block before
+ * the granule's first. */
+enum { HS_ADDRMAP_GROUP_SHIFT = 6 };
 struct hs_addrmap_span {
 	uint64_t base, end;     /* [base, end): base is granule aligned */
 	uint32_t first_id;      /* allocations first_id .. last_id - 1 */
 	uint32_t last_id;
-	uint32_t *first;        /* per granule */
+	uint32_t *group_first;  /* per HS_ADDRMAP_GROUP granules */
+	uint16_t *rel;          /* per granule */
 };
 
 struct hs_addrmap {

@@ -36,6 +36,7 @@
 
 #include "analyzers/alloc/backend.h"
 #include "analyzers/alloc/heap.h"
+#include "analyzers/graph.h"
 #include "src/snapshot.h"
 #include "tests/unit/mockcore.h"
 #include "tests/unit/check.h"
@@ -404,6 +405,88 @@ static uint64_t wide_next(uint64_t *x)
 	return *x;
 }
 
+/* The graph's address map (hs_addrmap_lookup) against a binary search of
+ * the table: 200,000 blocks of 8 bytes to 96 KiB, packed close (a granule
+ * group of small ones), apart, and past the span gap (several spans);
+ * every block's first and last byte, the byte past it and the one before
+ * it, and 200,000 addresses at random in the heap's range. */
+static uint32_t table_lookup(const struct hs_heap *h, uint64_t v)
+{
+	size_t lo = 0, hi = h->nallocs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (h->allocs[mid].addr <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return HS_NO_ALLOC;
+	const struct hs_alloc *a = &h->allocs[lo - 1];
+	return v < (uint64_t)a->addr + a->size ? (uint32_t)(lo - 1) : HS_NO_ALLOC;
+}
+
+static void test_addrmap(void)
+{
+	enum { NB = 200000 };
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	struct hs_heap *h = hs_heap_create(&bump_backend);
+	CHECK(h != NULL);
+	if (!h)
+		return;
+	uint64_t at = 0x10000000;
+	for (int i = 0; i < NB; i++) {
+		uint64_t r = wide_next(&x);
+		uint64_t size = r % 100 < 70 ? 8 + 8 * (r >> 8 & 7) :
+				r % 100 < 97 ? 8 + (r >> 8) % 4096 : 8 + (r >> 8) % 98304;
+		uint64_t gap = r % 1000 == 0 ? (1 << 20) + (r >> 20) % (4 << 20) :
+			       r % 10 < 8 ? 8 : 8 + (r >> 24) % 512;
+		struct hs_alloc_in a = {.addr = at + gap, .size = size, .where = BUMP_USED,
+					.arena = HS_ARENA_NONE};
+		CHECK(!hs_heap_add(h, &a));
+		at = a.addr + size;
+	}
+	CHECK(!hs_heap_finish(h));
+	CHECK(h->nallocs == NB);
+	/* a core without the blocks' bytes: the map needs the table alone */
+	struct mock_core m = {0};
+	mock_segment(&m, DATA, 0x1000, PF_R | PF_W);
+	mock_thread(&m, 44)[HS_REG_RSP] = DATA + 0x800;
+	size_t len;
+	uint8_t *bytes = mock_build(&m, &len);
+	mock_free(&m);
+	struct hs_log log;
+	hs_log_init(&log, getenv("HS_UNIT_VERBOSE") ? stderr : NULL, false);
+	struct hs_core *core = NULL;
+	struct hs_graph *g = NULL;
+	CHECK(!hs_core_open_memory("addrmap.core", bytes, len, &log, &core));
+	if (core)
+		CHECK(!hs_graph_build(core, h, NULL, 1, &log, &g));
+	if (g) {
+		CHECKF(g->map.nspans > 100, "%zu spans", g->map.nspans);
+		size_t bad = 0;
+		for (uint32_t i = 0; i < h->nallocs; i++) {
+			const struct hs_alloc *a = &h->allocs[i];
+			uint64_t probe[] = {a->addr, (uint64_t)a->addr + a->size - 1,
+					    (uint64_t)a->addr + a->size, (uint64_t)a->addr - 1};
+			for (int k = 0; k < 4; k++)
+				bad += hs_addrmap_lookup(&g->map, probe[k]) !=
+				       table_lookup(h, probe[k]);
+		}
+		uint64_t lo = h->allocs[0].addr - 4096, span = at + 4096 - lo;
+		for (int k = 0; k < NB; k++) {
+			uint64_t v = lo + wide_next(&x) % span;
+			bad += hs_addrmap_lookup(&g->map, v) != table_lookup(h, v);
+		}
+		CHECKF(!bad, "%zu lookups differ from the table's", bad);
+	}
+	hs_graph_destroy(g);
+	hs_core_destroy(core);
+	hs_log_fini(&log);
+	free(bytes);
+	hs_heap_destroy(h);
+}
+
 static void test_wide_mark(void)
 {
 	static uint32_t to[NW][WORDS];     /* target + 1, 0 for none */
@@ -675,6 +758,7 @@ int main(void)
 	/* totals only (info): the same counts, no blocks, no later stage */
 	test_totals_only();
 	test_table();
+	test_addrmap();
 	test_wide_mark();
 	o.backend = &bump_backend;
 	o.totals_only = true;
