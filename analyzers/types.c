@@ -907,7 +907,9 @@ struct infer {
 	size_t n;
 	struct hs_rankset set;  /* the same: an id's rank is its index in ids */
 	size_t *cfirst;         /* per block: its candidates, n + 1 */
-	struct hs_dtype **cand;
+	uint32_t *cand;         /* registry indexes (4 bytes, not 8: the
+				 * candidates are the inference's largest
+				 * table, alive at its peak) */
 	uint8_t *alive;
 	size_t ncand, capcand;
 	uint32_t *poff, *preds; /* leaked holders of each block (CSR) */
@@ -1180,10 +1182,16 @@ static struct hs_error *cand_mask(struct infer *in, struct hs_dtype *d,
 	return NULL;
 }
 
+/* Candidate k's type. */
+static inline struct hs_dtype *cand_type(const struct infer *in, size_t k)
+{
+	return in->c->t->reg->v[in->cand[k]];
+}
+
 static bool has_cand(const struct infer *in, uint32_t j, const struct hs_dtype *d)
 {
 	for (size_t k = in->cfirst[j]; k < in->cfirst[j + 1]; k++)
-		if (in->alive[k] && in->cand[k] == d)
+		if (in->alive[k] && in->cand[k] == d->index)
 			return true;
 	return false;
 }
@@ -1419,7 +1427,7 @@ static struct hs_error *infer_solve(struct infer *in)
 				continue;
 			if (in->ncand == in->capcand) {
 				size_t cap = in->capcand ? 2 * in->capcand : 1024;
-				struct hs_dtype **v = realloc(in->cand, cap * sizeof(*v));
+				uint32_t *v = realloc(in->cand, cap * sizeof(*v));
 				uint8_t *al = realloc(in->alive, cap);
 				if (v)
 					in->cand = v;
@@ -1431,7 +1439,7 @@ static struct hs_error *infer_solve(struct infer *in)
 				}
 				in->capcand = cap;
 			}
-			in->cand[in->ncand] = k->v[i];
+			in->cand[in->ncand] = k->v[i]->index;
 			in->alive[in->ncand++] = 1;
 			own |= !runtime_type(k->v[i]);
 		}
@@ -1439,7 +1447,7 @@ static struct hs_error *infer_solve(struct infer *in)
 		if (own) {
 			size_t m = start;
 			for (size_t i = start; i < in->ncand; i++)
-				if (!runtime_type(in->cand[i]))
+				if (!runtime_type(cand_type(in, i)))
 					in->cand[m++] = in->cand[i];
 			in->ncand = m;
 		}
@@ -1484,7 +1492,7 @@ static struct hs_error *infer_solve(struct infer *in)
 				break;
 			}
 			bool ok;
-			if (!(err = arc_ok(in, j, in->cand[k], &ok, NULL)) && !ok) {
+			if (!(err = arc_ok(in, j, cand_type(in, k), &ok, NULL)) && !ok) {
 				in->alive[k] = 0;
 				changed = true;
 			}
@@ -1517,7 +1525,7 @@ static struct hs_error *infer_solve(struct infer *in)
 		size_t alive = 0;
 		for (size_t k = in->cfirst[j]; k < in->cfirst[j + 1]; k++)
 			if (in->alive[k]) {
-				only = in->cand[k];
+				only = cand_type(in, k);
 				alive++;
 			}
 		if (alive == 1) {
@@ -1531,7 +1539,7 @@ static struct hs_error *infer_solve(struct infer *in)
 				continue;
 			bool ok;
 			struct score sc;
-			if ((err = arc_ok(in, j, in->cand[k], &ok, &sc)))
+			if ((err = arc_ok(in, j, cand_type(in, k), &ok, &sc)))
 				break;
 			int cmp = !ntop ? 1 :
 				sc.strong != top.strong ? (sc.strong > top.strong ? 1 : -1) :
@@ -1540,7 +1548,7 @@ static struct hs_error *infer_solve(struct infer *in)
 			if (cmp > 0) {
 				top = sc;
 				ntop = 1;
-				best[j] = in->cand[k];
+				best[j] = cand_type(in, k);
 			} else if (cmp == 0) {
 				ntop++;
 			}
