@@ -759,6 +759,7 @@ void hs_types_destroy(struct hs_types *t)
 	hs_rankset_fini(&t->typed_set);
 	free(t->typed_type);
 	free(t->typed_type16);
+	free(t->typed_type8);
 	hs_rankset_fini(&t->inferred_set);
 	free(t->cookie);
 	free(t);
@@ -777,21 +778,43 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	/* one pass; the counts kept along the way size the arrays */
 	struct u32_vector types = {0};
 	struct u16_vector types16 = {0};
+	struct u8_vector types8 = {0};
 	bool narrow = t->reg->n <= UINT16_MAX;
+	/* the distinct types in use: if at most 255, a byte a block (their
+	 * registry indexes in typed_dense, dense_of: dense id + 1 by index).
+	 * A test's narrow_max lowers that bound too, so that the tests that
+	 * set it take the wider tables. */
+	uint8_t *dense_of = calloc((size_t)t->reg->n + 1, 1);
+	uint32_t ndense = 0, maxdense = t->narrow_max < 255 ? t->narrow_max : 255;
+	bool bytes = dense_of != NULL;
+	for (uint32_t id = 0; id < n && bytes; id++) {
+		uint32_t ti = hs_types_cur(t, id);
+		if (ti == HS_NO_TYPE || dense_of[ti])
+			continue;
+		if (ndense == maxdense)
+			bytes = false;
+		else {
+			t->typed_dense[ndense++] = ti;
+			dense_of[ti] = (uint8_t)ndense;
+		}
+	}
 	struct u8_vector flags = {0};
 	struct hs_error *err;
 	if ((err = hs_rankset_init(&typed, n)) ||
 	    (t->inferred && (err = hs_rankset_init(&inf, n))) ||
-	    (narrow ? (err = u16_vector_reserve(&types16, t->typed + 1))
+	    (bytes ? (err = u8_vector_reserve(&types8, t->typed + 1)) :
+	     narrow ? (err = u16_vector_reserve(&types16, t->typed + 1))
 		    : (err = u32_vector_reserve(&types, t->typed + 1))) ||
 	    (t->inferred &&
 	     (err = u8_vector_reserve(&flags, t->inferred_sure + t->inferred_guess + 1))))
 		goto fail;
 	for (uint32_t id = 0; id < n; id++) {
-		if (hs_types_cur(t, id) != HS_NO_TYPE) {
+		uint32_t ti = hs_types_cur(t, id);
+		if (ti != HS_NO_TYPE) {
 			hs_rankset_add(&typed, id);
-			if ((err = narrow ? u16_vector_push(&types16, (uint16_t)hs_types_cur(t, id))
-					  : u32_vector_push(&types, hs_types_cur(t, id))))
+			if ((err = bytes ? u8_vector_push(&types8, (uint8_t)(dense_of[ti] - 1)) :
+				   narrow ? u16_vector_push(&types16, (uint16_t)ti)
+					  : u32_vector_push(&types, ti)))
 				goto fail;
 		}
 		if (t->inferred && t->inferred[id]) {
@@ -806,8 +829,11 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	free(t->type_of);
 	t->type_of = NULL;
 	t->typed_set = typed;
+	free(dense_of);
 	/* (the vectors' capacities are powers of two: give back the rest) */
-	if (narrow)
+	if (bytes)
+		t->typed_type8 = realloc(types8.v, types8.n + 1) ?: types8.v;
+	else if (narrow)
 		t->typed_type16 = realloc(types16.v, (types16.n + 1) * sizeof(uint16_t)) ?: types16.v;
 	else
 		t->typed_type = realloc(types.v, (types.n + 1) * sizeof(uint32_t)) ?: types.v;
@@ -820,10 +846,12 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	t->packed = true;
 	return NULL;
 fail:
+	free(dense_of);
 	hs_rankset_fini(&typed);
 	hs_rankset_fini(&inf);
 	u32_vector_free(&types);
 	u16_vector_free(&types16);
+	u8_vector_free(&types8);
 	u8_vector_free(&flags);
 	return err;
 }

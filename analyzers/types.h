@@ -77,14 +77,18 @@ struct hs_types {
 	 * when the first index that does not fit is set.  hs_types_pack then
 	 * keeps the typed allocations alone (typed_set) and their indices by
 	 * rank (typed_type; typed_type16 instead when every index fits in 16
-	 * bits, as they do unless a program has 65,535 types), and frees
-	 * these.  Read them with hs_types_index. */
+	 * bits, as they do unless a program has 65,535 types; typed_type8,
+	 * an index into typed_dense, when at most 255 distinct types are in
+	 * use, as in most C programs' heaps), and frees these.  Read them
+	 * with hs_types_index. */
 	uint16_t *type_of16;
 	uint32_t *type_of;
 	uint32_t narrow_max;
 	struct hs_rankset typed_set;
 	uint32_t *typed_type;
 	uint16_t *typed_type16;
+	uint8_t *typed_type8;
+	uint32_t typed_dense[255];      /* typed_type8's registry indexes */
 	bool packed;
 	uint64_t typed;         /* allocations with a type */
 	uint64_t from_vtable, from_rtti, from_dwarf;
@@ -124,8 +128,9 @@ struct hs_types {
 };
 
 /* narrow_max: 0 for the default (65,535), or a lower bound on the
- * registry indices kept in 16 bits while computing (the tests' way to
- * widen the table midway: the types must come out the same). */
+ * registry indices kept in 16 bits while computing, and on the distinct
+ * types hs_types_pack keeps in a byte a block (the tests' way to widen
+ * the tables: the types must come out the same). */
 struct hs_error *hs_types_compute(const struct hs_core *core,
 				  struct hs_dwarf *dw,
 				  const struct hs_heap *heap,
@@ -167,6 +172,8 @@ static inline uint32_t hs_types_index(const struct hs_types *t, uint32_t id)
 	uint32_t k = hs_rankset_index(&t->typed_set, id);
 	if (k == HS_RANK_NONE)
 		return HS_NO_TYPE;
+	if (t->typed_type8)
+		return t->typed_dense[t->typed_type8[k]];
 	return t->typed_type16 ? t->typed_type16[k] : t->typed_type[k];
 }
 

@@ -650,7 +650,9 @@ def check_same_ways(res, name, core):
     end (HEAPSIFT_TEST_KEEP_DEBUG=1).  The types' table is 16-bit while
     computing until an index does not fit: the same types when it widens
     to 32 bits as soon as an index reaches 2
-    (HEAPSIFT_TEST_TYPES_NARROW_MAX=2)."""
+    (HEAPSIFT_TEST_TYPES_NARROW_MAX=2), which also keeps the packed table
+    in 16 bits where a byte a block would do (at most 255 types in use,
+    as on these cores)."""
     both = (["leaks"], ["leaks", "--format", "json"], ["top"],
             ["top", "--format", "json"])
     same_output(res, name, core, "HEAPSIFT_TEST_KEEP_DEBUG", "1",
