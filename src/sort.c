@@ -27,36 +27,34 @@ static void insertion(uint32_t *v, size_t n)
 	}
 }
 
-/* The radix sort of a row shorter than MID: 8-bit digits, counts and
- * scratch on the stack, a pass skipped when every value has the same
- * digit (an id below 2^22 with its two flag bits leaves the top byte 0). */
-static void radix8(uint32_t *v, size_t n)
+/* The passes of a least-significant-digit radix sort of v[0..n), `passes`
+ * digits of `bits` bits, through tmp (n values); cnt: passes << bits
+ * counts, zeroed.  Every digit is counted in one pass over v; a digit that
+ * every value shares moves nothing and is skipped (an id below 2^22 with
+ * its two flag bits leaves the top byte 0). */
+static inline __attribute__((always_inline)) void lsd_radix(uint32_t *v, uint32_t *tmp, size_t n, size_t *cnt,
+			     unsigned bits, unsigned passes)
 {
-	uint32_t tmp[MID];
-	uint32_t cnt[4][256];
-	memset(cnt, 0, sizeof(cnt));
-	for (size_t i = 0; i < n; i++) {
-		uint32_t x = v[i];
-		cnt[0][x & 0xff]++;
-		cnt[1][x >> 8 & 0xff]++;
-		cnt[2][x >> 16 & 0xff]++;
-		cnt[3][x >> 24]++;
-	}
+	size_t nd = (size_t)1 << bits;
+	uint32_t mask = (uint32_t)nd - 1;
+	for (size_t i = 0; i < n; i++)
+		for (unsigned d = 0; d < passes; d++)
+			cnt[d * nd + (v[i] >> d * bits & mask)]++;
 	uint32_t *src = v, *dst = tmp;
-	for (unsigned d = 0; d < 4; d++) {
-		uint32_t *c = cnt[d];
-		unsigned shift = 8 * d;
-		if (c[src[0] >> shift & 0xff] == n)
+	for (unsigned d = 0; d < passes; d++) {
+		size_t *c = cnt + d * nd;
+		unsigned shift = d * bits;
+		if (c[src[0] >> shift & mask] == n)
 			continue;
-		uint32_t run = 0;
-		for (unsigned k = 0; k < 256; k++) {
-			uint32_t x = c[k];
+		size_t run = 0;
+		for (size_t k = 0; k < nd; k++) {
+			size_t x = c[k];
 			c[k] = run;
 			run += x;
 		}
 		for (size_t i = 0; i < n; i++) {
 			uint32_t x = src[i];
-			dst[c[x >> shift & 0xff]++] = x;
+			dst[c[x >> shift & mask]++] = x;
 		}
 		uint32_t *t = src;
 		src = dst;
@@ -73,11 +71,13 @@ void hs_sort_u32(uint32_t *v, size_t n)
 		return;
 	}
 	if (n < MID) {
-		radix8(v, n);
+		/* 8-bit digits, scratch and counts on the stack */
+		uint32_t tmp[MID];
+		size_t cnt[4 << 8] = {0};
+		lsd_radix(v, tmp, n, cnt, 8, 4);
 		return;
 	}
 	uint32_t *tmp = malloc(n * sizeof(*tmp));
-	/* the three digits' counts in one pass */
 	size_t *cnt = calloc(3 * NDIGIT, sizeof(*cnt));
 	if (!tmp || !cnt) {
 		free(tmp);
@@ -85,35 +85,7 @@ void hs_sort_u32(uint32_t *v, size_t n)
 		qsort(v, n, sizeof(*v), cmp_u32);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		uint32_t x = v[i];
-		cnt[x & (NDIGIT - 1)]++;
-		cnt[NDIGIT + (x >> DIGIT_BITS & (NDIGIT - 1))]++;
-		cnt[2 * NDIGIT + (x >> 2 * DIGIT_BITS)]++;
-	}
-	uint32_t *src = v, *dst = tmp;
-	for (int d = 0; d < 3; d++) {
-		size_t *c = cnt + (size_t)d * NDIGIT;
-		unsigned shift = (unsigned)d * DIGIT_BITS;
-		/* every value has the same digit here: nothing moves */
-		if (c[src[0] >> shift & (NDIGIT - 1)] == n)
-			continue;
-		size_t run = 0;
-		for (size_t k = 0; k < NDIGIT; k++) {
-			size_t x = c[k];
-			c[k] = run;
-			run += x;
-		}
-		for (size_t i = 0; i < n; i++) {
-			uint32_t x = src[i];
-			dst[c[x >> shift & (NDIGIT - 1)]++] = x;
-		}
-		uint32_t *t = src;
-		src = dst;
-		dst = t;
-	}
-	if (src != v)
-		memcpy(v, src, n * sizeof(*v));
+	lsd_radix(v, tmp, n, cnt, DIGIT_BITS, 3);
 	free(tmp);
 	free(cnt);
 }
