@@ -775,7 +775,7 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 		return NULL;
 	uint32_t n = t->nallocs;
 	struct hs_rankset typed = {0}, inf = {0};
-	/* one pass; the counts kept along the way size the arrays */
+	/* the counts kept along the way size the arrays */
 	struct u32_vector types = {0};
 	struct u16_vector types16 = {0};
 	struct u8_vector types8 = {0};
