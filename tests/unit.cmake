@@ -1,6 +1,6 @@
 # C unit tests of the library; they link heapsift_core, so the sanitizer
 # build runs them under ASan+UBSan too.
-foreach(t test_dominators test_trend test_escape test_containers test_fmt test_summary test_sort
+foreach(t test_dominators test_trend test_escape test_containers test_fmt test_summary test_sort test_edgerow
     test_seccomp)
   add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c)
   target_link_libraries(${t} PRIVATE heapsift_core)

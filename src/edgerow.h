@@ -1,0 +1,103 @@
+/* Rows of a graph's edges as varints.
+ *
+ * An edge is a node id below 2^30 with two flag bits above it (bits 31 and
+ * 30 of a 32-bit edge).  A row holds its edges in the order written, each
+ * as the difference from the id before it (the row's own node for the
+ * first), zigzag-signed, shifted left by two with the flags in the low
+ * two bits, as an LEB128 varint: at most HS_EDGEROW_MAX bytes, one for a
+ * target within 15 ids of the one before.  On a heap, a block mostly
+ * points to blocks allocated beside it and its targets are sorted: most
+ * edges take a byte instead of four.
+ *
+ * The flags sit in the low bits of an edge's first byte, so they can be
+ * changed in place (hs_edgerow_set_flags) without moving the row.
+ */
+#ifndef HS_EDGEROW_H
+#define HS_EDGEROW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { HS_EDGEROW_MAX = 5 };
+#define HS_EDGEROW_ID_MASK 0x3fffffffu
+
+/* Writes edge e (id and flags) after `*prev` (the id before it, or the
+ * row's node) at out, which has room for HS_EDGEROW_MAX bytes; returns
+ * the bytes written and sets *prev to e's id. */
+static inline size_t hs_edgerow_put(uint8_t *out, uint32_t *prev, uint32_t e)
+{
+	uint32_t id = e & HS_EDGEROW_ID_MASK;
+	int64_t d = (int64_t)id - (int64_t)*prev;
+	uint64_t z = d >= 0 ? (uint64_t)d << 1 : ((uint64_t)-d << 1) - 1;
+	z = z << 2 | e >> 30;
+	size_t n = 0;
+	while (z >= 0x80) {
+		out[n++] = (uint8_t)(z | 0x80);
+		z >>= 7;
+	}
+	out[n++] = (uint8_t)z;
+	*prev = id;
+	return n;
+}
+
+/* The edge at *p (moved past it), after *prev (set to its id). */
+static inline uint32_t hs_edgerow_get(const uint8_t **p, uint32_t *prev)
+{
+	const uint8_t *q = *p;
+	uint64_t z = q[0] & 0x7f;
+	if (q[0] & 0x80) {
+		unsigned sh = 7;
+		size_t i = 1;
+		for (;;) {
+			z |= (uint64_t)(q[i] & 0x7f) << sh;
+			if (!(q[i++] & 0x80) || i == HS_EDGEROW_MAX)
+				break;
+			sh += 7;
+		}
+		*p = q + i;
+	} else {
+		*p = q + 1;
+	}
+	uint32_t flags = (uint32_t)(z & 3) << 30;
+	z >>= 2;
+	uint32_t d = (uint32_t)(z >> 1);
+	uint32_t id = (z & 1 ? *prev - d - 1 : *prev + d) & HS_EDGEROW_ID_MASK;
+	*prev = id;
+	return id | flags;
+}
+
+/* Sets the flags of the edge that starts at p. */
+static inline void hs_edgerow_set_flags(uint8_t *p, uint32_t flags)
+{
+	*p = (uint8_t)((*p & ~3u) | flags >> 30);
+}
+
+/* A row being read: its bytes [p, end) and the id before the next edge. */
+struct hs_edges {
+	const uint8_t *p, *end;
+	uint32_t prev;
+};
+
+static inline struct hs_edges hs_edgerow(const uint8_t *rows, const uint32_t *off,
+					  uint32_t node)
+{
+	return (struct hs_edges){rows + off[node], rows + off[node + 1], node};
+}
+
+/* The next edge of the row into *e; false at its end. */
+static inline bool hs_edges_next(struct hs_edges *it, uint32_t *e)
+{
+	if (it->p >= it->end)
+		return false;
+	*e = hs_edgerow_get(&it->p, &it->prev);
+	return true;
+}
+
+/* Rows from plain arrays: row v (v < n) is adj[off[v] .. off[v + 1]),
+ * edges with flags as above.  Sets *roff (n + 1 byte offsets) and *rows
+ * (malloc'd); false when memory ran out or the rows pass 2^32 bytes. */
+bool hs_edgerow_encode(const uint32_t *off, const uint32_t *adj, uint32_t n,
+		       uint32_t **roff, uint8_t **rows);
+
+#endif

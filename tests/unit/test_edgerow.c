@@ -1,0 +1,88 @@
+/* src/edgerow.h's varint rows: rows of random edges (targets near their
+ * node and anywhere below 2^30, every flag pair, the ids 0 and 2^30 - 1)
+ * written with hs_edgerow_encode and read back with hs_edges_next; the
+ * byte counts of edges one and two bytes long; flags changed in place. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/edgerow.h"
+#include "tests/unit/check.h"
+
+enum { N = 20000 };
+
+int main(void)
+{
+	uint32_t *off = malloc((N + 1) * sizeof(*off));
+	uint32_t *adj = malloc((size_t)N * 40 * sizeof(*adj));
+	CHECK(off && adj);
+	if (!off || !adj)
+		return check_finish();
+	size_t m = 0;
+	for (uint32_t v = 0; v < N; v++) {
+		off[v] = (uint32_t)m;
+		unsigned deg = check_rand() % 8 == 0 ? (unsigned)(check_rand() % 40) :
+			       (unsigned)(check_rand() % 4);
+		for (unsigned k = 0; k < deg; k++) {
+			uint64_t r = check_rand();
+			uint32_t id;
+			switch (r % 5) {
+			case 0: id = (uint32_t)(r >> 8) & HS_EDGEROW_ID_MASK; break;
+			case 1: id = 0; break;
+			case 2: id = HS_EDGEROW_ID_MASK; break;
+			default: id = (uint32_t)((int64_t)v + (int64_t)(r >> 40) % 200 - 100) &
+				      HS_EDGEROW_ID_MASK; break;
+			}
+			adj[m++] = id | (uint32_t)(r >> 20 & 3) << 30;
+		}
+	}
+	off[N] = (uint32_t)m;
+	uint32_t *roff;
+	uint8_t *rows;
+	CHECK(hs_edgerow_encode(off, adj, N, &roff, &rows));
+	int bad = 0, badlen = 0;
+	for (uint32_t v = 0; v < N; v++) {
+		struct hs_edges it = hs_edgerow(rows, roff, v);
+		uint32_t x = off[v], e;
+		while (hs_edges_next(&it, &e)) {
+			if (x >= off[v + 1] || e != adj[x])
+				bad++;
+			x++;
+		}
+		if (x != off[v + 1] || it.p != rows + roff[v + 1])
+			badlen++;
+	}
+	CHECKF(!bad, "%d edges read back wrong", bad);
+	CHECKF(!badlen, "%d rows of the wrong length", badlen);
+	/* a target within 15 ids after the one before takes a byte, with
+	 * any flags; 16 ids needs two */
+	uint8_t b[HS_EDGEROW_MAX];
+	uint32_t prev = 100;
+	CHECK(hs_edgerow_put(b, &prev, 115 | 3u << 30) == 1 && prev == 115);
+	prev = 100;
+	CHECK(hs_edgerow_put(b, &prev, 116) == 2);
+	prev = 100;
+	CHECK(hs_edgerow_put(b, &prev, 85) == 1);
+	prev = 0;
+	CHECK(hs_edgerow_put(b, &prev, HS_EDGEROW_ID_MASK | 2u << 30) == HS_EDGEROW_MAX);
+	/* flags changed in place: the rest of the row reads the same */
+	for (uint32_t v = 0; v < N; v++) {
+		uint8_t *p = rows + roff[v];
+		if (p == rows + roff[v + 1])
+			continue;
+		hs_edgerow_set_flags(p, 1u << 30);
+		adj[off[v]] = (adj[off[v]] & HS_EDGEROW_ID_MASK) | 1u << 30;
+	}
+	bad = 0;
+	for (uint32_t v = 0; v < N; v++) {
+		struct hs_edges it = hs_edgerow(rows, roff, v);
+		uint32_t x = off[v], e;
+		while (hs_edges_next(&it, &e))
+			bad += x >= off[v + 1] || e != adj[x++];
+	}
+	CHECKF(!bad, "%d edges wrong after flags were set", bad);
+	free(roff);
+	free(rows);
+	free(off);
+	free(adj);
+	return check_finish();
+}
