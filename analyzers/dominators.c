@@ -1,6 +1,7 @@
 /* Semi-NCA dominators over the two-block graph: see
  * analyzers/dominators.h. */
 #include "analyzers/dominators.h"
+#include "src/edgerow.h"
 #include "src/vector.h"
 
 #include <pthread.h>
@@ -68,26 +69,48 @@ static void *pred_pass(void *arg)
 	}
 	if (v >= pp->to)
 		return NULL;
-	const uint32_t *off = g->tail_off, *adj = g->tail_adj;
-	uint32_t mask = g->tail_mask, na = g->na;
-	uint32_t k = v - na, end = off[pp->to - na];
-	for (uint32_t x = off[k]; x < end; x++) {
-		if (x + 2 * AHEAD < end) {
-			uint32_t y = (adj[x + 2 * AHEAD] & mask) + na;
+	/* the tail's edges in row order, decoded 2 * AHEAD ahead of their
+	 * use into a ring of (row, target node) */
+	enum { RING = 32 };
+	_Static_assert(RING > 2 * AHEAD, "the ring holds the edges ahead");
+	struct {
+		uint32_t k, y;
+	} ring[RING];
+	const uint32_t *off = g->tail_off;
+	const uint8_t *rows = g->tail_rows;
+	uint32_t na = g->na, kend = pp->to - na;
+	uint32_t dk = v - na, prev = dk;  /* the decoder: its row, */
+	const uint8_t *dp = rows + off[dk], *dend = rows + off[dk + 1];  /* bytes */
+	size_t head = 0, count = 0;
+	for (;;) {
+		while (count < 2 * AHEAD) {
+			while (dp == dend && ++dk < kend) {
+				dp = rows + off[dk];
+				dend = rows + off[dk + 1];
+				prev = dk;
+			}
+			if (dk >= kend)
+				break;
+			uint32_t y = (hs_edgerow_get(&dp, &prev) & HS_EDGEROW_ID_MASK) + na;
+			size_t at = (head + count++) % RING;
+			ring[at].k = dk;
+			ring[at].y = y;
 			if (entered_node(entered, y))
 				__builtin_prefetch(&num[y]);
 		}
-		if (x + AHEAD < end) {
-			uint32_t y = (adj[x + AHEAD] & mask) + na;
+		if (!count)
+			break;
+		if (count > AHEAD) {
+			uint32_t y = ring[(head + AHEAD) % RING].y;
 			if (entered_node(entered, y)) {
 				uint32_t w = num[y];
 				__builtin_prefetch(&pp->parent[w]);
 				__builtin_prefetch(&pp->into->w[w / 32]);
 			}
 		}
-		while (off[k + 1] <= x)
-			k++;
-		uint32_t y = (adj[x] & mask) + na;
+		uint32_t k = ring[head].k, y = ring[head].y;
+		head = (head + 1) % RING;
+		count--;
 		if (!entered_node(entered, y))
 			continue;
 		uint32_t i = num[k + na];
@@ -200,10 +223,11 @@ static void ustream_fini(struct ustream *s)
 enum { SEMI_AHEAD = 8 };
 
 /* A DFS frame: the node's preorder number (FRAME_HEAD: a node of the head
- * part) and the cursor and end of its row. */
+ * part), the cursor and end of its row, and (a tail row) the id before
+ * the cursor. */
 #define FRAME_HEAD 0x80000000u
 struct frame {
-	uint32_t num, cur, end;
+	uint32_t num, cur, end, prev;
 };
 
 struct dfs_bits {
@@ -217,11 +241,13 @@ static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
 	if (v < g->na)
 		return (struct frame){number | FRAME_HEAD, g->head_off[v], g->head_off[v + 1]};
 	uint32_t k = v - g->na;
-	struct frame f = {number, g->tail_off[k], g->tail_off[k + 1]};
+	struct frame f = {number, g->tail_off[k], g->tail_off[k + 1], k};
 	/* its successors come next, and what they need is scattered: ask
 	 * for it now */
-	for (uint32_t x = f.cur; x < f.end; x++) {
-		uint32_t y = (g->tail_adj[x] & g->tail_mask) + g->na;
+	struct hs_edges it = hs_edgerow(g->tail_rows, g->tail_off, k);
+	uint32_t e;
+	while (hs_edges_next(&it, &e)) {
+		uint32_t y = (e & HS_EDGEROW_ID_MASK) + g->na;
 		if (b->one[y / 64] >> (y % 64) & 1)
 			__builtin_prefetch(&b->only[y]);
 		else if (!(b->leaf[y / 64] >> (y % 64) & 1))
@@ -388,12 +414,16 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 #define SET_BIT(b, x) ((b)[(x) / 64] |= 1ull << ((x) % 64))
 	if (g->tail_off) {
 		for (uint32_t k = 0; k < nt; k++) {
-			uint32_t deg = g->tail_off[k + 1] - g->tail_off[k];
-			if (deg == 0) {
+			if (g->tail_off[k + 1] == g->tail_off[k]) {
 				SET_BIT(leaf, k + g->na);
-			} else if (deg == 1) {
+				continue;
+			}
+			struct hs_edges it = hs_edgerow(g->tail_rows, g->tail_off, k);
+			uint32_t e = 0;
+			hs_edges_next(&it, &e);
+			if (it.p == it.end) {
 				SET_BIT(one, k + g->na);
-				num[k + g->na] = (g->tail_adj[g->tail_off[k]] & g->tail_mask) + g->na;
+				num[k + g->na] = (e & HS_EDGEROW_ID_MASK) + g->na;
 			}
 		}
 	}
@@ -414,17 +444,18 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	stack[sp++] = frame_of(g, 0, next++, &bits);
 	while (sp) {
 		struct frame *f = &stack[sp - 1];
-		const uint32_t *adj = g->head_adj;
-		uint32_t shift = 0, mask = UINT32_MAX;
-		if (!(f->num & FRAME_HEAD)) {
-			adj = g->tail_adj;
-			shift = g->na;
-			mask = g->tail_mask;
-		}
+		bool in_head = f->num & FRAME_HEAD;
 		uint32_t from = f->num & ~FRAME_HEAD;
 		bool pushed = false;
 		while (f->cur < f->end) {
-			uint32_t w = (adj[f->cur++] & mask) + shift;
+			uint32_t w;
+			if (in_head) {
+				w = g->head_adj[f->cur++];
+			} else {
+				const uint8_t *p = g->tail_rows + f->cur;
+				w = (hs_edgerow_get(&p, &f->prev) & HS_EDGEROW_ID_MASK) + g->na;
+				f->cur = (uint32_t)(p - g->tail_rows);
+			}
 			if (BIT(seen, w)) {
 				SET_BIT(entered, w);
 				continue;

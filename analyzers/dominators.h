@@ -3,8 +3,9 @@
  * The graph is given as two compressed-row blocks so that the heap's pointer
  * graph is used in place, not copied:
  *   nodes [0, na):  head_off/head_adj, targets are node ids;
- *   nodes [na, n):  tail_off/tail_adj indexed by (node - na), targets are
- *                   (tail_adj[i] & tail_mask) + na.
+ *   nodes [na, n):  rows of varints (src/edgerow.h), row k (node na + k)
+ *                   tail_rows[tail_off[k] .. tail_off[k + 1]), read from
+ *                   k; targets are their ids (flags dropped) + na.
  * Node 0 is the entry.  For the heap: 0 is the super-root, then the "leaked"
  * pseudo-root, then one node per named root, then the allocations.
  *
@@ -27,8 +28,8 @@
 struct hs_domgraph {
 	uint32_t n, na;
 	const uint32_t *head_off, *head_adj;
-	const uint32_t *tail_off, *tail_adj;
-	uint32_t tail_mask;
+	const uint32_t *tail_off;
+	const uint8_t *tail_rows;
 	unsigned nthreads;  /* 0 or 1: one; 2 or more: two build the reverse graph */
 	struct hs_log *log; /* progress; may be NULL */
 };

@@ -195,9 +195,12 @@ struct part {
 	const struct hs_core *core;
 	const struct hs_graph *g;
 	uint32_t from, to;      /* sources [from, to) */
-	uint32_t *counts;       /* per source, to - from */
-	uint32_t *edges;
+	uint32_t *counts;       /* per source, to - from: its row's bytes */
+	uint32_t *edges;        /* the open row's edges, as found */
 	size_t nedges, cap;
+	uint8_t *rows;          /* the closed rows (src/edgerow.h) */
+	size_t nbytes, capbytes;
+	uint64_t total;         /* edges in them */
 	uint64_t words;
 	bool nomem;
 	uint64_t unreadable;    /* sources not (wholly) in the core */
@@ -205,7 +208,6 @@ struct part {
 	struct hs_offstats stats;       /* interior pointers, for learning */
 	bool learn;
 	uint32_t open;          /* the first source whose row is still open */
-	size_t open_at;         /* where its edges start */
 };
 
 static bool push_edge(struct part *p, uint32_t e)
@@ -213,7 +215,6 @@ static bool push_edge(struct part *p, uint32_t e)
 	if (p->nedges == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 4096;
 		uint32_t *v = realloc(p->edges, cap * sizeof(*v));
-		hs_vector_hugepages(v, cap * sizeof(*v));
 		if (!v)
 			return false;
 		p->edges = v;
@@ -259,18 +260,35 @@ struct cand {
 	struct hs_graph_probe probe;
 };
 
-/* Closes the rows of the sources before `upto`: deduplicated, counted. */
-static void close_sources(struct part *p, uint32_t upto)
+/* Closes the rows of the sources before `upto`: deduplicated, written
+ * as varints after the part's rows, their bytes counted; false when
+ * memory ran out. */
+static bool close_sources(struct part *p, uint32_t upto)
 {
 	while (p->open < upto) {
 		/* (no row yet: edges may still be NULL) */
-		size_t n = p->nedges > p->open_at ?
-			   unique_edges(p->edges + p->open_at, p->nedges - p->open_at) : 0;
-		p->nedges = p->open_at + n;
-		p->counts[p->open - p->from] = (uint32_t)n;
+		size_t n = p->nedges ? unique_edges(p->edges, p->nedges) : 0;
+		if (p->capbytes - p->nbytes < n * HS_EDGEROW_MAX) {
+			size_t cap = p->capbytes ? p->capbytes * 2 : 1 << 16;
+			while (cap - p->nbytes < n * HS_EDGEROW_MAX)
+				cap *= 2;
+			uint8_t *b = realloc(p->rows, cap);
+			if (!b)
+				return false;
+			hs_vector_hugepages(b, cap);
+			p->rows = b;
+			p->capbytes = cap;
+		}
+		size_t at = p->nbytes;
+		uint32_t prev = p->open;
+		for (size_t i = 0; i < n; i++)
+			p->nbytes += hs_edgerow_put(p->rows + p->nbytes, &prev, p->edges[i]);
+		p->counts[p->open - p->from] = (uint32_t)(p->nbytes - at);
+		p->total += n;
+		p->nedges = 0;
 		p->open++;
-		p->open_at = p->nedges;
 	}
+	return true;
 }
 
 /* The batch's words, resolved and filed under their sources; false when
@@ -287,7 +305,8 @@ static bool resolve(struct part *p, struct cand *c, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = c[i].v;
 		uint32_t src = c[i].src;
-		close_sources(p, src);
+		if (!close_sources(p, src))
+			return false;
 		bool interior;
 		uint32_t t = hs_graph_probe_target(g, v, &c[i].probe, &interior);
 		if (t != HS_NO_ALLOC && g->pystarts &&
@@ -323,7 +342,7 @@ static void *scan_part(void *arg)
 	struct cand batch[SCAN_BATCH];
 	size_t nb = 0;
 	p->open = p->from;
-	p->open_at = p->nedges;
+	p->nedges = 0;
 	for (uint32_t src = p->from; src < p->to; src++) {
 		const struct hs_alloc *a = &allocs[src];
 		if (p->log && !((src - p->from) & 0xffff))
@@ -361,43 +380,61 @@ static void *scan_part(void *arg)
 		p->nomem = true;
 		return NULL;
 	}
-	close_sources(p, p->to);
+	if (!close_sources(p, p->to))
+		p->nomem = true;
 	return NULL;
 }
 
-/* src's edge to dst when it is an interior one (rows are sorted by id),
- * else NULL. */
-static uint32_t *interior_edge(struct hs_graph *g, uint32_t src, uint32_t dst)
+/* Turns src's interior edges to dst[0..n) (sorted) into rule edges, in
+ * one pass over its row, and files `rule` as their targets' (always, or
+ * only where none is yet); returns how many it turned. */
+static size_t take_interior(struct hs_graph *g, uint32_t src, const uint32_t *dst,
+			    size_t n, enum hs_rule rule, bool always)
 {
-	uint32_t lo = g->offsets[src], hi = g->offsets[src + 1], end = hi;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (HS_EDGE_ID(g->edges[mid]) < dst)
-			lo = mid + 1;
-		else
-			hi = mid;
+	struct hs_edges it = hs_graph_edges(g, src);
+	size_t k = 0, done = 0;
+	uint32_t e;
+	while (k < n) {
+		uint8_t *at = g->rows + (it.p - g->rows);
+		if (!hs_edges_next(&it, &e))
+			break;
+		uint32_t id = HS_EDGE_ID(e);
+		while (k < n && dst[k] < id)
+			k++;
+		if (k == n || dst[k] != id)
+			continue;
+		if (e & HS_EDGE_INTERIOR) {
+			hs_edgerow_set_flags(at, HS_EDGE_RULE);
+			if (always || !g->rule_of[id])
+				g->rule_of[id] = (uint8_t)rule;
+			done++;
+		}
+		while (k < n && dst[k] == id)
+			k++;
 	}
-	return lo < end && HS_EDGE_ID(g->edges[lo]) == dst &&
-	       (g->edges[lo] & HS_EDGE_INTERIOR) ? &g->edges[lo] : NULL;
+	return done;
 }
 
 /* Edges into blocks whose size has learned offsets become rule edges where
  * the pointer uses such an offset: the rows of the sources that have such
  * an interior edge are scanned again (same edges, other flags). */
-static void apply_learned(const struct hs_core *core, struct hs_graph *g)
+static struct hs_error *apply_learned(const struct hs_core *core, struct hs_graph *g)
 {
 	const struct hs_alloc *allocs = g->map.heap->allocs;
+	uint32_t *hit = NULL;
+	size_t cap = 0;
 	for (uint32_t src = 0; src < g->n; src++) {
-		uint32_t *row = g->edges + g->offsets[src];
-		uint32_t n = g->offsets[src + 1] - g->offsets[src];
+		struct hs_edges it = hs_graph_edges(g, src);
 		bool any = false;
-		for (uint32_t k = 0; k < n && !any; k++)
-			any = (row[k] & HS_EDGE_INTERIOR) &&
-			      hs_rules_learned(g->rules, allocs[HS_EDGE_ID(row[k])].size);
+		uint32_t e;
+		while (!any && hs_edges_next(&it, &e))
+			any = (e & HS_EDGE_INTERIOR) &&
+			      hs_rules_learned(g->rules, allocs[HS_EDGE_ID(e)].size);
 		if (!any)
 			continue;
 		const struct hs_alloc *a = &allocs[src];
 		struct hs_py_skip skip = hs_graph_skip(g, src);
+		size_t nhit = 0;
 		for (uint64_t w = 0; w < a->size / 8; w++) {
 			uint64_t v;
 			if (hs_py_skip_word(skip, w, a->size / 8))
@@ -411,13 +448,23 @@ static void apply_learned(const struct hs_core *core, struct hs_graph *g)
 			if (t == HS_NO_ALLOC || t == src || !interior ||
 			    hs_rules_check(g->rules, &allocs[t], v) != HS_RULE_LEARNED)
 				continue;
-			uint32_t *e = interior_edge(g, src, t);
-			if (e) {
-				*e = t | HS_EDGE_RULE;
-				g->rule_of[t] = HS_RULE_LEARNED;
+			if (nhit == cap) {
+				size_t nc = cap ? 2 * cap : 64;
+				uint32_t *h = realloc(hit, nc * sizeof(*h));
+				if (!h) {
+					free(hit);
+					return &hs_error_nomem;
+				}
+				hit = h;
+				cap = nc;
 			}
+			hit[nhit++] = t;
 		}
+		hs_sort_u32(hit, nhit);
+		take_interior(g, src, hit, nhit, HS_RULE_LEARNED, true);
 	}
+	free(hit);
+	return NULL;
 }
 
 struct hs_error *hs_graph_build(const struct hs_core *core,
@@ -489,10 +536,13 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 			scan_part(&parts[t]);
 	}
 	hs_log_progress_end(log);
-	uint64_t nedges = 0, unreadable = 0;
+	uint64_t nedges = 0, nbytes = 0, unreadable = 0;
 	bool nomem = false;
 	for (unsigned t = 0; t < nthreads; t++) {
-		nedges += parts[t].nedges;
+		nedges += parts[t].total;
+		nbytes += parts[t].nbytes;
+		free(parts[t].edges);
+		parts[t].edges = NULL;
 		nomem |= parts[t].nomem;
 		unreadable += parts[t].unreadable;
 		g->words_scanned += parts[t].words;
@@ -504,10 +554,14 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		struct hs_offstats stats[16];
 		for (unsigned t = 0; t < nthreads; t++) {
 			stats[t] = parts[t].stats;
-			for (size_t k = 0; held && k < parts[t].nedges; k++) {
-				uint32_t e = parts[t].edges[k];
-				if (!(e & HS_EDGE_INTERIOR))
-					held[HS_EDGE_ID(e) / 64] |= 1ull << (HS_EDGE_ID(e) % 64);
+			const uint8_t *q = parts[t].rows;
+			for (uint32_t src = parts[t].from; held && src < parts[t].to; src++) {
+				struct hs_edges it = {q, q + parts[t].counts[src - parts[t].from], src};
+				q = it.end;
+				uint32_t e;
+				while (hs_edges_next(&it, &e))
+					if (!(e & HS_EDGE_INTERIOR))
+						held[HS_EDGE_ID(e) / 64] |= 1ull << (HS_EDGE_ID(e) % 64);
 			}
 		}
 		err = held ? hs_rules_learn(rules, stats, nthreads, held) : &hs_error_nomem;
@@ -516,29 +570,31 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	}
 	for (unsigned t = 0; t < nthreads; t++)
 		hs_offstats_free(&parts[t].stats);
-	if (nomem || nedges >= UINT32_MAX) {
+	if (nomem || nbytes >= UINT32_MAX) {
 		err = nomem ? &hs_error_nomem :
 			hs_error_create(HS_ERR_UNSUPPORTED, "too many pointers (%llu)",
 					(unsigned long long)nedges);
 		for (unsigned t = 0; t < nthreads; t++)
-			free(parts[t].edges);
+			free(parts[t].rows);
 		goto fail;
 	}
-	/* concatenate: part 0's buffer grows to hold the others */
-	g->edges = realloc(parts[0].edges, (nedges ? nedges : 1) * sizeof(*g->edges));
-	if (!g->edges) {
+	/* concatenate: part 0's buffer grows to hold the others (and the
+	 * bytes a decoder may read past a row's last edge) */
+	g->rows = realloc(parts[0].rows, nbytes + HS_EDGEROW_MAX);
+	if (!g->rows) {
 		for (unsigned t = 0; t < nthreads; t++)
-			free(parts[t].edges);
+			free(parts[t].rows);
 		err = &hs_error_nomem;
 		goto fail;
 	}
-	size_t at = parts[0].nedges;
+	size_t at = parts[0].nbytes;
 	for (unsigned t = 1; t < nthreads; t++) {
-		if (parts[t].nedges)
-			memcpy(g->edges + at, parts[t].edges, parts[t].nedges * sizeof(uint32_t));
-		at += parts[t].nedges;
-		free(parts[t].edges);
+		if (parts[t].nbytes)
+			memcpy(g->rows + at, parts[t].rows, parts[t].nbytes);
+		at += parts[t].nbytes;
+		free(parts[t].rows);
 	}
+	memset(g->rows + at, 0, HS_EDGEROW_MAX);
 	g->nedges = nedges;
 	g->offsets[0] = 0;
 	for (uint32_t i = 0; i < g->n; i++)
@@ -546,8 +602,8 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	if (unreadable)
 		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
 			    (unsigned long long)unreadable);
-	if (g->rules && g->rules->nlearned)
-		apply_learned(core, g);
+	if (g->rules && g->rules->nlearned && (err = apply_learned(core, g)))
+		goto fail;
 	*ret = g;
 	return NULL;
 fail:
@@ -563,7 +619,7 @@ void hs_graph_destroy(struct hs_graph *g)
 	free(g->rule_of);
 	free(g->pystarts);
 	free(g->offsets);
-	free(g->edges);
+	free(g->rows);
 	free(g);
 }
 
@@ -573,14 +629,10 @@ void hs_graph_drop_rule_of(struct hs_graph *g)
 	g->rule_of = NULL;
 }
 
-bool hs_graph_take_as_start(struct hs_graph *g, uint32_t src, uint32_t dst,
-			    enum hs_rule rule)
+size_t hs_graph_take_as_start(struct hs_graph *g, uint32_t src, const uint32_t *dst,
+			      size_t n, enum hs_rule rule)
 {
-	uint32_t *e;
-	if (!g->rule_of || src >= g->n || dst >= g->n || !(e = interior_edge(g, src, dst)))
-		return false;
-	*e = dst | HS_EDGE_RULE;
-	if (!g->rule_of[dst])
-		g->rule_of[dst] = (uint8_t)rule;
-	return true;
+	if (!g->rule_of || src >= g->n || !n || dst[n - 1] >= g->n)
+		return 0;
+	return take_interior(g, src, dst, n, rule, false);
 }

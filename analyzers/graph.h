@@ -8,13 +8,15 @@
  * scan: O(1) on average, which matters because the scan looks up every
  * word of the heap.
  *
- * Graph: compressed sparse rows.  offsets[i]..offsets[i+1] index the edges
- * of allocation i; an edge is the target's id with HS_EDGE_INTERIOR set
- * when the pointer hit the target's interior rather than its start, or
- * HS_EDGE_RULE when it hit the interior where a header rule (rules.h) takes
- * it for a start.  Edges of one source are sorted and unique (a start
- * pointer wins over a rule's, which wins over an interior one),
- * self-pointers are dropped.  Sources and targets are the used
+ * Graph: compressed sparse rows, each row a run of varints (src/edgerow.h):
+ * rows[offsets[i] .. offsets[i+1]) holds the edges of allocation i, read
+ * with hs_graph_edges.  An edge is the target's id with HS_EDGE_INTERIOR
+ * set when the pointer hit the target's interior rather than its start,
+ * or HS_EDGE_RULE when it hit the interior where a header rule (rules.h)
+ * takes it for a start.  Edges of one source are sorted and unique (a
+ * start pointer wins over a rule's, which wins over an interior one),
+ * self-pointers are dropped.  Most edges take a byte: a block mostly
+ * points to blocks allocated near it.  Sources and targets are the used
  * allocations that belong to the program (not free, not allocator-internal).
  * Which word of the source held the pointer is not stored: rescan the
  * source (hs_graph_edges_at) when it is needed.
@@ -29,6 +31,7 @@
 #include "analyzers/alloc/heap.h"
 #include "analyzers/rules.h"
 #include "formats/elfcore.h"
+#include "src/edgerow.h"
 #include "src/log.h"
 
 #define HS_EDGE_INTERIOR 0x80000000u
@@ -66,8 +69,8 @@ struct hs_addrmap {
 struct hs_graph {
 	struct hs_addrmap map;
 	uint32_t n;
-	uint32_t *offsets;      /* n + 1 */
-	uint32_t *edges;
+	uint32_t *offsets;      /* n + 1, bytes into rows */
+	uint8_t *rows;
 	uint64_t nedges;
 	uint64_t words_scanned;
 	/* Per allocation, the header rule that some pointer into it matched
@@ -81,6 +84,12 @@ struct hs_graph {
 	 * hs_python_refs, which needs them once and frees them; else NULL */
 	uint32_t *pystarts;
 };
+
+/* Allocation v's edges: while (hs_edges_next(&it, &e)) ... */
+static inline struct hs_edges hs_graph_edges(const struct hs_graph *g, uint32_t v)
+{
+	return hs_edgerow(g->rows, g->offsets, v);
+}
 
 static inline bool hs_alloc_in_graph(const struct hs_alloc *a)
 {
@@ -120,11 +129,12 @@ void hs_graph_destroy(struct hs_graph *g);
  * allocation that no later stage needs). */
 void hs_graph_drop_rule_of(struct hs_graph *g);
 
-/* Turns src's interior edge to dst into one the header rule `rule` takes
- * for a start (the typed rule, decided after the scan); false when src has
- * no interior edge to dst. */
-bool hs_graph_take_as_start(struct hs_graph *g, uint32_t src, uint32_t dst,
-			    enum hs_rule rule);
+/* Turns src's interior edges to the targets dst[0..n) (sorted, ascending)
+ * into ones the header rule `rule` takes for a start (the typed rule,
+ * decided after the scan): one pass over src's row.  Returns how many of
+ * them were interior edges of src. */
+size_t hs_graph_take_as_start(struct hs_graph *g, uint32_t src, const uint32_t *dst,
+			      size_t n, enum hs_rule rule);
 
 /* The program-owned allocation that a pointer value v refers to, with
  * *interior set when v is not its start; HS_NO_ALLOC otherwise. */

@@ -132,9 +132,9 @@ static uint32_t local_of(const struct tarjan *t, uint32_t id)
 
 static bool tarjan_run(struct tarjan *t)
 {
-	/* call stack of (node, next edge position) */
+	/* call stack of (node, the rest of its row) */
 	uint32_t *cs_node = malloc(t->n * sizeof(uint32_t));
-	uint32_t *cs_edge = malloc(t->n * sizeof(uint32_t));
+	struct hs_edges *cs_edge = malloc(t->n * sizeof(*cs_edge));
 	if (!cs_node || !cs_edge) {
 		free(cs_node);
 		free(cs_edge);
@@ -146,16 +146,16 @@ static bool tarjan_run(struct tarjan *t)
 			continue;
 		size_t depth = 0;
 		cs_node[0] = (uint32_t)root;
-		cs_edge[0] = t->g->offsets[t->ids[root]];
+		cs_edge[0] = hs_graph_edges(t->g, t->ids[root]);
 		t->index[root] = t->low[root] = counter++;
 		t->stack[t->sp++] = (uint32_t)root;
 		t->onstack[root] = 1;
 		while (true) {
 			uint32_t v = cs_node[depth];
-			uint32_t end = t->g->offsets[t->ids[v] + 1];
 			bool descended = false;
-			while (cs_edge[depth] < end) {
-				uint32_t w = local_of(t, HS_EDGE_ID(t->g->edges[cs_edge[depth]++]));
+			uint32_t e;
+			while (hs_edges_next(&cs_edge[depth], &e)) {
+				uint32_t w = local_of(t, HS_EDGE_ID(e));
 				if (w == UINT32_MAX)
 					continue;
 				if (t->index[w] == UINT32_MAX) {
@@ -164,7 +164,7 @@ static bool tarjan_run(struct tarjan *t)
 					t->onstack[w] = 1;
 					depth++;
 					cs_node[depth] = w;
-					cs_edge[depth] = t->g->offsets[t->ids[w]];
+					cs_edge[depth] = hs_graph_edges(t->g, t->ids[w]);
 					descended = true;
 					break;
 				}
@@ -207,8 +207,10 @@ static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
 		return false;
 	while (st->n) {
 		uint32_t v = st->v[--st->n];
-		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-			uint32_t w = HS_EDGE_ID(g->edges[e]);
+		struct hs_edges it = hs_graph_edges(g, v);
+		uint32_t e;
+		while (hs_edges_next(&it, &e)) {
+			uint32_t w = HS_EDGE_ID(e);
 			if (claimed[w] || (reach[w] != HS_REACH_INDIRECT &&
 					   reach[w] != HS_REACH_LEAK_ROOT))
 				continue;
@@ -247,8 +249,10 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 	for (uint32_t v = 0; v < n; v++) {
 		if (reach[v] != HS_REACH_INDIRECT)  /* "leaked, undecided" */
 			continue;
-		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-			uint32_t w = HS_EDGE_ID(g->edges[e]);
+		struct hs_edges it = hs_graph_edges(g, v);
+		uint32_t e;
+		while (hs_edges_next(&it, &e)) {
+			uint32_t w = HS_EDGE_ID(e);
 			if (reach[w] == HS_REACH_INDIRECT)
 				has_in[w] = 1;
 		}
@@ -372,8 +376,9 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 	for (uint32_t v = 0; v < g->n; v++) {
 		if (reach[v] != HS_REACH_REACHABLE || via[v])
 			continue;
-		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-			uint32_t x = g->edges[e];
+		struct hs_edges it = hs_graph_edges(g, v);
+		uint32_t x;
+		while (hs_edges_next(&it, &x)) {
 			if (!(x & HS_EDGE_RULE) || reach[HS_EDGE_ID(x)] != HS_REACH_NONE)
 				continue;
 			x = HS_EDGE_ID(x);
@@ -385,16 +390,17 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 	}
 	while (st.n) {
 		uint32_t v = st.v[--st.n];
-		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-			uint32_t x = g->edges[e];
-			if (x & HS_EDGE_INTERIOR)
+		struct hs_edges it = hs_graph_edges(g, v);
+		uint32_t e;
+		while (hs_edges_next(&it, &e)) {
+			if (e & HS_EDGE_INTERIOR)
 				continue;
-			x = HS_EDGE_ID(x);
+			uint32_t x = HS_EDGE_ID(e);
 			if (reach[x] != HS_REACH_NONE)
 				continue;
 			reach[x] = HS_REACH_REACHABLE;
 			/* through another rule's pointer: that rule's */
-			via[x] = (g->edges[e] & HS_EDGE_RULE) ? g->rule_of[x] : via[v];
+			via[x] = (e & HS_EDGE_RULE) ? g->rule_of[x] : via[v];
 			if (stack_push(&st, x))
 				goto nomem;
 		}
@@ -509,12 +515,13 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 		if (count > 2 * AHEAD)
 			__builtin_prefetch(&g->offsets[st->v[a2 < cap ? a2 : a2 - cap]]);
 		if (count > AHEAD)
-			__builtin_prefetch(&g->edges[g->offsets[st->v[a1 < cap ? a1 : a1 - cap]]]);
+			__builtin_prefetch(&g->rows[g->offsets[st->v[a1 < cap ? a1 : a1 - cap]]]);
 		uint32_t v = st->v[head];
 		head = head + 1 == cap ? 0 : head + 1;
 		count--;
-		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-			uint32_t x = g->edges[e];
+		struct hs_edges it = hs_graph_edges(g, v);
+		uint32_t x;
+		while (hs_edges_next(&it, &x)) {
 			if (x & HS_EDGE_FLAGS)
 				continue;
 			if (reach[x] == HS_REACH_NONE) {
@@ -565,8 +572,9 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 	for (uint32_t v = 0; v < n; v++) {
 		if (reach[v] != HS_REACH_REACHABLE)
 			continue;
-		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-			uint32_t x = g->edges[e];
+		struct hs_edges it = hs_graph_edges(g, v);
+		uint32_t x;
+		while (hs_edges_next(&it, &x)) {
 			if ((x & HS_EDGE_INTERIOR) &&
 			    reach[HS_EDGE_ID(x)] == HS_REACH_NONE &&
 			    stack_push(st, HS_EDGE_ID(x)))
@@ -578,8 +586,10 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 		if (reach[v] != HS_REACH_NONE)
 			continue;
 		reach[v] = HS_REACH_POSSIBLE;
-		for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-			uint32_t x = HS_EDGE_ID(g->edges[e]);
+		struct hs_edges it = hs_graph_edges(g, v);
+		uint32_t e;
+		while (hs_edges_next(&it, &e)) {
+			uint32_t x = HS_EDGE_ID(e);
 			if (reach[x] == HS_REACH_NONE && stack_push(st, x))
 				goto fail;
 		}

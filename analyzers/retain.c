@@ -123,8 +123,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 	struct hs_domgraph dg = {
 		.n = r->base + graph->n, .na = r->base,
 		.head_off = r->head_off, .head_adj = r->head_adj,
-		.tail_off = graph->offsets, .tail_adj = graph->edges,
-		.tail_mask = ~HS_EDGE_FLAGS,
+		.tail_off = graph->offsets, .tail_rows = graph->rows,
 		.nthreads = nthreads,
 		.log = log,
 	};
@@ -154,22 +153,6 @@ void hs_retain_destroy(struct hs_retain *r)
 	free(r->head_off);
 	free(r->head_adj);
 	free(r);
-}
-
-void hs_retain_succ(const struct hs_retain *r, const struct hs_graph *g,
-		    uint32_t node, const uint32_t **p, const uint32_t **e,
-		    uint32_t *shift)
-{
-	if (node < r->base) {
-		*p = r->head_adj + r->head_off[node];
-		*e = r->head_adj + r->head_off[node + 1];
-		*shift = 0;
-	} else {
-		uint32_t id = node - r->base;
-		*p = g->edges + g->offsets[id];
-		*e = g->edges + g->offsets[id + 1];
-		*shift = r->base;
-	}
 }
 
 static int cmp_suspect(const void *a, const void *b, void *arg)
@@ -393,11 +376,9 @@ struct hs_error *hs_retain_bfs(const struct hs_retain *r,
 	queue[qt++] = HS_NODE_SUPER;
 	while (qh < qt) {
 		uint32_t v = queue[qh++];
-		const uint32_t *p, *e;
-		uint32_t shift;
-		hs_retain_succ(r, g, v, &p, &e, &shift);
-		for (; p < e; p++) {
-			uint32_t w = HS_EDGE_ID(*p) + shift;
+		struct hs_retain_succ it = hs_retain_succ(r, g, v);
+		uint32_t w;
+		while (hs_retain_next(&it, &w)) {
 			if (parent[w] != HS_DOM_NONE)
 				continue;
 			parent[w] = v;

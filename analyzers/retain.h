@@ -56,10 +56,43 @@ static inline const struct hs_root *hs_retain_root(const struct hs_retain *r,
 		&roots->roots[node - HS_NODE_FIRST_ROOT] : NULL;
 }
 
-/* Successors of a node (allocation targets carry HS_EDGE_INTERIOR). */
-void hs_retain_succ(const struct hs_retain *r, const struct hs_graph *g,
-		    uint32_t node, const uint32_t **p, const uint32_t **e,
-		    uint32_t *shift);
+/* The successors of a node, read with hs_retain_next: a head node's row
+ * (node ids), or an allocation's row of the graph. */
+struct hs_retain_succ {
+	const uint32_t *p, *q;  /* a head node's row */
+	struct hs_edges edges;  /* an allocation's */
+	uint32_t shift;         /* r->base for an allocation's: 0 is none */
+};
+
+static inline struct hs_retain_succ hs_retain_succ(const struct hs_retain *r,
+						   const struct hs_graph *g,
+						   uint32_t node)
+{
+	if (node < r->base)
+		return (struct hs_retain_succ){
+			.p = r->head_adj + r->head_off[node],
+			.q = r->head_adj + r->head_off[node + 1],
+		};
+	return (struct hs_retain_succ){
+		.edges = hs_graph_edges(g, node - r->base), .shift = r->base,
+	};
+}
+
+/* The next successor's node into *node; false at the end. */
+static inline bool hs_retain_next(struct hs_retain_succ *s, uint32_t *node)
+{
+	if (!s->shift) {
+		if (s->p == s->q)
+			return false;
+		*node = *s->p++;
+		return true;
+	}
+	uint32_t e;
+	if (!hs_edges_next(&s->edges, &e))
+		return false;
+	*node = HS_EDGE_ID(e) + s->shift;
+	return true;
+}
 
 /* MAT's leak suspects: the top-level dominators (children of the super-
  * root or of the leaked pseudo-root) that retain at least `share` of the

@@ -1690,8 +1690,10 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	/* who holds whom among them (the reverse of the graph's rows) */
 	for (size_t j = 0; j < in.n; j++) {
 		uint32_t id = in.ids[j];
-		for (uint32_t e = graph->offsets[id]; e < graph->offsets[id + 1]; e++) {
-			uint32_t x = hs_rankset_index(&in.set, HS_EDGE_ID(graph->edges[e]));
+		struct hs_edges it = hs_graph_edges(graph, id);
+		uint32_t e;
+		while (hs_edges_next(&it, &e)) {
+			uint32_t x = hs_rankset_index(&in.set, HS_EDGE_ID(e));
 			if (x != HS_RANK_NONE)
 				in.poff[x + 2]++;
 		}
@@ -1703,8 +1705,10 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 		goto out;
 	for (size_t j = 0; j < in.n; j++) {
 		uint32_t id = in.ids[j];
-		for (uint32_t e = graph->offsets[id]; e < graph->offsets[id + 1]; e++) {
-			uint32_t x = hs_rankset_index(&in.set, HS_EDGE_ID(graph->edges[e]));
+		struct hs_edges it = hs_graph_edges(graph, id);
+		uint32_t e;
+		while (hs_edges_next(&it, &e)) {
+			uint32_t x = hs_rankset_index(&in.set, HS_EDGE_ID(e));
 			if (x != HS_RANK_NONE)
 				in.preds[in.poff[x + 1]++] = (uint32_t)j;
 		}

@@ -319,11 +319,10 @@ static void walked_pass(const struct hs_retain *r, const struct hs_graph *g,
 			const struct hs_rankset *walked, uint32_t *off, uint32_t *pred)
 {
 	for (uint32_t v = r->tree->n; v-- > 0;) {
-		const uint32_t *p, *e;
-		uint32_t shift;
-		hs_retain_succ(r, g, v, &p, &e, &shift);
-		for (; p < e; p++) {
-			uint32_t k = hs_rankset_index(walked, HS_EDGE_ID(*p) + shift);
+		struct hs_retain_succ it = hs_retain_succ(r, g, v);
+		uint32_t w;
+		while (hs_retain_next(&it, &w)) {
+			uint32_t k = hs_rankset_index(walked, w);
 			if (k == HS_RANK_NONE)
 				continue;
 			if (pred)

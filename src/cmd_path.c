@@ -203,11 +203,10 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 		for (uint32_t v = 0; v < r->base + g->n && n < cli->top_n; v++) {
 			if (v == last[0] || parent[v] == HS_DOM_NONE || v == HS_NODE_SUPER)
 				continue;
-			const uint32_t *p, *q;
-			uint32_t shift;
-			hs_retain_succ(r, g, v, &p, &q, &shift);
-			for (; p < q; p++) {
-				if (HS_EDGE_ID(*p) + shift != target)
+			struct hs_retain_succ it = hs_retain_succ(r, g, v);
+			uint32_t w;
+			while (hs_retain_next(&it, &w)) {
+				if (w != target)
 					continue;
 				if (n == cap) {
 					cap *= 2;

@@ -129,10 +129,13 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_leak_root *lr = NULL;
 	if (g && hs_alloc_in_graph(a)) {
 		hs_roots_scan_for(snap->core, roots, g, id, root_ref, in);
-		for (uint32_t v = 0; v < g->n; v++)
-			for (uint32_t e = g->offsets[v]; e < g->offsets[v + 1]; e++)
-				if (HS_EDGE_ID(g->edges[e]) == id)
+		for (uint32_t v = 0; v < g->n; v++) {
+			struct hs_edges it = hs_graph_edges(g, v);
+			uint32_t e;
+			while (hs_edges_next(&it, &e))
+				if (HS_EDGE_ID(e) == id)
 					scan_words(snap->core, heap, g, v, id, in);
+		}
 		scan_words(snap->core, heap, g, id, HS_NO_ALLOC, out);
 		for (size_t i = 0; i < mark->nleak_roots; i++)
 			if (mark->leak_roots[i].id == id)

@@ -9,6 +9,7 @@
 #include "analyzers/alloc/backend.h"
 #include "analyzers/alloc/pymalloc.h"
 #include "analyzers/python.h"
+#include "src/sort.h"
 
 double hs_now(void)
 {
@@ -318,6 +319,12 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 
 static const struct hs_error *types_base(struct hs_snapshot *snap);
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
 /* The typed rule (rules.h): the typed pointers into blocks' interiors that
  * type propagation found hold those blocks.  Without types (no debug
  * info), there is nothing to apply. */
@@ -329,17 +336,34 @@ static struct hs_error *typed_rule(struct hs_snapshot *snap)
 		return NULL;
 	const struct hs_types *types = snap->types;
 	double t0 = hs_now();
+	/* the holds by holder, then target: one pass over each holder's row */
+	uint64_t *pairs = malloc((types->nholds ? types->nholds : 1) * sizeof(*pairs));
+	if (!pairs)
+		return &hs_error_nomem;
+	size_t np = 0;
 	for (size_t i = 0; i < types->nholds; i++) {
 		const struct hs_types_hold *h = &types->holds[i];
 		if (h->holder == HS_NO_ALLOC) {
 			struct hs_error *err = hs_rules_add_typed(&snap->rules, h->value);
-			if (err)
+			if (err) {
+				free(pairs);
 				return err;
+			}
 		} else {
-			hs_graph_take_as_start(snap->graph, h->holder, h->target,
-					       HS_RULE_TYPED);
+			pairs[np++] = (uint64_t)h->holder << 32 | h->target;
 		}
 	}
+	hs_sort(pairs, np, sizeof(*pairs), cmp_u64);
+	/* the targets go to the front of the array, by holder */
+	uint32_t *dst = (uint32_t *)pairs;
+	for (size_t i = 0; i < np;) {
+		uint32_t holder = (uint32_t)(pairs[i] >> 32);
+		size_t n = 0;
+		for (; i < np && (uint32_t)(pairs[i] >> 32) == holder; i++)
+			dst[n++] = (uint32_t)pairs[i];
+		hs_graph_take_as_start(snap->graph, holder, dst, n, HS_RULE_TYPED);
+	}
+	free(pairs);
 	hs_rules_typed_done(&snap->rules);
 	snap->t_mark += hs_now() - t0;
 	return NULL;

@@ -10,6 +10,7 @@
 
 #include "analyzers/dominators.h"
 #include "analyzers/summary.h"
+#include "src/edgerow.h"
 #include "tests/unit/check.h"
 
 /* Allocation failures, injected: the n-th malloc, calloc or realloc from
@@ -136,8 +137,8 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 		weight[v] = (uint64_t)(1 + rnd(100)) << shift;
 
 	/* the same graph as head block [0, split) + tail block [split, n),
-	 * with the tail's targets stored relative to split and a flag bit
-	 * that the mask must strip (like HS_EDGE_INTERIOR) */
+	 * with the tail's targets stored relative to split and flag bits
+	 * that must be dropped (like HS_EDGE_INTERIOR), as varint rows */
 	uint32_t *toff = malloc((n - split + 1) * sizeof(uint32_t));
 	uint32_t *tadj = malloc((m ? m : 1) * sizeof(uint32_t));
 	uint32_t *hadj = malloc((m ? m : 1) * sizeof(uint32_t));
@@ -148,11 +149,14 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 	for (uint32_t v = split; v <= n; v++)
 		toff[v - split] = off[v] - off[split];
 	for (uint32_t k = off[split]; k < m; k++)
-		tadj[k - off[split]] = (adj[k] - split) | (rnd(2) ? 0x80000000u : 0);
+		tadj[k - off[split]] = (adj[k] - split) | (uint32_t)rnd(4) << 30;
+	uint32_t *troff = NULL;
+	uint8_t *trows = NULL;
+	CHECK(hs_edgerow_encode(toff, tadj, n - split, &troff, &trows));
 	struct hs_domgraph g = {
 		.n = n, .na = split,
 		.head_off = hoff, .head_adj = hadj,
-		.tail_off = toff, .tail_adj = tadj, .tail_mask = 0x7fffffffu,
+		.tail_off = troff, .tail_rows = trows,
 		/* half the graphs build the reverse graph with two threads */
 		.nthreads = 1 + rnd(2),
 	};
@@ -249,6 +253,8 @@ out:
 	free(fill);
 	free(toff);
 	free(tadj);
+	free(troff);
+	free(trows);
 	free(hadj);
 	free(hoff);
 }
@@ -275,14 +281,18 @@ static void long_chain(uint32_t n, bool tail)
 	}
 	off[n] = k;
 	struct hs_domgraph g = {.n = n, .na = n, .head_off = off, .head_adj = adj};
+	uint32_t *troff = NULL;
+	uint8_t *trows = NULL;
 	if (tail) {
 		/* the tail's offsets start at node 1's row, its targets are
 		 * relative to node 1 */
 		for (uint32_t i = 1; i < n; i++)
 			adj[i] -= 1;
+		if (!hs_edgerow_encode(off + 1, adj, n - 1, &troff, &trows))
+			CHECK(!"the chain's rows encode");
 		g = (struct hs_domgraph){
 			.n = n, .na = 1, .head_off = off, .head_adj = adj,
-			.tail_off = off + 1, .tail_adj = adj, .tail_mask = UINT32_MAX,
+			.tail_off = troff, .tail_rows = trows,
 			.nthreads = 2,
 		};
 	}
@@ -300,6 +310,8 @@ static void long_chain(uint32_t n, bool tail)
 	hs_domtree_destroy(t);
 	free(off);
 	free(adj);
+	free(troff);
+	free(trows);
 }
 
 /* A large sparse graph, deep dominator trees: the root map with many
