@@ -305,7 +305,8 @@ static bool resolve(struct part *p, struct cand *c, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = c[i].v;
 		uint32_t src = c[i].src;
-		if (!close_sources(p, src))
+		/* (most words are in the source whose row is open) */
+		if (p->open < src && !close_sources(p, src))
 			return false;
 		bool interior;
 		uint32_t t = hs_graph_probe_target(g, v, &c[i].probe, &interior);
