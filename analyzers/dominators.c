@@ -9,16 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Building the predecessor lists: a part of the nodes [from, to), its
- * count (then fill cursor) per row, and the edges it saw.  Only the
- * numbers in `into` (those some edge other than a DFS tree edge enters)
- * have a row: the row of their rank. */
+/* Building the predecessor lists: a part takes the edges into the nodes
+ * [ylo, yhi), counts them per row (then fills them in, cnt its cursors),
+ * and counts the edges it saw.  Only the numbers in `into` (those some
+ * edge other than a DFS tree edge enters) have a row: the row of their
+ * rank.  The parts' targets are disjoint, and so are their rows: they
+ * share one array of counts. */
 struct pred_part {
 	const struct hs_domgraph *g;
 	const uint32_t *num, *parent;
 	const struct hs_rankset *into;
 	const uint64_t *entered;        /* into, by node */
-	uint32_t from, to;
+	uint32_t ylo, yhi;
 	uint32_t *cnt;
 	uint32_t *radj;
 	uint64_t m;
@@ -46,10 +48,17 @@ static inline bool entered_node(const uint64_t *entered, uint32_t y)
 	return entered[y / 64] >> (y % 64) & 1;
 }
 
-/* One pass over a part's edges, DFS tree edges left out: counts them per
- * target (radj NULL), or files each source number in its target's row.
- * The tail's rows are read in order, their targets' numbers, parents and
- * rows are scattered: they are asked for a few edges ahead. */
+/* Is y among the targets of part pp? */
+static inline bool owns(const struct pred_part *pp, uint32_t y)
+{
+	return y - pp->ylo < pp->yhi - pp->ylo;
+}
+
+/* One pass over the edges into a part's targets, DFS tree edges left
+ * out: counts them per target (radj NULL), or files each source number
+ * in its target's row.  Every part reads all rows, in order (the reads
+ * are sequential); their targets' numbers, parents and rows are
+ * scattered: they are asked for a few edges ahead. */
 static void *pred_pass(void *arg)
 {
 	enum { AHEAD = 8 };
@@ -58,19 +67,20 @@ static void *pred_pass(void *arg)
 	const uint32_t *num = pp->num;
 	const uint64_t *entered = pp->entered;
 	pp->m = 0;
-	uint32_t v = pp->from;
-	for (; v < pp->to && v < g->na; v++) {
+	for (uint32_t v = 0; v < g->na; v++) {
 		uint32_t i = num[v];
 		if (!i)
 			continue;
-		for (uint32_t x = g->head_off[v]; x < g->head_off[v + 1]; x++)
-			if (entered_node(entered, g->head_adj[x]))
-				pred_edge(pp, i, num[g->head_adj[x]]);
+		for (uint32_t x = g->head_off[v]; x < g->head_off[v + 1]; x++) {
+			uint32_t y = g->head_adj[x];
+			if (owns(pp, y) && entered_node(entered, y))
+				pred_edge(pp, i, num[y]);
+		}
 	}
-	if (v >= pp->to)
+	if (g->n == g->na || pp->yhi <= g->na)
 		return NULL;
-	/* the tail's edges in row order, decoded 2 * AHEAD ahead of their
-	 * use into a ring of (row, target node) */
+	/* the tail's edges into the part's targets, in row order, decoded
+	 * 2 * AHEAD ahead of their use into a ring of (row, target node) */
 	enum { RING = 32 };
 	_Static_assert(RING > 2 * AHEAD, "the ring holds the edges ahead");
 	struct {
@@ -78,9 +88,9 @@ static void *pred_pass(void *arg)
 	} ring[RING];
 	const uint32_t *off = g->tail_off;
 	const uint8_t *rows = g->tail_rows;
-	uint32_t na = g->na, kend = pp->to - na;
-	uint32_t dk = v - na, prev = dk;  /* the decoder: its row, */
-	const uint8_t *dp = rows + off[dk], *dend = rows + off[dk + 1];  /* bytes */
+	uint32_t na = g->na, kend = g->n - na;
+	uint32_t dk = 0, prev = 0;  /* the decoder: its row, */
+	const uint8_t *dp = rows + off[0], *dend = rows + off[1];  /* bytes */
 	size_t head = 0, count = 0;
 	for (;;) {
 		while (count < 2 * AHEAD) {
@@ -92,27 +102,23 @@ static void *pred_pass(void *arg)
 			if (dk >= kend)
 				break;
 			uint32_t y = (hs_edgerow_get(&dp, &prev) & HS_EDGEROW_ID_MASK) + na;
+			if (!owns(pp, y) || !entered_node(entered, y))
+				continue;
 			size_t at = (head + count++) % RING;
 			ring[at].k = dk;
 			ring[at].y = y;
-			if (entered_node(entered, y))
-				__builtin_prefetch(&num[y]);
+			__builtin_prefetch(&num[y]);
 		}
 		if (!count)
 			break;
 		if (count > AHEAD) {
-			uint32_t y = ring[(head + AHEAD) % RING].y;
-			if (entered_node(entered, y)) {
-				uint32_t w = num[y];
-				__builtin_prefetch(&pp->parent[w]);
-				__builtin_prefetch(&pp->into->w[w / 32]);
-			}
+			uint32_t w = num[ring[(head + AHEAD) % RING].y];
+			__builtin_prefetch(&pp->parent[w]);
+			__builtin_prefetch(&pp->into->w[w / 32]);
 		}
 		uint32_t k = ring[head].k, y = ring[head].y;
 		head = (head + 1) % RING;
 		count--;
-		if (!entered_node(entered, y))
-			continue;
 		uint32_t i = num[k + na];
 		if (i)
 			pred_edge(pp, i, num[y]);
@@ -365,7 +371,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	size_t stcap = 4096;
 	struct frame *stack = malloc(stcap * sizeof(*stack));
 	uint32_t *least = NULL, *idom = NULL, *roff = NULL,
-		 *radj = NULL, *evs = NULL;
+		 *radj = NULL, *evs = NULL, *big = NULL;
+	uint8_t *len8 = NULL;  /* (step 2 on) */
 	/* the numbers' nodes, in preorder: the deltas, zigzag varints (most
 	 * take a byte or two: a DFS meets the blocks of a heap in about the
 	 * order they were allocated); an array again in step 5 only */
@@ -537,67 +544,65 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * a row (row k: the k-th of them by number).  Rows are read in node
 	 * order (the order they are stored in), not in DFS order: sequential
 	 * reads; num[], parent[] and the counts are random.  With two
-	 * threads, each takes half of the edges and counts into its own
-	 * array; each then fills its own part of every row. */
+	 * threads, each takes the edges into half of the tail's nodes (the
+	 * first, the head's too): their rows are apart, so they count into
+	 * one array, and fill their own rows. */
 	roff = calloc((size_t)np + 2, sizeof(uint32_t));
 	if (!roff)
 		goto out;
 	struct pred_part parts[2] = {
 		{.g = g, .num = num, .parent = parent, .into = &into, .entered = entered,
-		 .from = 0, .to = n, .cnt = roff},
+		 .ylo = 0, .yhi = n, .cnt = roff},
 	};
 	unsigned nparts = 1;
-	if (g->nthreads >= 2 && g->tail_off && n - g->na >= 2) {
-		/* split the tail where half of its edges are behind */
-		uint32_t half = g->tail_off[nt] / 2;
-		uint32_t lo = 0, hi = nt;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (g->tail_off[mid] < half)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		uint32_t split = g->na + lo;
+	if (g->nthreads >= 2 && nt >= 2) {
 		parts[1] = parts[0];
-		parts[0].to = split;
-		parts[1].from = split;
-		parts[1].cnt = calloc((size_t)np + 2, sizeof(uint32_t));
-		if (!parts[1].cnt)
-			goto out;
+		parts[0].yhi = parts[1].ylo = g->na + nt / 2;
 		nparts = 2;
 	}
 	run_parts(parts, nparts, pred_pass);
 	uint64_t m = parts[0].m + (nparts == 2 ? parts[1].m : 0);
 	if (m >= UINT32_MAX) {
 		err = hs_error_create(HS_ERR_UNSUPPORTED, "graph too large");
-		free(parts[1].cnt);
 		goto out;
 	}
-	/* row k is [start, end): part 0 fills [start, start + its count)
-	 * downwards from the top, part 1 the rest; once filled, roff[k] (part
-	 * 0's cursor) is the row's start */
-	uint32_t *cnt1 = nparts == 2 ? parts[1].cnt : NULL;
+	/* row k is [start, end): filled downwards from its end; once filled,
+	 * roff[k] is the row's start */
 	uint32_t run = 0;
 	for (uint32_t i = 0; i <= np + 1; i++) {
-		uint32_t start = run;
-		run += roff[i] + (cnt1 ? cnt1[i] : 0);
-		roff[i] = start + roff[i];
-		if (cnt1)
-			cnt1[i] = run;
+		run += roff[i];
+		roff[i] = run;
 	}
 	radj = malloc((m ? m : 1) * sizeof(uint32_t));
 	hs_vector_hugepages(radj, (m ? m : 1) * sizeof(uint32_t));
-	if (!radj) {
-		free(cnt1);
+	if (!radj)
 		goto out;
-	}
 	for (unsigned i = 0; i < nparts; i++)
 		parts[i].radj = radj;
 	run_parts(parts, nparts, pred_pass);
-	free(cnt1);
 	free(entered);
 	entered = NULL;
+	/* the rows' lengths, a byte each (those of 255 or more in `big`, in
+	 * row order): steps 3 and 4 walk the rows in order, so a running sum
+	 * gives their bounds, and the offsets (4 bytes a row) go.  Every
+	 * row has an edge: the one that found its node seen. */
+	len8 = malloc((size_t)np + 1);
+	if (!len8)
+		goto out;
+	size_t nbig = 0;
+	for (uint32_t k = 0; k < np; k++)
+		nbig += roff[k + 1] - roff[k] >= 255;
+	big = malloc((nbig ? nbig : 1) * sizeof(uint32_t));
+	if (!big)
+		goto out;
+	for (uint32_t k = 0, b = 0; k < np; k++) {
+		uint32_t len = roff[k + 1] - roff[k];
+		len8[k] = (uint8_t)(len >= 255 ? 255 : len);
+		if (len >= 255)
+			big[b++] = len;
+	}
+	free(roff);
+	roff = NULL;
 	/* from here on, numbers map to nodes through the stream vs.  The
 	 * arrays are passed on rather than freed and allocated again: a
 	 * page the kernel gives afresh costs more than its fill (on this
@@ -610,8 +615,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * ever compares the semi-dominators of labels, so least[x] keeps the
 	 * label's semi-dominator itself (not the label): it is set when x is
 	 * done, to x's own, and lowered by path compression.  Once the node
-	 * of row k is done, roff[k + 1] (the end of its row) is read no
-	 * more: its semi-dominator is kept there for step 4.  Compression
+	 * of row k is done, its row is read no more: its semi-dominator is
+	 * kept in the row's first slot for step 4.  Compression
 	 * overwrites the parent links that step 4 needs: they go first to a
 	 * stream of varints, in preorder (w - parent - 1: a byte for a node
 	 * that is its parent's first child, most nodes of a heap). */
@@ -628,6 +633,9 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	evs = malloc(evcap * sizeof(uint32_t));
 	if (!least || !evs)
 		goto out;
+	/* row k is [start, end); the lookahead's row ak is [astart, aend) */
+	uint32_t end = (uint32_t)m, aend = (uint32_t)m, astart = (uint32_t)m, ak = np;
+	size_t bi = nbig, abi = nbig;
 	for (uint32_t w = nr, k = np; w >= 2; w--) {
 		if (g->log && !(w & 0xffff))
 			hs_log_progress(g->log, PHASE, "nodes", (uint64_t)n + nr - w, total);
@@ -637,15 +645,20 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		}
 		k--;
 		/* the rows come in decreasing order, their sources'
-		 * parents and least scattered: asked for a few rows ahead
-		 * (rows below k are not done: their bounds are intact) */
-		if (k >= SEMI_AHEAD)
-			for (uint32_t e = roff[k - SEMI_AHEAD]; e < roff[k - SEMI_AHEAD + 1]; e++) {
-				__builtin_prefetch(&parent[radj[e]]);
-				__builtin_prefetch(&least[radj[e]]);
-			}
-		uint32_t sw = parent[w], kend = roff[k + 1];
-		for (uint32_t e = roff[k]; e < kend; e++) {
+		 * parents and least scattered: asked for a few rows ahead */
+		while (k >= SEMI_AHEAD && ak > k - SEMI_AHEAD) {
+			ak--;
+			aend = astart;
+			astart = aend - (len8[ak] == 255 ? big[--abi] : len8[ak]);
+			if (ak == k - SEMI_AHEAD)
+				for (uint32_t e = astart; e < aend; e++) {
+					__builtin_prefetch(&parent[radj[e]]);
+					__builtin_prefetch(&least[radj[e]]);
+				}
+		}
+		uint32_t start = end - (len8[k] == 255 ? big[--bi] : len8[k]);
+		uint32_t sw = parent[w];
+		for (uint32_t e = start; e < end; e++) {
 			uint32_t v = radj[e];
 			/* eval(v, w + 1): the least semi-dominator on v's path */
 			uint32_t sv;
@@ -685,7 +698,9 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			if (sv < sw)
 				sw = sv;
 		}
-		roff[k + 1] = sw;
+		if (start < end)
+			radj[start] = sw;
+		end = start;
 		least[w] = sw;
 	}
 	/* 4. idom = NCA(parent, semi): walk up the idom chain from the DFS
@@ -694,26 +709,39 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	idom = parent;
 	parent = NULL;
 	const uint8_t *pcur = ps.b;
-	for (uint32_t w = 2; w <= nr; w++) {
+	uint32_t start = 0, k0 = 0;  /* row k's start */
+	bi = 0;
+	if (np && hs_rankset_has(&into, 1)) {
+		/* the entry's row (an edge back to it), not read */
+		start = len8[0] == 255 ? big[bi++] : len8[0];
+		k0 = 1;
+	}
+	for (uint32_t w = 2, k = k0; w <= nr; w++) {
 		if (g->log && !(w & 0xffff))
 			hs_log_progress(g->log, PHASE, "nodes", 2 * (uint64_t)n + w, total);
 		uint32_t c = w - 1 - ustream_get(&pcur);
-		uint32_t k = hs_rankset_index(&into, w);
-		if (k != HS_RANK_NONE) {
-			uint32_t sw = roff[k + 1];
-			while (c > sw)
-				c = idom[c];
+		if (hs_rankset_has(&into, w)) {
+			uint32_t len = len8[k] == 255 ? big[bi++] : len8[k];
+			k++;
+			if (len) {
+				uint32_t sw = radj[start];
+				while (c > sw)
+					c = idom[c];
+			}
+			start += len;
 		}
 		idom[w] = c;
 	}
 
 	/* the search structures go before the results come */
 	ustream_fini(&ps);
-	free(roff);
+	free(len8);
+	free(big);
 	free(radj);
 	free(evs);
 	hs_rankset_fini(&into);
-	roff = radj = evs = NULL;
+	len8 = NULL;
+	radj = evs = big = NULL;
 
 	/* 5. in node space: idom (then the numbered idom goes), then retained
 	 * sizes, children before parents (reverse preorder) */
@@ -775,6 +803,8 @@ out:
 	free(least);
 	free(idom);
 	free(roff);
+	free(len8);
+	free(big);
 	free(radj);
 	free(evs);
 	free(entered);
