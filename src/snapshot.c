@@ -311,6 +311,12 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 									 &snap->log, &snap->graph);
 				snap->t_graph = hs_now() - t0;
 			}
+			/* the scan's counts of references to CPython's
+			 * objects are used up now, before the types and the
+			 * mark take their memory (4 bytes a block) */
+			const struct hs_pyrefs *pyrefs;
+			if (!snap->graph_err && snap->graph->pystarts)
+				(void)hs_snapshot_pyrefs(snap, &pyrefs);
 		}
 	}
 	*ret = snap->graph;
@@ -394,12 +400,6 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 					hs_graph_drop_rule_of(snap->graph);
 					hs_rules_drop_summary(&snap->rules);
 				}
-				/* and the scan's counts of references to
-				 * CPython's objects go now, before the
-				 * dominators take their memory */
-				const struct hs_pyrefs *pyrefs;
-				if (!snap->mark_err && snap->graph->pystarts)
-					(void)hs_snapshot_pyrefs(snap, &pyrefs);
 			}
 	}
 	*ret = snap->mark;
