@@ -860,14 +860,15 @@ void hs_python_destroy(struct hs_pyobjects *p)
 		free(p->types[i].name);
 	free(p->types);
 	free(p->kind);
+	free(p->kind16);
 	free(p->tails);
 	free(p);
 }
 
 struct hs_error *hs_python_objects(const struct hs_core *core,
 				   struct hs_dwarf *dw,
-				   const struct hs_heap *heap, struct hs_log *log,
-				   struct hs_pyobjects **ret)
+				   const struct hs_heap *heap, uint32_t narrow_max,
+				   struct hs_log *log, struct hs_pyobjects **ret)
 {
 	*ret = NULL;
 	unsigned minor;
@@ -915,6 +916,19 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 		struct hs_pytype *t = &c.p->types[hs_py_type_index(k)];
 		t->count++;
 		t->bytes += heap->allocs[i].size;
+	}
+	/* 16 bits a block when the types allow (2 bytes less a block for
+	 * the rest of the run); if memory runs out, the 32 stay */
+	uint32_t narrow = narrow_max && narrow_max < HS_PY_NARROW_TYPES ?
+			  narrow_max : HS_PY_NARROW_TYPES;
+	uint16_t *k16 = c.p->ntypes < narrow ?
+			malloc((heap->nallocs ? heap->nallocs : 1) * sizeof(*k16)) : NULL;
+	if (k16) {
+		for (size_t i = 0; i < heap->nallocs; i++)
+			k16[i] = c.p->kind[i] == HS_PY_NONE ? UINT16_MAX : (uint16_t)c.p->kind[i];
+		free(c.p->kind);
+		c.p->kind = NULL;
+		c.p->kind16 = k16;
 	}
 	*ret = c.p;
 	c.p = NULL;
@@ -998,7 +1012,7 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 	size_t cap = 0;
 	struct hs_error *err = NULL;
 	for (uint32_t id = 0; id < g->n && !err; id++) {
-		uint32_t k = py->kind[id];
+		uint32_t k = hs_py_kind(py, id);
 		if (k == HS_PY_NONE || (k & HS_PY_PART))
 			continue;
 		uint64_t refcnt;
@@ -1066,7 +1080,7 @@ static char *key_text(struct ctx *c, uint64_t key, bool attribute)
 char *hs_python_field(const struct hs_pyobjects *py, const struct hs_core *core,
 		      const struct hs_heap *heap, uint32_t id, uint64_t offset)
 {
-	uint32_t k = py->kind[id];
+	uint32_t k = hs_py_kind(py, id);
 	if (k == HS_PY_NONE || !(k & HS_PY_PART))
 		return NULL;
 	const struct hs_pytype *t = &py->types[hs_py_type_index(k)];
@@ -1121,7 +1135,7 @@ void hs_python_touch(const struct hs_pyobjects *py, const struct hs_core *core,
 			break;  /* out of memory: what was touched stays */
 	}
 	for (size_t i = 0; i < heap->nallocs; i++) {
-		uint32_t k = py->kind[i];
+		uint32_t k = hs_py_kind(py, (uint32_t)i);
 		if (k == HS_PY_NONE || (k & HS_PY_PART))
 			continue;
 		/* count, type, and the ob_size of a varying object or of a

@@ -64,8 +64,11 @@ struct hs_pyobjects {
 	 * words of the block past its end (bits 4-5, HS_PY_TAIL), or for a
 	 * value object HS_PY_VALUE and its form (bits 4-5); for a part
 	 * HS_PY_PART and the words before its contents (bits 0-2; 3.11's
-	 * values prefix: bytes that are not references) */
+	 * values prefix: bytes that are not references).  Read with
+	 * hs_py_kind: with fewer than HS_PY_NARROW_TYPES types, the same in
+	 * 16 bits (kind16, 0xffff for none; kind is then NULL). */
 	uint32_t *kind;
+	uint16_t *kind16;
 	uint64_t objects, parts;        /* blocks */
 	/* list item arrays: the words past the list's ob_size (what it
 	 * held before it shrank: list.pop() leaves its slot as it was),
@@ -77,6 +80,18 @@ struct hs_pyobjects {
 };
 
 enum { HS_PY_VALUE = 4, HS_PY_PART = 8, HS_PY_TAIL_SHIFT = 4, HS_PY_TYPE_SHIFT = 6 };
+/* Below this many types, every kind but 0xffff fits in 16 bits */
+enum { HS_PY_NARROW_TYPES = (1 << (16 - HS_PY_TYPE_SHIFT)) - 1 };
+
+/* Block id's kind (HS_PY_NONE: no object's block). */
+static inline uint32_t hs_py_kind(const struct hs_pyobjects *py, uint32_t id)
+{
+	if (py->kind16) {
+		uint16_t k = py->kind16[id];
+		return k == UINT16_MAX ? HS_PY_NONE : k;
+	}
+	return py->kind[id];
+}
 
 /* The forms of a value object: an object of one of the interpreter's own
  * types whose words past ob_type hold no reference, its value only (a
@@ -117,7 +132,7 @@ static inline uint64_t hs_py_offset(uint32_t kind)
 static inline bool hs_py_is_start(const struct hs_pyobjects *py,
 				  const struct hs_alloc *a, uint32_t id, uint64_t v)
 {
-	uint32_t k = py->kind[id];
+	uint32_t k = hs_py_kind(py, id);
 	return k != HS_PY_NONE && !(k & HS_PY_PART) && a->addr + hs_py_offset(k) == v;
 }
 
@@ -131,7 +146,7 @@ static inline bool hs_py_is_start(const struct hs_pyobjects *py,
 static inline bool hs_py_in_head(const struct hs_pyobjects *py,
 				 const struct hs_alloc *a, uint32_t id, uint64_t v)
 {
-	uint32_t k = py->kind[id];
+	uint32_t k = hs_py_kind(py, id);
 	return k != HS_PY_NONE && !(k & HS_PY_PART) && v > a->addr &&
 	       v < a->addr + hs_py_offset(k);
 }
@@ -204,7 +219,7 @@ static inline struct hs_py_skip hs_py_value_skip(unsigned minor, unsigned form,
 static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
 					      uint32_t id, uint64_t nwords)
 {
-	uint32_t k = py->kind[id];
+	uint32_t k = hs_py_kind(py, id);
 	if (k == HS_PY_NONE)
 		return (struct hs_py_skip){0, 0, 0};
 	if (k & HS_PY_PART)
@@ -219,11 +234,13 @@ static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
 }
 
 /* The objects of the heap's used blocks; *ret NULL when the program has
- * no CPython (or its type `type` cannot be found). */
+ * no CPython (or its type `type` cannot be found).  narrow_max (0: none)
+ * lowers the number of types below which the kinds take 16 bits (the
+ * tests compare the two forms). */
 struct hs_error *hs_python_objects(const struct hs_core *core,
 				   struct hs_dwarf *dw,
-				   const struct hs_heap *heap, struct hs_log *log,
-				   struct hs_pyobjects **ret);
+				   const struct hs_heap *heap, uint32_t narrow_max,
+				   struct hs_log *log, struct hs_pyobjects **ret);
 void hs_python_destroy(struct hs_pyobjects *p);
 
 /* For redaction (analyzers/redact.h): reads again, through the core's

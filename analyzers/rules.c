@@ -494,7 +494,7 @@ enum hs_rule hs_rules_check(const struct hs_rules *r, const struct hs_alloc *a,
 	uint64_t off = v - a->addr, w1;
 	unsigned on = r->enabled;
 	if (r->py && (on & 1u << HS_RULE_PYOBJECT)) {
-		uint32_t k = r->py->kind[a - r->heap->allocs];
+		uint32_t k = hs_py_kind(r->py, (uint32_t)(a - r->heap->allocs));
 		/* an object past its block's start, or 3.11's attribute
 		 * values past their prefix */
 		if (k != HS_PY_NONE && ((k & HS_PY_PART) ? (k & 7) * 8 == off :

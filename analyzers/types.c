@@ -529,7 +529,7 @@ static struct hs_error *seed_python(struct ctx *c)
 	if (!d)
 		return &hs_error_nomem;
 	for (uint32_t id = 0; id < c->graph->n && !err; id++) {
-		uint32_t k = py->kind[id];
+		uint32_t k = hs_py_kind(py, id);
 		if (k == HS_PY_NONE)
 			continue;
 		uint32_t ti = hs_py_type_index(k);

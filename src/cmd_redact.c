@@ -40,7 +40,8 @@ int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap)
 	 * words and their types read through it */
 	core->trace = NULL;
 	struct hs_pyobjects *py = NULL;
-	struct hs_error *perr = hs_python_objects(core, dw, heap, &snap->log, &py);
+	struct hs_error *perr = hs_python_objects(core, dw, heap, snap->opts.types_narrow_max,
+							  &snap->log, &py);
 	if (perr) {
 		free(trace);
 		int rc = hs_cli_fail(cli, perr);
