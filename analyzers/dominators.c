@@ -584,24 +584,27 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	entered = NULL;
 	/* the rows' lengths, a byte each (those of 255 or more in `big`, in
 	 * row order): steps 3 and 4 walk the rows in order, so a running sum
-	 * gives their bounds, and the offsets (4 bytes a row) go.  Every
-	 * row has an edge: the one that found its node seen. */
-	len8 = malloc((size_t)np + 1);
-	if (!len8)
-		goto out;
+	 * gives their bounds.  The bytes are written over the offsets (4
+	 * bytes a row; byte k is behind the offsets still to be read), which
+	 * then shrink to them.  Every row has an edge: the one that found
+	 * its node seen. */
 	size_t nbig = 0;
 	for (uint32_t k = 0; k < np; k++)
 		nbig += roff[k + 1] - roff[k] >= 255;
 	big = malloc((nbig ? nbig : 1) * sizeof(uint32_t));
 	if (!big)
 		goto out;
-	for (uint32_t k = 0, b = 0; k < np; k++) {
-		uint32_t len = roff[k + 1] - roff[k];
-		len8[k] = (uint8_t)(len >= 255 ? 255 : len);
+	uint8_t *l8 = (uint8_t *)roff;
+	for (uint32_t k = 0, b = 0, at = roff[0]; k < np; k++) {
+		uint32_t end = roff[k + 1], len = end - at;
+		l8[k] = (uint8_t)(len >= 255 ? 255 : len);
 		if (len >= 255)
 			big[b++] = len;
+		at = end;
 	}
-	free(roff);
+	len8 = realloc(l8, (size_t)np + 1);
+	if (!len8)
+		len8 = l8;  /* (the offsets' memory, kept) */
 	roff = NULL;
 	/* from here on, numbers map to nodes through the stream vs.  The
 	 * arrays are passed on rather than freed and allocated again: a
