@@ -86,17 +86,17 @@ static void *pred_pass(void *arg)
 	struct {
 		uint32_t k, y;
 	} ring[RING];
-	const uint32_t *off = g->tail_off;
+	const struct hs_edgerow_index *ix = g->tail_index;
 	const uint8_t *rows = g->tail_rows;
 	uint32_t na = g->na, kend = g->n - na;
 	uint32_t dk = 0, prev = 0;  /* the decoder: its row, */
-	const uint8_t *dp = rows + off[0], *dend = rows + off[1];  /* bytes */
+	const uint8_t *dp = rows + hs_edgerow_start(ix, 0),  /* bytes */
+		      *dend = rows + hs_edgerow_start(ix, 1);
 	size_t head = 0, count = 0;
 	for (;;) {
 		while (count < 2 * AHEAD) {
 			while (dp == dend && ++dk < kend) {
-				dp = rows + off[dk];
-				dend = rows + off[dk + 1];
+				dend = rows + hs_edgerow_start(ix, dk + 1);
 				prev = dk;
 			}
 			if (dk >= kend)
@@ -247,17 +247,18 @@ static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
 	if (v < g->na)
 		return (struct frame){number | FRAME_HEAD, g->head_off[v], g->head_off[v + 1]};
 	uint32_t k = v - g->na;
-	struct frame f = {number, g->tail_off[k], g->tail_off[k + 1], k};
+	struct hs_edges it = hs_edgerow(g->tail_rows, g->tail_index, k);
+	struct frame f = {number, (uint32_t)(it.p - g->tail_rows),
+			  (uint32_t)(it.end - g->tail_rows), k};
 	/* its successors come next, and what they need is scattered: ask
 	 * for it now */
-	struct hs_edges it = hs_edgerow(g->tail_rows, g->tail_off, k);
 	uint32_t e;
 	while (hs_edges_next(&it, &e)) {
 		uint32_t y = (e & HS_EDGEROW_ID_MASK) + g->na;
 		if (b->one[y / 64] >> (y % 64) & 1)
 			__builtin_prefetch(&b->only[y]);
 		else if (!(b->leaf[y / 64] >> (y % 64) & 1))
-			__builtin_prefetch(&g->tail_off[y - g->na]);
+			__builtin_prefetch(&g->tail_index->rel[y - g->na]);
 	}
 	return f;
 }
@@ -419,13 +420,17 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	}
 #define BIT(b, x) ((b)[(x) / 64] >> ((x) % 64) & 1)
 #define SET_BIT(b, x) ((b)[(x) / 64] |= 1ull << ((x) % 64))
-	if (g->tail_off) {
+	if (nt) {
+		/* the rows in order: each starts where the one before ends */
+		uint32_t start = 0;
 		for (uint32_t k = 0; k < nt; k++) {
-			if (g->tail_off[k + 1] == g->tail_off[k]) {
+			uint32_t end = hs_edgerow_start(g->tail_index, k + 1);
+			struct hs_edges it = {g->tail_rows + start, g->tail_rows + end, k};
+			start = end;
+			if (it.p == it.end) {
 				SET_BIT(leaf, k + g->na);
 				continue;
 			}
-			struct hs_edges it = hs_edgerow(g->tail_rows, g->tail_off, k);
 			uint32_t e = 0;
 			hs_edges_next(&it, &e);
 			if (it.p == it.end) {

@@ -4,8 +4,8 @@
  * graph is used in place, not copied:
  *   nodes [0, na):  head_off/head_adj, targets are node ids;
  *   nodes [na, n):  rows of varints (src/edgerow.h), row k (node na + k)
- *                   tail_rows[tail_off[k] .. tail_off[k + 1]), read from
- *                   k; targets are their ids (flags dropped) + na.
+ *                   in tail_rows where tail_index says, read from k;
+ *                   targets are their ids (flags dropped) + na.
  * Node 0 is the entry.  For the heap: 0 is the super-root, then the "leaked"
  * pseudo-root, then one node per named root, then the allocations.
  *
@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "src/edgerow.h"
 #include "src/error.h"
 #include "src/log.h"
 #include "src/rankset.h"
@@ -28,7 +29,7 @@
 struct hs_domgraph {
 	uint32_t n, na;
 	const uint32_t *head_off, *head_adj;
-	const uint32_t *tail_off;
+	const struct hs_edgerow_index *tail_index;  /* n - na rows */
 	const uint8_t *tail_rows;
 	unsigned nthreads;  /* 0 or 1: one; 2 or more: two build the reverse graph */
 	struct hs_log *log; /* progress; may be NULL */

@@ -480,12 +480,13 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	struct hs_graph *g = calloc(1, sizeof(*g));
 	if (!g)
 		return &hs_error_nomem;
+	/* each row's bytes, then where it starts; then the index of that */
+	uint32_t *starts = NULL;
 	struct hs_error *err = addrmap_build(&g->map, heap);
 	if (err)
 		goto fail;
 	g->n = (uint32_t)heap->nallocs;
-	g->offsets = malloc(((size_t)g->n + 1) * sizeof(*g->offsets));
-	hs_vector_hugepages(g->offsets, ((size_t)g->n + 1) * sizeof(*g->offsets));
+	starts = malloc(((size_t)g->n + 1) * sizeof(*starts));
 	if (rules && rules->enabled) {
 		g->rules = rules;
 		g->rule_of = calloc((size_t)g->n + 1, 1);
@@ -494,7 +495,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		if (rules->py && !(g->pystarts = calloc((size_t)g->n + 1, sizeof(uint32_t))))
 			g->rule_of = (free(g->rule_of), NULL);
 	}
-	if (!g->offsets || (g->rules && !g->rule_of)) {
+	if (!starts || (g->rules && !g->rule_of)) {
 		err = &hs_error_nomem;
 		goto fail;
 	}
@@ -522,8 +523,8 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		while (cur < g->n && (t == nthreads - 1 || acc < goal))
 			acc += heap->allocs[cur++].size;
 		parts[t].to = cur;
-		/* counts land directly in offsets[from + 1 ..] */
-		parts[t].counts = g->offsets + parts[t].from + 1;
+		/* counts land directly in starts[from + 1 ..] */
+		parts[t].counts = starts + parts[t].from + 1;
 	}
 	pthread_t tids[16];
 	bool started[16] = {false};
@@ -597,9 +598,16 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	}
 	memset(g->rows + at, 0, HS_EDGEROW_MAX);
 	g->nedges = nedges;
-	g->offsets[0] = 0;
+	starts[0] = 0;
 	for (uint32_t i = 0; i < g->n; i++)
-		g->offsets[i + 1] += g->offsets[i];
+		starts[i + 1] += starts[i];
+	bool indexed = hs_edgerow_index_build(starts, g->n, &g->index);
+	free(starts);
+	starts = NULL;
+	if (!indexed) {
+		err = &hs_error_nomem;
+		goto fail;
+	}
 	if (unreadable)
 		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
 			    (unsigned long long)unreadable);
@@ -608,6 +616,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	*ret = g;
 	return NULL;
 fail:
+	free(starts);
 	hs_graph_destroy(g);
 	return err;
 }
@@ -619,7 +628,7 @@ void hs_graph_destroy(struct hs_graph *g)
 	addrmap_destroy(&g->map);
 	free(g->rule_of);
 	free(g->pystarts);
-	free(g->offsets);
+	hs_edgerow_index_fini(&g->index);
 	free(g->rows);
 	free(g);
 }

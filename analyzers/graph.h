@@ -8,9 +8,9 @@
  * scan: O(1) on average, which matters because the scan looks up every
  * word of the heap.
  *
- * Graph: compressed sparse rows, each row a run of varints (src/edgerow.h):
- * rows[offsets[i] .. offsets[i+1]) holds the edges of allocation i, read
- * with hs_graph_edges.  An edge is the target's id with HS_EDGE_INTERIOR
+ * Graph: compressed sparse rows, each row a run of varints (src/edgerow.h)
+ * found through an index of 2 bytes a row: row i holds the edges of
+ * allocation i, read with hs_graph_edges.  An edge is the target's id with HS_EDGE_INTERIOR
  * set when the pointer hit the target's interior rather than its start,
  * or HS_EDGE_RULE when it hit the interior where a header rule (rules.h)
  * takes it for a start.  Edges of one source are sorted and unique (a
@@ -69,7 +69,7 @@ struct hs_addrmap {
 struct hs_graph {
 	struct hs_addrmap map;
 	uint32_t n;
-	uint32_t *offsets;      /* n + 1, bytes into rows */
+	struct hs_edgerow_index index;  /* where each row starts in rows */
 	uint8_t *rows;
 	uint64_t nedges;
 	uint64_t words_scanned;
@@ -88,7 +88,7 @@ struct hs_graph {
 /* Allocation v's edges: while (hs_edges_next(&it, &e)) ... */
 static inline struct hs_edges hs_graph_edges(const struct hs_graph *g, uint32_t v)
 {
-	return hs_edgerow(g->rows, g->offsets, v);
+	return hs_edgerow(g->rows, &g->index, v);
 }
 
 static inline bool hs_alloc_in_graph(const struct hs_alloc *a)

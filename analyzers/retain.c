@@ -123,7 +123,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 	struct hs_domgraph dg = {
 		.n = r->base + graph->n, .na = r->base,
 		.head_off = r->head_off, .head_adj = r->head_adj,
-		.tail_off = graph->offsets, .tail_rows = graph->rows,
+		.tail_index = &graph->index, .tail_rows = graph->rows,
 		.nthreads = nthreads,
 		.log = log,
 	};

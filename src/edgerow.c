@@ -2,9 +2,77 @@
 #include "src/edgerow.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+uint32_t hs_edgerow_wide_start(const struct hs_edgerow_index *ix, uint32_t v)
+{
+	uint32_t g = v >> HS_EDGEROW_GROUP_SHIFT, lo = 0, hi = ix->nwide;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (ix->wide_group[mid] < g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return ix->wide[(size_t)lo * HS_EDGEROW_GROUP + (v & (HS_EDGEROW_GROUP - 1))];
+}
+
+bool hs_edgerow_index_build(const uint32_t *starts, uint32_t n,
+			    struct hs_edgerow_index *ix)
+{
+	*ix = (struct hs_edgerow_index){.n = n};
+	size_t ng = ((size_t)n >> HS_EDGEROW_GROUP_SHIFT) + 1;
+	ix->base = malloc(ng * sizeof(*ix->base));
+	ix->rel = malloc(((size_t)n + 1) * sizeof(*ix->rel));
+	ix->is_wide = calloc(ng / 64 + 1, sizeof(*ix->is_wide));
+	if (!ix->base || !ix->rel || !ix->is_wide)
+		goto fail;
+	for (size_t g = 0; g < ng; g++) {
+		size_t first = g << HS_EDGEROW_GROUP_SHIFT;
+		size_t last = first + HS_EDGEROW_GROUP - 1 < n ? first + HS_EDGEROW_GROUP - 1 : n;
+		ix->base[g] = starts[first];
+		if (starts[last] - starts[first] > UINT16_MAX) {
+			ix->is_wide[g / 64] |= 1ull << (g % 64);
+			ix->nwide++;
+		}
+		for (size_t v = first; v <= last; v++)
+			ix->rel[v] = (uint16_t)(starts[v] - starts[first]);
+	}
+	if (ix->nwide) {
+		ix->wide_group = malloc(ix->nwide * sizeof(*ix->wide_group));
+		ix->wide = malloc((size_t)ix->nwide * HS_EDGEROW_GROUP * sizeof(*ix->wide));
+		if (!ix->wide_group || !ix->wide)
+			goto fail;
+		uint32_t k = 0;
+		for (size_t g = 0; g < ng; g++) {
+			if (!(ix->is_wide[g / 64] >> (g % 64) & 1))
+				continue;
+			ix->wide_group[k] = (uint32_t)g;
+			for (size_t j = 0; j < HS_EDGEROW_GROUP; j++) {
+				size_t v = (g << HS_EDGEROW_GROUP_SHIFT) + j;
+				ix->wide[(size_t)k * HS_EDGEROW_GROUP + j] = v <= n ? starts[v] : starts[n];
+			}
+			k++;
+		}
+	}
+	return true;
+fail:
+	hs_edgerow_index_fini(ix);
+	return false;
+}
+
+void hs_edgerow_index_fini(struct hs_edgerow_index *ix)
+{
+	free(ix->base);
+	free(ix->rel);
+	free(ix->is_wide);
+	free(ix->wide_group);
+	free(ix->wide);
+	*ix = (struct hs_edgerow_index){0};
+}
 
 bool hs_edgerow_encode(const uint32_t *off, const uint32_t *adj, uint32_t n,
-		       uint32_t **roff, uint8_t **rows)
+		       struct hs_edgerow_index *ix, uint8_t **rows)
 {
 	uint64_t bytes = 0;
 	uint8_t tmp[HS_EDGEROW_MAX];
@@ -30,7 +98,12 @@ bool hs_edgerow_encode(const uint32_t *off, const uint32_t *adj, uint32_t n,
 			at += (uint32_t)hs_edgerow_put(r + at, &prev, adj[x]);
 	}
 	o[n] = at;
-	*roff = o;
+	bool ok = hs_edgerow_index_build(o, n, ix);
+	free(o);
+	if (!ok) {
+		free(r);
+		return false;
+	}
 	*rows = r;
 	return true;
 }

@@ -11,6 +11,12 @@
  *
  * The flags sit in the low bits of an edge's first byte, so they can be
  * changed in place (hs_edgerow_set_flags) without moving the row.
+ *
+ * Where the rows start (struct hs_edgerow_index): per group of
+ * HS_EDGEROW_GROUP rows a 32-bit start, per row a 16-bit offset from it,
+ * 2.06 bytes a row instead of 4.  A group whose rows span 2^16 bytes or
+ * more (a block of tens of thousands of pointers among them) keeps 32-bit
+ * starts of its own instead.
  */
 #ifndef HS_EDGEROW_H
 #define HS_EDGEROW_H
@@ -73,16 +79,45 @@ static inline void hs_edgerow_set_flags(uint8_t *p, uint32_t flags)
 	*p = (uint8_t)((*p & ~3u) | flags >> 30);
 }
 
+enum { HS_EDGEROW_GROUP_SHIFT = 6, HS_EDGEROW_GROUP = 1 << HS_EDGEROW_GROUP_SHIFT };
+
+struct hs_edgerow_index {
+	uint32_t n;             /* rows; starts 0 .. n (n: the rows' end) */
+	uint32_t *base;         /* per group: its first row's start */
+	uint16_t *rel;          /* per row: its start - its group's base */
+	uint64_t *is_wide;      /* per group, a bit: its starts are in wide */
+	uint32_t *wide_group;   /* the wide groups, ascending */
+	uint32_t *wide;         /* HS_EDGEROW_GROUP starts per wide group */
+	uint32_t nwide;
+};
+
+uint32_t hs_edgerow_wide_start(const struct hs_edgerow_index *ix, uint32_t v);
+
+/* Where row v starts (v <= n: row n's start is the rows' end). */
+static inline uint32_t hs_edgerow_start(const struct hs_edgerow_index *ix, uint32_t v)
+{
+	uint32_t g = v >> HS_EDGEROW_GROUP_SHIFT;
+	if (__builtin_expect(ix->is_wide[g / 64] >> (g % 64) & 1, 0))
+		return hs_edgerow_wide_start(ix, v);
+	return ix->base[g] + ix->rel[v];
+}
+
+/* The index of starts[0 .. n] (ascending); false when memory ran out. */
+bool hs_edgerow_index_build(const uint32_t *starts, uint32_t n,
+			    struct hs_edgerow_index *ix);
+void hs_edgerow_index_fini(struct hs_edgerow_index *ix);
+
 /* A row being read: its bytes [p, end) and the id before the next edge. */
 struct hs_edges {
 	const uint8_t *p, *end;
 	uint32_t prev;
 };
 
-static inline struct hs_edges hs_edgerow(const uint8_t *rows, const uint32_t *off,
-					  uint32_t node)
+static inline struct hs_edges hs_edgerow(const uint8_t *rows,
+					  const struct hs_edgerow_index *ix, uint32_t node)
 {
-	return (struct hs_edges){rows + off[node], rows + off[node + 1], node};
+	return (struct hs_edges){rows + hs_edgerow_start(ix, node),
+				 rows + hs_edgerow_start(ix, node + 1), node};
 }
 
 /* The next edge of the row into *e; false at its end. */
@@ -95,9 +130,9 @@ static inline bool hs_edges_next(struct hs_edges *it, uint32_t *e)
 }
 
 /* Rows from plain arrays: row v (v < n) is adj[off[v] .. off[v + 1]),
- * edges with flags as above.  Sets *roff (n + 1 byte offsets) and *rows
+ * edges with flags as above.  Sets *ix (where they start) and *rows
  * (malloc'd); false when memory ran out or the rows pass 2^32 bytes. */
 bool hs_edgerow_encode(const uint32_t *off, const uint32_t *adj, uint32_t n,
-		       uint32_t **roff, uint8_t **rows);
+		       struct hs_edgerow_index *ix, uint8_t **rows);
 
 #endif

@@ -150,13 +150,13 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 		toff[v - split] = off[v] - off[split];
 	for (uint32_t k = off[split]; k < m; k++)
 		tadj[k - off[split]] = (adj[k] - split) | (uint32_t)rnd(4) << 30;
-	uint32_t *troff = NULL;
+	struct hs_edgerow_index tix = {0};
 	uint8_t *trows = NULL;
-	CHECK(hs_edgerow_encode(toff, tadj, n - split, &troff, &trows));
+	CHECK(hs_edgerow_encode(toff, tadj, n - split, &tix, &trows));
 	struct hs_domgraph g = {
 		.n = n, .na = split,
 		.head_off = hoff, .head_adj = hadj,
-		.tail_off = troff, .tail_rows = trows,
+		.tail_index = &tix, .tail_rows = trows,
 		/* half the graphs build the reverse graph with two threads */
 		.nthreads = 1 + rnd(2),
 	};
@@ -253,7 +253,7 @@ out:
 	free(fill);
 	free(toff);
 	free(tadj);
-	free(troff);
+	hs_edgerow_index_fini(&tix);
 	free(trows);
 	free(hadj);
 	free(hoff);
@@ -281,18 +281,18 @@ static void long_chain(uint32_t n, bool tail)
 	}
 	off[n] = k;
 	struct hs_domgraph g = {.n = n, .na = n, .head_off = off, .head_adj = adj};
-	uint32_t *troff = NULL;
+	struct hs_edgerow_index tix = {0};
 	uint8_t *trows = NULL;
 	if (tail) {
 		/* the tail's offsets start at node 1's row, its targets are
 		 * relative to node 1 */
 		for (uint32_t i = 1; i < n; i++)
 			adj[i] -= 1;
-		if (!hs_edgerow_encode(off + 1, adj, n - 1, &troff, &trows))
+		if (!hs_edgerow_encode(off + 1, adj, n - 1, &tix, &trows))
 			CHECK(!"the chain's rows encode");
 		g = (struct hs_domgraph){
 			.n = n, .na = 1, .head_off = off, .head_adj = adj,
-			.tail_off = troff, .tail_rows = trows,
+			.tail_index = &tix, .tail_rows = trows,
 			.nthreads = 2,
 		};
 	}
@@ -310,7 +310,7 @@ static void long_chain(uint32_t n, bool tail)
 	hs_domtree_destroy(t);
 	free(off);
 	free(adj);
-	free(troff);
+	hs_edgerow_index_fini(&tix);
 	free(trows);
 }
 

@@ -1,19 +1,21 @@
 /* src/edgerow.h's varint rows: rows of random edges (targets near their
  * node and anywhere below 2^30, every flag pair, the ids 0 and 2^30 - 1)
  * written with hs_edgerow_encode and read back with hs_edges_next; the
- * byte counts of edges one and two bytes long; flags changed in place. */
+ * index's starts against the sums of the edges' lengths, two groups of
+ * rows among them wider than 16 bits (a row of BIG edges); the byte
+ * counts of edges one and two bytes long; flags changed in place. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "src/edgerow.h"
 #include "tests/unit/check.h"
 
-enum { N = 20000 };
+enum { N = 20000, BIG = 40000, BIG_ROW = 777 };
 
 int main(void)
 {
 	uint32_t *off = malloc((N + 1) * sizeof(*off));
-	uint32_t *adj = malloc((size_t)N * 40 * sizeof(*adj));
+	uint32_t *adj = malloc(((size_t)N * 40 + 2 * BIG) * sizeof(*adj));
 	CHECK(off && adj);
 	if (!off || !adj)
 		return check_finish();
@@ -22,6 +24,8 @@ int main(void)
 		off[v] = (uint32_t)m;
 		unsigned deg = check_rand() % 8 == 0 ? (unsigned)(check_rand() % 40) :
 			       (unsigned)(check_rand() % 4);
+		if (v == BIG_ROW || v == 5 * BIG_ROW)
+			deg = BIG;
 		for (unsigned k = 0; k < deg; k++) {
 			uint64_t r = check_rand();
 			uint32_t id;
@@ -36,26 +40,40 @@ int main(void)
 		}
 	}
 	off[N] = (uint32_t)m;
-	uint32_t *roff;
+	struct hs_edgerow_index ix;
 	uint8_t *rows;
-	CHECK(hs_edgerow_encode(off, adj, N, &roff, &rows));
+	if (!hs_edgerow_encode(off, adj, N, &ix, &rows)) {
+		CHECK(!"the rows encode");
+		return check_finish();
+	}
+	/* the starts: the sums of the edges' lengths */
+	int badstart = 0;
+	uint32_t at = 0;
+	uint8_t b[HS_EDGEROW_MAX];
+	for (uint32_t v = 0; v <= N; v++) {
+		badstart += hs_edgerow_start(&ix, v) != at;
+		uint32_t prev = v;
+		for (uint32_t x = v < N ? off[v] : 0; v < N && x < off[v + 1]; x++)
+			at += (uint32_t)hs_edgerow_put(b, &prev, adj[x]);
+	}
+	CHECKF(!badstart, "%d rows start where they should not", badstart);
+	CHECKF(ix.nwide == 2, "%u groups of 32-bit starts, not 2", ix.nwide);
 	int bad = 0, badlen = 0;
 	for (uint32_t v = 0; v < N; v++) {
-		struct hs_edges it = hs_edgerow(rows, roff, v);
+		struct hs_edges it = hs_edgerow(rows, &ix, v);
 		uint32_t x = off[v], e;
 		while (hs_edges_next(&it, &e)) {
 			if (x >= off[v + 1] || e != adj[x])
 				bad++;
 			x++;
 		}
-		if (x != off[v + 1] || it.p != rows + roff[v + 1])
+		if (x != off[v + 1] || it.p != rows + hs_edgerow_start(&ix, v + 1))
 			badlen++;
 	}
 	CHECKF(!bad, "%d edges read back wrong", bad);
 	CHECKF(!badlen, "%d rows of the wrong length", badlen);
 	/* a target within 15 ids after the one before takes a byte, with
 	 * any flags; 16 ids needs two */
-	uint8_t b[HS_EDGEROW_MAX];
 	uint32_t prev = 100;
 	CHECK(hs_edgerow_put(b, &prev, 115 | 3u << 30) == 1 && prev == 115);
 	prev = 100;
@@ -66,21 +84,21 @@ int main(void)
 	CHECK(hs_edgerow_put(b, &prev, HS_EDGEROW_ID_MASK | 2u << 30) == HS_EDGEROW_MAX);
 	/* flags changed in place: the rest of the row reads the same */
 	for (uint32_t v = 0; v < N; v++) {
-		uint8_t *p = rows + roff[v];
-		if (p == rows + roff[v + 1])
+		uint8_t *p = rows + hs_edgerow_start(&ix, v);
+		if (p == rows + hs_edgerow_start(&ix, v + 1))
 			continue;
 		hs_edgerow_set_flags(p, 1u << 30);
 		adj[off[v]] = (adj[off[v]] & HS_EDGEROW_ID_MASK) | 1u << 30;
 	}
 	bad = 0;
 	for (uint32_t v = 0; v < N; v++) {
-		struct hs_edges it = hs_edgerow(rows, roff, v);
+		struct hs_edges it = hs_edgerow(rows, &ix, v);
 		uint32_t x = off[v], e;
 		while (hs_edges_next(&it, &e))
 			bad += x >= off[v + 1] || e != adj[x++];
 	}
 	CHECKF(!bad, "%d edges wrong after flags were set", bad);
-	free(roff);
+	hs_edgerow_index_fini(&ix);
 	free(rows);
 	free(off);
 	free(adj);
