@@ -10,17 +10,18 @@
 #include <string.h>
 
 /* Building the predecessor lists: a part takes the edges into the nodes
- * [ylo, yhi), counts them per row (then fills them in, cnt its cursors),
- * and counts the edges it saw.  Only the numbers in `into` (those some
- * edge other than a DFS tree edge enters) have a row: the row of their
- * rank.  The parts' targets are disjoint, and so are their rows: they
- * share one array of counts. */
+ * set in `mine`, counts them per row (then fills them in, cnt its
+ * cursors), and counts the edges it saw.  Only the numbers in `into`
+ * (those some edge other than a DFS tree edge enters) have a row: the row
+ * of their rank.  The parts' targets are disjoint, and so are their rows:
+ * they share one array of counts.  Each part's targets have the numbers
+ * of one half: their rows are apart in that array too, so the parts do
+ * not write to the same cache lines. */
 struct pred_part {
 	const struct hs_domgraph *g;
 	const uint32_t *num, *parent;
 	const struct hs_rankset *into;
-	const uint64_t *entered;        /* into, by node */
-	uint32_t ylo, yhi;
+	const uint64_t *mine;           /* the part's part of into, by node */
 	uint32_t *cnt;
 	uint32_t *radj;
 	uint64_t m;
@@ -40,18 +41,13 @@ static inline void pred_edge(struct pred_part *pp, uint32_t i, uint32_t w)
 	pp->m++;
 }
 
-/* Was node y entered by an edge besides its DFS tree edge?  An edge into a
- * node that was not is that node's tree edge: it is left out without its
- * target's number, a read at random, being looked at. */
+/* Was node y entered by an edge besides its DFS tree edge (and, of a
+ * part's, is it the part's)?  An edge into a node that was not is that
+ * node's tree edge: it is left out without its target's number, a read at
+ * random, being looked at. */
 static inline bool entered_node(const uint64_t *entered, uint32_t y)
 {
 	return entered[y / 64] >> (y % 64) & 1;
-}
-
-/* Is y among the targets of part pp? */
-static inline bool owns(const struct pred_part *pp, uint32_t y)
-{
-	return y - pp->ylo < pp->yhi - pp->ylo;
 }
 
 /* One pass over the edges into a part's targets, DFS tree edges left
@@ -65,7 +61,7 @@ static void *pred_pass(void *arg)
 	struct pred_part *pp = arg;
 	const struct hs_domgraph *g = pp->g;
 	const uint32_t *num = pp->num;
-	const uint64_t *entered = pp->entered;
+	const uint64_t *entered = pp->mine;
 	pp->m = 0;
 	for (uint32_t v = 0; v < g->na; v++) {
 		uint32_t i = num[v];
@@ -73,11 +69,11 @@ static void *pred_pass(void *arg)
 			continue;
 		for (uint32_t x = g->head_off[v]; x < g->head_off[v + 1]; x++) {
 			uint32_t y = g->head_adj[x];
-			if (owns(pp, y) && entered_node(entered, y))
+			if (entered_node(entered, y))
 				pred_edge(pp, i, num[y]);
 		}
 	}
-	if (g->n == g->na || pp->yhi <= g->na)
+	if (g->n == g->na)
 		return NULL;
 	/* the tail's edges into the part's targets, in row order, decoded
 	 * 2 * AHEAD ahead of their use into a ring of (row, target node) */
@@ -102,7 +98,7 @@ static void *pred_pass(void *arg)
 			if (dk >= kend)
 				break;
 			uint32_t y = (hs_edgerow_get(&dp, &prev) & HS_EDGEROW_ID_MASK) + na;
-			if (!owns(pp, y) || !entered_node(entered, y))
+			if (!entered_node(entered, y))
 				continue;
 			size_t at = (head + count++) % RING;
 			ring[at].k = dk;
@@ -383,7 +379,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	/* the nodes an edge reaches after the DFS has seen them: the only
 	 * ones with predecessors besides their DFS parent (by node; by
 	 * number, into) */
-	uint64_t *entered = NULL;
+	uint64_t *entered = NULL, *upper = NULL;
 	if (!t || !num || !parent || !stack || !n)
 		goto out;
 	if (n >= FRAME_HEAD) {
@@ -549,20 +545,30 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * a row (row k: the k-th of them by number).  Rows are read in node
 	 * order (the order they are stored in), not in DFS order: sequential
 	 * reads; num[], parent[] and the counts are random.  With two
-	 * threads, each takes the edges into half of the tail's nodes (the
-	 * first, the head's too): their rows are apart, so they count into
-	 * one array, and fill their own rows. */
+	 * threads, each takes the edges into the nodes of half of the
+	 * numbers (`upper` takes the upper half out of `entered`): their rows
+	 * are apart, so they count into one array, and fill their own
+	 * rows. */
 	roff = calloc((size_t)np + 2, sizeof(uint32_t));
 	if (!roff)
 		goto out;
 	struct pred_part parts[2] = {
-		{.g = g, .num = num, .parent = parent, .into = &into, .entered = entered,
-		 .ylo = 0, .yhi = n, .cnt = roff},
+		{.g = g, .num = num, .parent = parent, .into = &into, .mine = entered,
+		 .cnt = roff},
 	};
 	unsigned nparts = 1;
-	if (g->nthreads >= 2 && nt >= 2) {
+	if (g->nthreads >= 2 && nt >= 2 &&
+	    (upper = calloc((size_t)n / 64 + 1, sizeof(uint64_t)))) {
+		for (size_t x = 0; x < (size_t)n / 64 + 1; x++) {
+			for (uint64_t b = entered[x]; b; b &= b - 1) {
+				uint32_t y = (uint32_t)(x * 64) + (uint32_t)__builtin_ctzll(b);
+				if (num[y] > nr / 2)
+					upper[x] |= 1ull << (y % 64);
+			}
+			entered[x] &= ~upper[x];
+		}
 		parts[1] = parts[0];
-		parts[0].yhi = parts[1].ylo = g->na + nt / 2;
+		parts[1].mine = upper;
 		nparts = 2;
 	}
 	run_parts(parts, nparts, pred_pass);
@@ -586,7 +592,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		parts[i].radj = radj;
 	run_parts(parts, nparts, pred_pass);
 	free(entered);
-	entered = NULL;
+	free(upper);
+	entered = upper = NULL;
 	/* the rows' lengths, a byte each (those of 255 or more in `big`, in
 	 * row order): steps 3 and 4 walk the rows in order, so a running sum
 	 * gives their bounds.  The bytes are written over the offsets (4
@@ -816,6 +823,7 @@ out:
 	free(radj);
 	free(evs);
 	free(entered);
+	free(upper);
 	ustream_fini(&ps);
 	ustream_fini(&vs);
 	hs_rankset_fini(&into);

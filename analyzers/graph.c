@@ -207,6 +207,10 @@ struct part {
 	struct hs_log *log;     /* progress, from the first part only */
 	struct hs_offstats stats;       /* interior pointers, for learning */
 	bool learn;
+	/* learning: the blocks a start or rule edge of the part's rows
+	 * holds (its own), and the rows with an interior edge (shared: a
+	 * row's bit is set once, atomically) */
+	uint64_t *held, *interior_rows;
 	uint32_t open;          /* the first source whose row is still open */
 };
 
@@ -283,6 +287,19 @@ static bool close_sources(struct part *p, uint32_t upto)
 		uint32_t prev = p->open;
 		for (size_t i = 0; i < n; i++)
 			p->nbytes += hs_edgerow_put(p->rows + p->nbytes, &prev, p->edges[i]);
+		if (p->held) {
+			bool interior = false;
+			for (size_t i = 0; i < n; i++) {
+				uint32_t e = p->edges[i], id = HS_EDGE_ID(e);
+				if (e & HS_EDGE_INTERIOR)
+					interior = true;
+				else
+					p->held[id / 64] |= 1ull << (id % 64);
+			}
+			if (interior)
+				__atomic_fetch_or(&p->interior_rows[p->open / 64],
+						  1ull << (p->open % 64), __ATOMIC_RELAXED);
+		}
 		p->counts[p->open - p->from] = (uint32_t)(p->nbytes - at);
 		p->total += n;
 		p->nedges = 0;
@@ -418,13 +435,24 @@ static size_t take_interior(struct hs_graph *g, uint32_t src, const uint32_t *ds
 
 /* Edges into blocks whose size has learned offsets become rule edges where
  * the pointer uses such an offset: the rows of the sources that have such
- * an interior edge are scanned again (same edges, other flags). */
-static struct hs_error *apply_learned(const struct hs_core *core, struct hs_graph *g)
+ * an interior edge (among the rows with an interior edge: set in
+ * interior_rows) are scanned again (same edges, other flags). */
+static struct hs_error *apply_learned(const struct hs_core *core, struct hs_graph *g,
+				      const uint64_t *interior_rows)
 {
 	const struct hs_alloc *allocs = g->map.heap->allocs;
 	uint32_t *hit = NULL;
 	size_t cap = 0;
 	for (uint32_t src = 0; src < g->n; src++) {
+		if (!(interior_rows[src / 64] >> (src % 64) & 1)) {
+			/* (on to the next row with one) */
+			uint64_t rest = interior_rows[src / 64] >> (src % 64);
+			if (!rest)
+				src = (src | 63);
+			else
+				src += (uint32_t)__builtin_ctzll(rest) - 1;
+			continue;
+		}
 		struct hs_edges it = hs_graph_edges(g, src);
 		bool any = false;
 		uint32_t e;
@@ -482,6 +510,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		return &hs_error_nomem;
 	/* each row's bytes, then where it starts; then the index of that */
 	uint32_t *starts = NULL;
+	uint64_t *interior_rows = NULL;  /* (learning) */
 	struct hs_error *err = addrmap_build(&g->map, heap);
 	if (err)
 		goto fail;
@@ -526,6 +555,20 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		/* counts land directly in starts[from + 1 ..] */
 		parts[t].counts = starts + parts[t].from + 1;
 	}
+	if (parts[0].learn) {
+		size_t words = (size_t)g->n / 64 + 1;
+		bool ok = (interior_rows = calloc(words, sizeof(uint64_t))) != NULL;
+		for (unsigned t = 0; t < nthreads; t++) {
+			parts[t].interior_rows = interior_rows;
+			ok &= (parts[t].held = calloc(words, sizeof(uint64_t))) != NULL;
+		}
+		if (!ok) {
+			for (unsigned t = 0; t < nthreads; t++)
+				free(parts[t].held);
+			err = &hs_error_nomem;
+			goto fail;
+		}
+	}
 	pthread_t tids[16];
 	bool started[16] = {false};
 	for (unsigned t = 1; t < nthreads; t++)
@@ -552,23 +595,19 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	if (!nomem && rules && parts[0].learn) {
 		/* the blocks a start pointer (or a rule's) from another block
 		 * holds: learning is about the others */
-		uint64_t *held = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t));
+		uint64_t *held = parts[0].held;
 		struct hs_offstats stats[16];
 		for (unsigned t = 0; t < nthreads; t++) {
 			stats[t] = parts[t].stats;
-			const uint8_t *q = parts[t].rows;
-			for (uint32_t src = parts[t].from; held && src < parts[t].to; src++) {
-				struct hs_edges it = {q, q + parts[t].counts[src - parts[t].from], src};
-				q = it.end;
-				uint32_t e;
-				while (hs_edges_next(&it, &e))
-					if (!(e & HS_EDGE_INTERIOR))
-						held[HS_EDGE_ID(e) / 64] |= 1ull << (HS_EDGE_ID(e) % 64);
-			}
+			for (size_t x = 0; t && x < (size_t)g->n / 64 + 1; x++)
+				held[x] |= parts[t].held[x];
 		}
-		err = held ? hs_rules_learn(rules, stats, nthreads, held) : &hs_error_nomem;
-		free(held);
+		err = hs_rules_learn(rules, stats, nthreads, held);
 		nomem |= err != NULL;
+	}
+	for (unsigned t = 0; t < nthreads; t++) {
+		free(parts[t].held);
+		parts[t].held = NULL;
 	}
 	for (unsigned t = 0; t < nthreads; t++)
 		hs_offstats_free(&parts[t].stats);
@@ -611,12 +650,16 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	if (unreadable)
 		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
 			    (unsigned long long)unreadable);
-	if (g->rules && g->rules->nlearned && (err = apply_learned(core, g)))
+	if (g->rules && g->rules->nlearned && interior_rows &&
+	    (err = apply_learned(core, g, interior_rows)))
 		goto fail;
+	free(interior_rows);
+	interior_rows = NULL;
 	*ret = g;
 	return NULL;
 fail:
 	free(starts);
+	free(interior_rows);
 	hs_graph_destroy(g);
 	return err;
 }
