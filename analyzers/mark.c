@@ -354,11 +354,18 @@ out:
 	return err;
 }
 
+/* Did reach_starts read v's row and find start edges alone there? */
+static inline bool is_clean(const uint64_t *clean, uint32_t v)
+{
+	return clean[v / 64] >> (v % 64) & 1;
+}
+
 /* From the blocks start pointers reach (and the root words in `seeds`, whose
  * via is set), follows the edges a rule accepted, then start and rule
  * edges from there; what is newly reached inherits the rule that led to it. */
 static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
-				   uint8_t *via, struct stack *seeds)
+				   uint8_t *via, struct stack *seeds,
+				   const uint64_t *clean)
 {
 	struct stack st = {0};
 	/* root words set via on what they hit; start pointers win */
@@ -374,7 +381,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 			goto nomem;
 	}
 	for (uint32_t v = 0; v < g->n; v++) {
-		if (reach[v] != HS_REACH_REACHABLE || via[v])
+		if (reach[v] != HS_REACH_REACHABLE || via[v] || is_clean(clean, v))
 			continue;
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x;
@@ -492,9 +499,11 @@ static bool ring_grow(struct stack *q, size_t *head, size_t count)
  * front, not with every block reached).  The order does not change the
  * result, and a queue knows the blocks it will read next, so their rows
  * are asked for from memory some steps ahead; depth first, each step
- * would wait for the row the step before had just found. */
+ * would wait for the row the step before had just found.  The rows it
+ * reads that hold start edges alone are set in `clean`: the passes after
+ * it, which look for the other edges, skip them. */
 static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
-			 struct stack *st)
+			 struct stack *st, uint64_t *clean)
 {
 	enum { AHEAD = 8 };
 	size_t k = 0;
@@ -521,10 +530,12 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 		head = head + 1 == cap ? 0 : head + 1;
 		count--;
 		struct hs_edges it = hs_graph_edges(g, v);
-		uint32_t x;
+		uint32_t x, flags = 0;
 		while (hs_edges_next(&it, &x)) {
-			if (x & HS_EDGE_FLAGS)
+			if (x & HS_EDGE_FLAGS) {
+				flags = x;
 				continue;
+			}
 			if (reach[x] == HS_REACH_NONE) {
 				reach[x] = HS_REACH_REACHABLE;
 				if (count == st->cap && !ring_grow(st, &head, count))
@@ -534,6 +545,8 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 				count++;
 			}
 		}
+		if (!flags)
+			clean[v / 64] |= 1ull << (v % 64);
 	}
 	return true;
 }
@@ -552,6 +565,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 	/* the rule per allocation while marking; kept for the few it holds */
 	uint8_t *via = g->rule_of ? calloc(n ? n : 1, 1) : NULL;
 	struct mark_ctx c = {.g = g, .reach = m->reach, .via = via};
+	uint64_t *clean = NULL;  /* rows of start edges alone (reach_starts) */
 	struct hs_error *err = &hs_error_nomem;
 	if (!m->reach || (g->rule_of && !via))
 		goto fail;
@@ -560,18 +574,19 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 		goto fail;
 	/* 1. start pointers only: reachable */
 	uint8_t *reach = m->reach;
-	if (!reach_starts(g, reach, &c.start))
+	clean = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	if (!clean || !reach_starts(g, reach, &c.start, clean))
 		goto fail;
 	struct stack *st;
 	/* 1b. pointers a header rule accepts count as starts: what only
 	 * they reach is reachable, and says through which rule */
-	if (via && (err = rule_reach(g, reach, via, &c.rule)))
+	if (via && (err = rule_reach(g, reach, via, &c.rule, clean)))
 		goto fail;
 	err = &hs_error_nomem;
 	/* 2. interior pointers too: possible */
 	st = &c.interior;
 	for (uint32_t v = 0; v < n; v++) {
-		if (reach[v] != HS_REACH_REACHABLE)
+		if (reach[v] != HS_REACH_REACHABLE || is_clean(clean, v))
 			continue;
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x;
@@ -582,6 +597,8 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 				goto fail;
 		}
 	}
+	free(clean);
+	clean = NULL;
 	while (st->n) {
 		uint32_t v = st->v[--st->n];
 		if (reach[v] != HS_REACH_NONE)
@@ -637,6 +654,7 @@ fail:
 	stack_free(&c.interior);
 	stack_free(&c.rule);
 	free(via);
+	free(clean);
 	hs_mark_destroy(m);
 	return err;
 }
