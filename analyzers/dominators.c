@@ -254,7 +254,7 @@ static inline struct frame frame_of(const struct hs_domgraph *g, uint32_t v,
 		if (b->one[y / 64] >> (y % 64) & 1)
 			__builtin_prefetch(&b->only[y]);
 		else if (!(b->leaf[y / 64] >> (y % 64) & 1))
-			__builtin_prefetch(&g->tail_index->rel[y - g->na]);
+			hs_edgerow_prefetch(g->tail_index, y - g->na);
 	}
 	return f;
 }

@@ -207,10 +207,10 @@ struct part {
 	struct hs_log *log;     /* progress, from the first part only */
 	struct hs_offstats stats;       /* interior pointers, for learning */
 	bool learn;
-	/* learning: the blocks a start or rule edge of the part's rows
-	 * holds (its own), and the rows with an interior edge (shared: a
-	 * row's bit is set once, atomically) */
-	uint64_t *held, *interior_rows;
+	/* learning: the rows with an interior edge (shared: a row's bit is
+	 * set once, atomically, as it closes), then the blocks a start or
+	 * rule edge of the part's rows holds (its own, held_pass) */
+	uint64_t *interior_rows, *held;
 	uint32_t open;          /* the first source whose row is still open */
 };
 
@@ -287,15 +287,10 @@ static bool close_sources(struct part *p, uint32_t upto)
 		uint32_t prev = p->open;
 		for (size_t i = 0; i < n; i++)
 			p->nbytes += hs_edgerow_put(p->rows + p->nbytes, &prev, p->edges[i]);
-		if (p->held) {
+		if (p->interior_rows) {
 			bool interior = false;
-			for (size_t i = 0; i < n; i++) {
-				uint32_t e = p->edges[i], id = HS_EDGE_ID(e);
-				if (e & HS_EDGE_INTERIOR)
-					interior = true;
-				else
-					p->held[id / 64] |= 1ull << (id % 64);
-			}
+			for (size_t i = 0; i < n; i++)
+				interior |= (p->edges[i] & HS_EDGE_INTERIOR) != 0;
 			if (interior)
 				__atomic_fetch_or(&p->interior_rows[p->open / 64],
 						  1ull << (p->open % 64), __ATOMIC_RELAXED);
@@ -349,6 +344,24 @@ static bool resolve(struct part *p, struct cand *c, size_t n)
 			return false;
 	}
 	return true;
+}
+
+/* The blocks a start or rule edge of the part's rows holds: its rows
+ * read again once the scan is done (marked as the rows closed, each edge's
+ * random write into the map slowed the scan more). */
+static void *held_pass(void *arg)
+{
+	struct part *p = arg;
+	const uint8_t *q = p->rows;
+	for (uint32_t src = p->from; src < p->to; src++) {
+		struct hs_edges it = {q, q + p->counts[src - p->from], src};
+		q = it.end;
+		uint32_t e;
+		while (hs_edges_next(&it, &e))
+			if (!(e & HS_EDGE_INTERIOR))
+				p->held[HS_EDGE_ID(e) / 64] |= 1ull << (HS_EDGE_ID(e) % 64);
+	}
+	return NULL;
 }
 
 static void *scan_part(void *arg)
@@ -595,6 +608,15 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	if (!nomem && rules && parts[0].learn) {
 		/* the blocks a start pointer (or a rule's) from another block
 		 * holds: learning is about the others */
+		for (unsigned t = 1; t < nthreads; t++)
+			started[t] = pthread_create(&tids[t], NULL, held_pass, &parts[t]) == 0;
+		held_pass(&parts[0]);
+		for (unsigned t = 1; t < nthreads; t++) {
+			if (started[t])
+				pthread_join(tids[t], NULL);
+			else
+				held_pass(&parts[t]);
+		}
 		uint64_t *held = parts[0].held;
 		struct hs_offstats stats[16];
 		for (unsigned t = 0; t < nthreads; t++) {

@@ -6,7 +6,7 @@
 
 uint32_t hs_edgerow_wide_start(const struct hs_edgerow_index *ix, uint32_t v)
 {
-	uint32_t g = v >> HS_EDGEROW_GROUP_SHIFT, lo = 0, hi = ix->nwide;
+	uint32_t g = v / HS_EDGEROW_GROUP, lo = 0, hi = ix->nwide;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (ix->wide_group[mid] < g)
@@ -14,29 +14,30 @@ uint32_t hs_edgerow_wide_start(const struct hs_edgerow_index *ix, uint32_t v)
 		else
 			hi = mid;
 	}
-	return ix->wide[(size_t)lo * HS_EDGEROW_GROUP + (v & (HS_EDGEROW_GROUP - 1))];
+	return ix->wide[(size_t)lo * HS_EDGEROW_GROUP + v % HS_EDGEROW_GROUP];
 }
 
 bool hs_edgerow_index_build(const uint32_t *starts, uint32_t n,
 			    struct hs_edgerow_index *ix)
 {
 	*ix = (struct hs_edgerow_index){.n = n};
-	size_t ng = ((size_t)n >> HS_EDGEROW_GROUP_SHIFT) + 1;
-	ix->base = malloc(ng * sizeof(*ix->base));
-	ix->rel = malloc(((size_t)n + 1) * sizeof(*ix->rel));
-	ix->is_wide = calloc(ng / 64 + 1, sizeof(*ix->is_wide));
-	if (!ix->base || !ix->rel || !ix->is_wide)
+	size_t ng = (size_t)n / HS_EDGEROW_GROUP + 1;
+	ix->groups = aligned_alloc(64, ng * sizeof(*ix->groups));
+	if (!ix->groups)
 		goto fail;
 	for (size_t g = 0; g < ng; g++) {
-		size_t first = g << HS_EDGEROW_GROUP_SHIFT;
+		size_t first = g * HS_EDGEROW_GROUP;
 		size_t last = first + HS_EDGEROW_GROUP - 1 < n ? first + HS_EDGEROW_GROUP - 1 : n;
-		ix->base[g] = starts[first];
-		if (starts[last] - starts[first] > UINT16_MAX) {
-			ix->is_wide[g / 64] |= 1ull << (g % 64);
+		struct hs_edgerow_group *grp = &ix->groups[g];
+		memset(grp, 0, sizeof(*grp));
+		grp->base = starts[first];
+		if (starts[last] - starts[first] >= HS_EDGEROW_WIDE) {
+			grp->rel[0] = HS_EDGEROW_WIDE;
 			ix->nwide++;
+			continue;
 		}
 		for (size_t v = first; v <= last; v++)
-			ix->rel[v] = (uint16_t)(starts[v] - starts[first]);
+			grp->rel[v - first] = (uint16_t)(starts[v] - starts[first]);
 	}
 	if (ix->nwide) {
 		ix->wide_group = malloc(ix->nwide * sizeof(*ix->wide_group));
@@ -45,11 +46,11 @@ bool hs_edgerow_index_build(const uint32_t *starts, uint32_t n,
 			goto fail;
 		uint32_t k = 0;
 		for (size_t g = 0; g < ng; g++) {
-			if (!(ix->is_wide[g / 64] >> (g % 64) & 1))
+			if (ix->groups[g].rel[0] != HS_EDGEROW_WIDE)
 				continue;
 			ix->wide_group[k] = (uint32_t)g;
 			for (size_t j = 0; j < HS_EDGEROW_GROUP; j++) {
-				size_t v = (g << HS_EDGEROW_GROUP_SHIFT) + j;
+				size_t v = g * HS_EDGEROW_GROUP + j;
 				ix->wide[(size_t)k * HS_EDGEROW_GROUP + j] = v <= n ? starts[v] : starts[n];
 			}
 			k++;
@@ -63,9 +64,7 @@ fail:
 
 void hs_edgerow_index_fini(struct hs_edgerow_index *ix)
 {
-	free(ix->base);
-	free(ix->rel);
-	free(ix->is_wide);
+	free(ix->groups);
 	free(ix->wide_group);
 	free(ix->wide);
 	*ix = (struct hs_edgerow_index){0};

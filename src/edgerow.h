@@ -13,10 +13,12 @@
  * changed in place (hs_edgerow_set_flags) without moving the row.
  *
  * Where the rows start (struct hs_edgerow_index): per group of
- * HS_EDGEROW_GROUP rows a 32-bit start, per row a 16-bit offset from it,
- * 2.06 bytes a row instead of 4.  A group whose rows span 2^16 bytes or
- * more (a block of tens of thousands of pointers among them) keeps 32-bit
- * starts of its own instead.
+ * HS_EDGEROW_GROUP rows one 64-byte line, the group's first start (32
+ * bits) and each row's offset from it (16 bits): 2.13 bytes a row instead
+ * of 4, and a row's start is still one cache line away.  A group whose
+ * rows span 2^16 bytes or more (a block of tens of thousands of pointers
+ * among them) keeps 32-bit starts of its own instead, marked by its first
+ * row's offset (always 0 otherwise) set to HS_EDGEROW_WIDE.
  */
 #ifndef HS_EDGEROW_H
 #define HS_EDGEROW_H
@@ -79,13 +81,17 @@ static inline void hs_edgerow_set_flags(uint8_t *p, uint32_t flags)
 	*p = (uint8_t)((*p & ~3u) | flags >> 30);
 }
 
-enum { HS_EDGEROW_GROUP_SHIFT = 6, HS_EDGEROW_GROUP = 1 << HS_EDGEROW_GROUP_SHIFT };
+enum { HS_EDGEROW_GROUP = 30, HS_EDGEROW_WIDE = UINT16_MAX };
+
+struct hs_edgerow_group {
+	uint32_t base;                  /* its first row's start */
+	uint16_t rel[HS_EDGEROW_GROUP]; /* each row's start - base */
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct hs_edgerow_group) == 64, "a group is a cache line");
 
 struct hs_edgerow_index {
 	uint32_t n;             /* rows; starts 0 .. n (n: the rows' end) */
-	uint32_t *base;         /* per group: its first row's start */
-	uint16_t *rel;          /* per row: its start - its group's base */
-	uint64_t *is_wide;      /* per group, a bit: its starts are in wide */
+	struct hs_edgerow_group *groups;
 	uint32_t *wide_group;   /* the wide groups, ascending */
 	uint32_t *wide;         /* HS_EDGEROW_GROUP starts per wide group */
 	uint32_t nwide;
@@ -96,10 +102,16 @@ uint32_t hs_edgerow_wide_start(const struct hs_edgerow_index *ix, uint32_t v);
 /* Where row v starts (v <= n: row n's start is the rows' end). */
 static inline uint32_t hs_edgerow_start(const struct hs_edgerow_index *ix, uint32_t v)
 {
-	uint32_t g = v >> HS_EDGEROW_GROUP_SHIFT;
-	if (__builtin_expect(ix->is_wide[g / 64] >> (g % 64) & 1, 0))
+	const struct hs_edgerow_group *g = &ix->groups[v / HS_EDGEROW_GROUP];
+	if (__builtin_expect(g->rel[0] == HS_EDGEROW_WIDE, 0))
 		return hs_edgerow_wide_start(ix, v);
-	return ix->base[g] + ix->rel[v];
+	return g->base + g->rel[v % HS_EDGEROW_GROUP];
+}
+
+/* Asks the cache for what hs_edgerow_start(ix, v) reads. */
+static inline void hs_edgerow_prefetch(const struct hs_edgerow_index *ix, uint32_t v)
+{
+	__builtin_prefetch(&ix->groups[v / HS_EDGEROW_GROUP]);
 }
 
 /* The index of starts[0 .. n] (ascending); false when memory ran out. */
