@@ -394,7 +394,7 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 				double t0 = hs_now();
 				snap->mark_err = hs_mark_compute(snap->core, heap, roots,
 								 graph, &snap->mark);
-				snap->t_mark = hs_now() - t0;
+				snap->t_mark += hs_now() - t0;
 				/* the rule each block was held by is in the
 				 * mark's via now; nothing reads the graph's */
 				if (!snap->mark_err) {
