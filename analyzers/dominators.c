@@ -2,9 +2,9 @@
  * analyzers/dominators.h. */
 #include "analyzers/dominators.h"
 #include "src/edgerow.h"
+#include "src/parallel.h"
 #include "src/vector.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,19 +120,6 @@ static void *pred_pass(void *arg)
 			pred_edge(pp, i, num[y]);
 	}
 	return NULL;
-}
-
-/* Part 1 (if any) on a thread of its own, part 0 here; if the thread
- * cannot start, part 1 runs here too. */
-static void run_parts(struct pred_part *parts, unsigned nparts, void *(*fn)(void *))
-{
-	pthread_t tid;
-	bool started = nparts == 2 && pthread_create(&tid, NULL, fn, &parts[1]) == 0;
-	fn(&parts[0]);
-	if (started)
-		pthread_join(tid, NULL);
-	else if (nparts == 2)
-		fn(&parts[1]);
 }
 
 /* A growing stream of LEB128 varints, read back in the order written. */
@@ -571,7 +558,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		parts[1].mine = upper;
 		nparts = 2;
 	}
-	run_parts(parts, nparts, pred_pass);
+	hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
 	uint64_t m = parts[0].m + (nparts == 2 ? parts[1].m : 0);
 	if (m >= UINT32_MAX) {
 		err = hs_error_create(HS_ERR_UNSUPPORTED, "graph too large");
@@ -590,7 +577,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	for (unsigned i = 0; i < nparts; i++)
 		parts[i].radj = radj;
-	run_parts(parts, nparts, pred_pass);
+	hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
 	free(entered);
 	free(upper);
 	entered = upper = NULL;

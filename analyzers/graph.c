@@ -1,9 +1,9 @@
 /* The address map and the pointer graph it builds: see analyzers/graph.h. */
 #include "src/sort.h"
 #include "analyzers/graph.h"
+#include "src/parallel.h"
 #include "src/vector.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -543,15 +543,15 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	}
 	if (nthreads < 1)
 		nthreads = 1;
-	if (nthreads > 16)
-		nthreads = 16;
+	if (nthreads > HS_PARTS_MAX)
+		nthreads = HS_PARTS_MAX;
 	if (g->n < 4096)
 		nthreads = 1;
 	/* split the sources into parts of about equal bytes */
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < g->n; i++)
 		total += heap->allocs[i].size;
-	struct part parts[16];
+	struct part parts[HS_PARTS_MAX];
 	memset(parts, 0, sizeof(parts));
 	uint32_t cur = 0;
 	uint64_t acc = 0;
@@ -582,17 +582,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 			goto fail;
 		}
 	}
-	pthread_t tids[16];
-	bool started[16] = {false};
-	for (unsigned t = 1; t < nthreads; t++)
-		started[t] = pthread_create(&tids[t], NULL, scan_part, &parts[t]) == 0;
-	scan_part(&parts[0]);
-	for (unsigned t = 1; t < nthreads; t++) {
-		if (started[t])
-			pthread_join(tids[t], NULL);
-		else
-			scan_part(&parts[t]);
-	}
+	hs_run_parts(parts, sizeof(*parts), nthreads, scan_part);
 	hs_log_progress_end(log);
 	uint64_t nedges = 0, nbytes = 0, unreadable = 0;
 	bool nomem = false;
@@ -608,17 +598,9 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	if (!nomem && rules && parts[0].learn) {
 		/* the blocks a start pointer (or a rule's) from another block
 		 * holds: learning is about the others */
-		for (unsigned t = 1; t < nthreads; t++)
-			started[t] = pthread_create(&tids[t], NULL, held_pass, &parts[t]) == 0;
-		held_pass(&parts[0]);
-		for (unsigned t = 1; t < nthreads; t++) {
-			if (started[t])
-				pthread_join(tids[t], NULL);
-			else
-				held_pass(&parts[t]);
-		}
+		hs_run_parts(parts, sizeof(*parts), nthreads, held_pass);
 		uint64_t *held = parts[0].held;
-		struct hs_offstats stats[16];
+		struct hs_offstats stats[HS_PARTS_MAX];
 		for (unsigned t = 0; t < nthreads; t++) {
 			stats[t] = parts[t].stats;
 			for (size_t x = 0; t && x < (size_t)g->n / 64 + 1; x++)

@@ -2,7 +2,7 @@
 """Includes only go down the layers (docs/architecture.md, "Layers").
 
   0 base       src/error, log, sort, strmap, outfile, escape, safeopen, fmt,
-               vector, hashtab, rankset, seccomp, edgerow
+               vector, hashtab, rankset, seccomp, edgerow, parallel
   1 formats    formats/
   2 backends   analyzers/alloc/: the allocator-neutral heap model, the
                backend interface and the allocator walkers
@@ -25,7 +25,8 @@ import hstest  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = {"src/error", "src/log", "src/sort", "src/strmap", "src/outfile", "src/escape",
         "src/safeopen", "src/fmt",
-        "src/vector", "src/hashtab", "src/rankset", "src/seccomp", "src/edgerow"}
+        "src/vector", "src/hashtab", "src/rankset", "src/seccomp", "src/edgerow",
+        "src/parallel"}
 NAMES = ["base", "formats", "backends", "analyzers", "top"]
 R = hstest.Checker()
 

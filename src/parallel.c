@@ -1,0 +1,22 @@
+/* Running one function over a few parts at once: see src/parallel.h. */
+#include "src/parallel.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+void hs_run_parts(void *parts, size_t size, unsigned n, void *(*fn)(void *))
+{
+	pthread_t tids[HS_PARTS_MAX];
+	bool started[HS_PARTS_MAX] = {false};
+	char *p = parts;
+	for (unsigned t = 1; t < n && t < HS_PARTS_MAX; t++)
+		started[t] = pthread_create(&tids[t], NULL, fn, p + t * size) == 0;
+	if (n)
+		fn(p);
+	for (unsigned t = 1; t < n; t++) {
+		if (t < HS_PARTS_MAX && started[t])
+			pthread_join(tids[t], NULL);
+		else
+			fn(p + t * size);
+	}
+}
