@@ -285,16 +285,14 @@ static bool close_sources(struct part *p, uint32_t upto)
 		}
 		size_t at = p->nbytes;
 		uint32_t prev = p->open;
-		for (size_t i = 0; i < n; i++)
+		bool interior = false;
+		for (size_t i = 0; i < n; i++) {
 			p->nbytes += hs_edgerow_put(p->rows + p->nbytes, &prev, p->edges[i]);
-		if (p->interior_rows) {
-			bool interior = false;
-			for (size_t i = 0; i < n; i++)
-				interior |= (p->edges[i] & HS_EDGE_INTERIOR) != 0;
-			if (interior)
-				__atomic_fetch_or(&p->interior_rows[p->open / 64],
-						  1ull << (p->open % 64), __ATOMIC_RELAXED);
+			interior |= (p->edges[i] & HS_EDGE_INTERIOR) != 0;
 		}
+		if (interior && p->interior_rows)
+			__atomic_fetch_or(&p->interior_rows[p->open / 64],
+					  1ull << (p->open % 64), __ATOMIC_RELAXED);
 		p->counts[p->open - p->from] = (uint32_t)(p->nbytes - at);
 		p->total += n;
 		p->nedges = 0;
@@ -456,54 +454,48 @@ static struct hs_error *apply_learned(const struct hs_core *core, struct hs_grap
 	const struct hs_alloc *allocs = g->map.heap->allocs;
 	uint32_t *hit = NULL;
 	size_t cap = 0;
-	for (uint32_t src = 0; src < g->n; src++) {
-		if (!(interior_rows[src / 64] >> (src % 64) & 1)) {
-			/* (on to the next row with one) */
-			uint64_t rest = interior_rows[src / 64] >> (src % 64);
-			if (!rest)
-				src = (src | 63);
-			else
-				src += (uint32_t)__builtin_ctzll(rest) - 1;
-			continue;
-		}
-		struct hs_edges it = hs_graph_edges(g, src);
-		bool any = false;
-		uint32_t e;
-		while (!any && hs_edges_next(&it, &e))
-			any = (e & HS_EDGE_INTERIOR) &&
-			      hs_rules_learned(g->rules, allocs[HS_EDGE_ID(e)].size);
-		if (!any)
-			continue;
-		const struct hs_alloc *a = &allocs[src];
-		struct hs_py_skip skip = hs_graph_skip(g, src);
-		size_t nhit = 0;
-		for (uint64_t w = 0; w < a->size / 8; w++) {
-			uint64_t v;
-			if (hs_py_skip_word(skip, w, a->size / 8))
+	for (size_t x = 0; x < (size_t)g->n / 64 + 1; x++) {
+		for (uint64_t bits = interior_rows[x]; bits; bits &= bits - 1) {
+			uint32_t src = (uint32_t)(x * 64) + (uint32_t)__builtin_ctzll(bits);
+			struct hs_edges it = hs_graph_edges(g, src);
+			bool any = false;
+			uint32_t e;
+			while (!any && hs_edges_next(&it, &e))
+				any = (e & HS_EDGE_INTERIOR) &&
+				      hs_rules_learned(g->rules, allocs[HS_EDGE_ID(e)].size);
+			if (!any)
 				continue;
-			if (!hs_core_read_u64(core, a->addr + 8 * w, &v))
-				break;
-			if (v < g->map.lo || v >= g->map.hi)
-				continue;
-			bool interior;
-			uint32_t t = hs_graph_target(g, v, &interior);
-			if (t == HS_NO_ALLOC || t == src || !interior ||
-			    hs_rules_check(g->rules, &allocs[t], v) != HS_RULE_LEARNED)
-				continue;
-			if (nhit == cap) {
-				size_t nc = cap ? 2 * cap : 64;
-				uint32_t *h = realloc(hit, nc * sizeof(*h));
-				if (!h) {
-					free(hit);
-					return &hs_error_nomem;
+			const struct hs_alloc *a = &allocs[src];
+			struct hs_py_skip skip = hs_graph_skip(g, src);
+			size_t nhit = 0;
+			for (uint64_t w = 0; w < a->size / 8; w++) {
+				uint64_t v;
+				if (hs_py_skip_word(skip, w, a->size / 8))
+					continue;
+				if (!hs_core_read_u64(core, a->addr + 8 * w, &v))
+					break;
+				if (v < g->map.lo || v >= g->map.hi)
+					continue;
+				bool interior;
+				uint32_t t = hs_graph_target(g, v, &interior);
+				if (t == HS_NO_ALLOC || t == src || !interior ||
+				    hs_rules_check(g->rules, &allocs[t], v) != HS_RULE_LEARNED)
+					continue;
+				if (nhit == cap) {
+					size_t nc = cap ? 2 * cap : 64;
+					uint32_t *h = realloc(hit, nc * sizeof(*h));
+					if (!h) {
+						free(hit);
+						return &hs_error_nomem;
+					}
+					hit = h;
+					cap = nc;
 				}
-				hit = h;
-				cap = nc;
+				hit[nhit++] = t;
 			}
-			hit[nhit++] = t;
+			hs_sort_u32(hit, nhit);
+			take_interior(g, src, hit, nhit, HS_RULE_LEARNED, true);
 		}
-		hs_sort_u32(hit, nhit);
-		take_interior(g, src, hit, nhit, HS_RULE_LEARNED, true);
 	}
 	free(hit);
 	return NULL;
@@ -569,18 +561,12 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		parts[t].counts = starts + parts[t].from + 1;
 	}
 	if (parts[0].learn) {
-		size_t words = (size_t)g->n / 64 + 1;
-		bool ok = (interior_rows = calloc(words, sizeof(uint64_t))) != NULL;
-		for (unsigned t = 0; t < nthreads; t++) {
-			parts[t].interior_rows = interior_rows;
-			ok &= (parts[t].held = calloc(words, sizeof(uint64_t))) != NULL;
-		}
-		if (!ok) {
-			for (unsigned t = 0; t < nthreads; t++)
-				free(parts[t].held);
+		if (!(interior_rows = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)))) {
 			err = &hs_error_nomem;
 			goto fail;
 		}
+		for (unsigned t = 0; t < nthreads; t++)
+			parts[t].interior_rows = interior_rows;
 	}
 	hs_run_parts(parts, sizeof(*parts), nthreads, scan_part);
 	hs_log_progress_end(log);
@@ -598,16 +584,20 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	if (!nomem && rules && parts[0].learn) {
 		/* the blocks a start pointer (or a rule's) from another block
 		 * holds: learning is about the others */
-		hs_run_parts(parts, sizeof(*parts), nthreads, held_pass);
-		uint64_t *held = parts[0].held;
-		struct hs_offstats stats[HS_PARTS_MAX];
-		for (unsigned t = 0; t < nthreads; t++) {
-			stats[t] = parts[t].stats;
-			for (size_t x = 0; t && x < (size_t)g->n / 64 + 1; x++)
-				held[x] |= parts[t].held[x];
+		for (unsigned t = 0; t < nthreads && !nomem; t++)
+			nomem = !(parts[t].held = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)));
+		if (!nomem) {
+			hs_run_parts(parts, sizeof(*parts), nthreads, held_pass);
+			uint64_t *held = parts[0].held;
+			struct hs_offstats stats[HS_PARTS_MAX];
+			for (unsigned t = 0; t < nthreads; t++) {
+				stats[t] = parts[t].stats;
+				for (size_t x = 0; t && x < (size_t)g->n / 64 + 1; x++)
+					held[x] |= parts[t].held[x];
+			}
+			err = hs_rules_learn(rules, stats, nthreads, held);
+			nomem = err != NULL;
 		}
-		err = hs_rules_learn(rules, stats, nthreads, held);
-		nomem |= err != NULL;
 	}
 	for (unsigned t = 0; t < nthreads; t++) {
 		free(parts[t].held);

@@ -20,7 +20,7 @@ uint32_t hs_edgerow_wide_start(const struct hs_edgerow_index *ix, uint32_t v)
 bool hs_edgerow_index_build(const uint32_t *starts, uint32_t n,
 			    struct hs_edgerow_index *ix)
 {
-	*ix = (struct hs_edgerow_index){.n = n};
+	*ix = (struct hs_edgerow_index){0};
 	size_t ng = (size_t)n / HS_EDGEROW_GROUP + 1;
 	ix->groups = aligned_alloc(64, ng * sizeof(*ix->groups));
 	if (!ix->groups)

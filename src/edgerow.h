@@ -90,8 +90,7 @@ struct hs_edgerow_group {
 _Static_assert(sizeof(struct hs_edgerow_group) == 64, "a group is a cache line");
 
 struct hs_edgerow_index {
-	uint32_t n;             /* rows; starts 0 .. n (n: the rows' end) */
-	struct hs_edgerow_group *groups;
+	struct hs_edgerow_group *groups;        /* starts 0 .. n: n the rows' end */
 	uint32_t *wide_group;   /* the wide groups, ascending */
 	uint32_t *wide;         /* HS_EDGEROW_GROUP starts per wide group */
 	uint32_t nwide;
