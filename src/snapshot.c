@@ -343,10 +343,15 @@ static struct hs_error *typed_rule(struct hs_snapshot *snap)
 		return NULL;
 	const struct hs_types *types = snap->types;
 	double t0 = hs_now();
-	/* the holds by holder, then target: one pass over each holder's row */
+	/* the holds by holder, then target: one pass over each holder's row
+	 * (its targets gathered in dst) */
 	uint64_t *pairs = malloc((types->nholds ? types->nholds : 1) * sizeof(*pairs));
-	if (!pairs)
+	uint32_t *dst = malloc((types->nholds ? types->nholds : 1) * sizeof(*dst));
+	if (!pairs || !dst) {
+		free(pairs);
+		free(dst);
 		return &hs_error_nomem;
+	}
 	size_t np = 0;
 	for (size_t i = 0; i < types->nholds; i++) {
 		const struct hs_types_hold *h = &types->holds[i];
@@ -354,6 +359,7 @@ static struct hs_error *typed_rule(struct hs_snapshot *snap)
 			struct hs_error *err = hs_rules_add_typed(&snap->rules, h->value);
 			if (err) {
 				free(pairs);
+				free(dst);
 				return err;
 			}
 		} else {
@@ -361,8 +367,6 @@ static struct hs_error *typed_rule(struct hs_snapshot *snap)
 		}
 	}
 	hs_sort(pairs, np, sizeof(*pairs), cmp_u64);
-	/* the targets go to the front of the array, by holder */
-	uint32_t *dst = (uint32_t *)pairs;
 	for (size_t i = 0; i < np;) {
 		uint32_t holder = (uint32_t)(pairs[i] >> 32);
 		size_t n = 0;
@@ -371,6 +375,7 @@ static struct hs_error *typed_rule(struct hs_snapshot *snap)
 		hs_graph_take_as_start(snap->graph, holder, dst, n, HS_RULE_TYPED);
 	}
 	free(pairs);
+	free(dst);
 	hs_rules_typed_done(&snap->rules);
 	snap->t_mark += hs_now() - t0;
 	return NULL;
