@@ -3,6 +3,7 @@
 #include "analyzers/dominators.h"
 #include "src/edgerow.h"
 #include "src/parallel.h"
+#include "src/varint.h"
 #include "src/vector.h"
 
 #include <stdbool.h>
@@ -150,37 +151,23 @@ static inline void ustream_put(struct ustream *s, uint32_t x)
 		}
 		s->b = p;
 	}
-	while (x >= 0x80) {
-		s->b[s->n++] = (uint8_t)(x | 0x80);
-		x >>= 7;
-	}
-	s->b[s->n++] = (uint8_t)x;
+	s->n += hs_varint_put(s->b + s->n, x);
 }
 
 static inline uint32_t ustream_get(const uint8_t **p)
 {
-	uint32_t x = 0;
-	unsigned sh = 0;
-	uint8_t c;
-	do {
-		c = *(*p)++;
-		x |= (uint32_t)(c & 0x7f) << sh;
-		sh += 7;
-	} while (c & 0x80);
-	return x;
+	return (uint32_t)hs_varint_get(p);
 }
 
 /* A node as the difference from the one before it, and back. */
 static inline uint32_t zigzag(uint32_t v, uint32_t prev)
 {
-	int64_t d = (int64_t)v - prev;
-	return d >= 0 ? (uint32_t)(2 * d) : (uint32_t)(-2 * d - 1);
+	return (uint32_t)hs_zigzag((int64_t)v - prev);
 }
 
 static inline uint32_t unzigzag(uint32_t prev, uint32_t z)
 {
-	int64_t d = z & 1 ? -((int64_t)z + 1) / 2 : (int64_t)(z / 2);
-	return (uint32_t)(prev + d);
+	return (uint32_t)(prev + hs_unzigzag(z));
 }
 
 /* The varint that ends at b + *end, read backwards: only a varint's last
@@ -198,8 +185,7 @@ static inline uint32_t ustream_get_back(const uint8_t *b, size_t *end)
 /* The node before `v`, from the difference that led to v. */
 static inline uint32_t unzigzag_back(uint32_t v, uint32_t z)
 {
-	int64_t d = z & 1 ? -((int64_t)z + 1) / 2 : (int64_t)(z / 2);
-	return (uint32_t)(v - d);
+	return (uint32_t)(v - hs_unzigzag(z));
 }
 
 static void ustream_fini(struct ustream *s)

@@ -11,6 +11,7 @@
 
 #include "src/escape.h"
 #include "src/outfile.h"
+#include "src/varint.h"
 
 struct buf {
 	uint8_t *p;
@@ -40,16 +41,8 @@ static void put(struct buf *b, const void *d, size_t n)
 
 static void varint(struct buf *b, uint64_t v)
 {
-	uint8_t tmp[10];
-	size_t n = 0;
-	do {
-		tmp[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	put(b, tmp, n);
+	uint8_t tmp[HS_VARINT_MAX];
+	put(b, tmp, hs_varint_put(tmp, v));
 }
 
 static void field_varint(struct buf *b, unsigned field, uint64_t v)

@@ -9,6 +9,7 @@
 #include "src/outfile.h"
 #include "src/rankset.h"
 #include "src/sort.h"
+#include "src/varint.h"
 
 const char *hs_cli_reach(const struct hs_results *res, uint32_t id)
 {
@@ -312,12 +313,17 @@ void hs_cli_learned_text(const struct hs_results *res)
 
 enum { SHARER_VISITS = 1 << 16 };
 
-/* One pass over the edges into the walked blocks, the last source first:
- * counts them per row (pred NULL), or files each source at the end of its
- * row, which leaves every row in the order of its predecessors. */
-static void walked_pass(const struct hs_retain *r, const struct hs_graph *g,
-			const struct hs_rankset *walked, uint32_t *off, uint32_t *pred)
+/* One pass over the edges into the walked blocks, the last source first.
+ * A row holds its sources as varints of their difference from the row's
+ * own node (zigzag-signed): a block is mostly held by blocks allocated
+ * beside it, and each entry's length is known without its neighbours, so
+ * the first pass (bytes NULL) adds up the rows' lengths, and the second
+ * files each source at the end of what is left of its row: the rows come
+ * out in the order of their sources. */
+static bool walked_pass(const struct hs_retain *r, const struct hs_graph *g,
+			const struct hs_rankset *walked, uint32_t *off, uint8_t *bytes)
 {
+	bool fits = true;  /* (counting) every row's length fits in 32 bits */
 	for (uint32_t v = r->tree->n; v-- > 0;) {
 		struct hs_retain_succ it = hs_retain_succ(r, g, v);
 		uint32_t w;
@@ -325,12 +331,19 @@ static void walked_pass(const struct hs_retain *r, const struct hs_graph *g,
 			uint32_t k = hs_rankset_index(walked, w);
 			if (k == HS_RANK_NONE)
 				continue;
-			if (pred)
-				pred[--off[k]] = v;
-			else
-				off[k]++;
+			uint64_t z = hs_zigzag((int64_t)v - w);
+			uint32_t len = (uint32_t)hs_varint_len(z);
+			if (bytes) {
+				off[k] -= len;
+				hs_varint_put(bytes + off[k], z);
+			} else if (off[k] <= UINT32_MAX - len) {
+				off[k] += len;
+			} else {
+				fits = false;
+			}
 		}
 	}
+	return fits;
 }
 
 struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *nodes,
@@ -349,10 +362,11 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	 * (dominated by the super-root), through the edges into it from
 	 * outside its subtree, to the roots that hold their sources alone and
 	 * to the tops of the sources no single root holds.  Only those tops
-	 * (`walked`) have their predecessors listed (compressed rows, by
-	 * rank), and a bit for "seen". */
+	 * (`walked`) have their predecessors listed (rows of varints, by
+	 * rank: walked_pass), and a bit for "seen". */
 	struct hs_root_map tops = {0};
-	uint32_t *off = NULL, *pred = NULL, *queue = NULL, *root_mark = NULL;
+	uint32_t *off = NULL, *queue = NULL, *root_mark = NULL;
+	uint8_t *pred = NULL;
 	uint64_t *seen = NULL;
 	struct hs_rankset walked = {0};
 	struct hs_error *err = hs_root_map_init(r, &tops);
@@ -370,11 +384,17 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	off = calloc((size_t)nw + 1, sizeof(*off));
 	if (!off)
 		goto out;
-	walked_pass(r, g, &walked, off, NULL);
-	for (uint32_t k = 1; k < nw; k++)
-		off[k] += off[k - 1];
-	off[nw] = nw ? off[nw - 1] : 0;
-	pred = malloc((size_t)off[nw] * sizeof(*pred) + 1);
+	bool fits = walked_pass(r, g, &walked, off, NULL);
+	uint64_t total = 0;
+	for (uint32_t k = 0; k < nw; k++)
+		off[k] = (uint32_t)(total += off[k]);
+	if (!fits || total > UINT32_MAX) {
+		err = hs_error_create(HS_ERR_UNSUPPORTED,
+				      "too many pointers into the shared blocks to list their holders");
+		goto out;
+	}
+	off[nw] = (uint32_t)total;
+	pred = malloc(total + 1);
 	queue = malloc(SHARER_VISITS * sizeof(*queue));
 	seen = calloc((size_t)nw / 64 + 1, sizeof(*seen));
 	root_mark = calloc(r->base, sizeof(*root_mark));
@@ -393,8 +413,10 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 		struct hs_sharers *o = &out[k];
 		while (qh < qt) {
 			uint32_t v = queue[qh++], kv = hs_rankset_index(&walked, v);
-			for (uint32_t i = off[kv]; i < off[kv + 1]; i++) {
-				uint32_t p = pred[i], holder = p, top = p;
+			const uint8_t *at = pred + off[kv], *end = pred + off[kv + 1];
+			while (at < end) {
+				uint32_t p = (uint32_t)(v + hs_unzigzag(hs_varint_get(&at)));
+				uint32_t holder = p, top = p;
 				if (p >= r->base) {
 					top = hs_root_map_top(&tops, p);
 					if (top == v || top == HS_DOM_NONE)

@@ -65,7 +65,9 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 		free(shared_out);
 		free(rows);
 		free(tops);
-		return hs_cli_fail(cli, e);
+		int rc = hs_cli_fail(cli, e);
+		hs_error_destroy(e);
+		return rc;
 	}
 	for (size_t i = 0, k = 0; i < ntops; i++)
 		if (t->idom[tops[i]] == HS_NODE_SUPER)

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "src/varint.h"
+
 enum { HS_EDGEROW_MAX = 5 };
 #define HS_EDGEROW_ID_MASK 0x3fffffffu
 
@@ -36,17 +38,9 @@ enum { HS_EDGEROW_MAX = 5 };
 static inline size_t hs_edgerow_put(uint8_t *out, uint32_t *prev, uint32_t e)
 {
 	uint32_t id = e & HS_EDGEROW_ID_MASK;
-	int64_t d = (int64_t)id - (int64_t)*prev;
-	uint64_t z = d >= 0 ? (uint64_t)d << 1 : ((uint64_t)-d << 1) - 1;
-	z = z << 2 | e >> 30;
-	size_t n = 0;
-	while (z >= 0x80) {
-		out[n++] = (uint8_t)(z | 0x80);
-		z >>= 7;
-	}
-	out[n++] = (uint8_t)z;
+	uint64_t z = hs_zigzag((int64_t)id - (int64_t)*prev) << 2 | e >> 30;
 	*prev = id;
-	return n;
+	return hs_varint_put(out, z);
 }
 
 /* The edge at *p (moved past it), after *prev (set to its id). */

@@ -3,7 +3,9 @@
  * written with hs_edgerow_encode and read back with hs_edges_next; the
  * index's starts against the sums of the edges' lengths, two groups of
  * rows among them wider than 16 bits (a row of BIG edges); the byte
- * counts of edges one and two bytes long; flags changed in place. */
+ * counts of edges one and two bytes long; flags changed in place.  And
+ * src/varint.h beneath them: zigzag and varints at their boundaries and
+ * at random, written and read back, their lengths as announced. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,5 +104,34 @@ int main(void)
 	free(rows);
 	free(off);
 	free(adj);
+
+	/* varints: 7 bits a byte; zigzag: 0, -1, 1, -2 ... */
+	CHECK(hs_zigzag(0) == 0 && hs_zigzag(-1) == 1 && hs_zigzag(1) == 2 &&
+	      hs_zigzag(-2) == 3 && hs_zigzag(INT64_MIN) == UINT64_MAX &&
+	      hs_zigzag(INT64_MAX) == UINT64_MAX - 1);
+	CHECK(hs_varint_len(127) == 1 && hs_varint_len(128) == 2 &&
+	      hs_varint_len(UINT32_MAX) == 5 && hs_varint_len(UINT64_MAX) == HS_VARINT_MAX);
+	const int64_t edge[] = {0, 1, -1, 63, -64, 64, -65, INT32_MAX, INT32_MIN,
+				(int64_t)1 << 32, -((int64_t)1 << 32), INT64_MAX, INT64_MIN};
+	uint8_t buf[64 * HS_VARINT_MAX];
+	bad = 0;
+	for (int round = 0; round < 1000; round++) {
+		int64_t d[64];
+		size_t len = 0, want = 0;
+		for (int i = 0; i < 64; i++) {
+			uint64_t r = check_rand();
+			d[i] = round == 0 && i < (int)(sizeof(edge) / sizeof(*edge)) ? edge[i] :
+			       (int64_t)(r >> (r % 64));
+			if (r & 1)
+				d[i] = ~d[i];  /* -d - 1, INT64_MIN included */
+			want += hs_varint_len(hs_zigzag(d[i]));
+			len += hs_varint_put(buf + len, hs_zigzag(d[i]));
+		}
+		const uint8_t *p = buf;
+		for (int i = 0; i < 64; i++)
+			bad += hs_unzigzag(hs_varint_get(&p)) != d[i];
+		bad += len != want || p != buf + len;
+	}
+	CHECKF(!bad, "%d varint rounds read back wrong", bad);
 	return check_finish();
 }
