@@ -24,9 +24,29 @@ struct pred_part {
 	const struct hs_rankset *into;
 	const uint64_t *mine;           /* the part's part of into, by node */
 	uint32_t *cnt;
-	uint32_t *radj;
+	uint8_t *radj;
+	unsigned rw;
 	uint64_t m;
 };
+
+/* The predecessor lists' entries (numbers, and in step 3 a row's
+ * semi-dominator) take rw bytes: 3 while the numbers stay below 2^24
+ * (most heaps: a quarter of the lists' memory), else 4.  The array has
+ * room for a 4-byte read past its last entry. */
+static inline uint32_t radj_get(const uint8_t *radj, size_t e, unsigned rw)
+{
+	uint32_t x;
+	memcpy(&x, radj + e * rw, sizeof(x));
+	return rw == 4 ? x : x & 0xffffff;
+}
+
+static inline void radj_set(uint8_t *radj, size_t e, unsigned rw, uint32_t x)
+{
+	if (rw == 4)
+		memcpy(radj + e * 4, &x, 4);
+	else
+		memcpy(radj + e * 3, &x, 3);  /* (x86-64: low bytes first) */
+}
 
 /* One edge of pred_pass: source number i, target w. */
 static inline void pred_edge(struct pred_part *pp, uint32_t i, uint32_t w)
@@ -36,7 +56,7 @@ static inline void pred_edge(struct pred_part *pp, uint32_t i, uint32_t w)
 	/* the DFS saw this edge reach a node it had seen: w is in the set */
 	uint32_t k = hs_rankset_index(pp->into, w);
 	if (pp->radj)
-		pp->radj[--pp->cnt[k]] = i;
+		radj_set(pp->radj, --pp->cnt[k], pp->rw, i);
 	else
 		pp->cnt[k]++;
 	pp->m++;
@@ -341,7 +361,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	size_t stcap = 4096;
 	struct frame *stack = malloc(stcap * sizeof(*stack));
 	uint32_t *least = NULL, *idom = NULL, *roff = NULL,
-		 *radj = NULL, *evs = NULL, *big = NULL;
+		 *evs = NULL, *big = NULL;
+	uint8_t *radj = NULL;
 	uint8_t *len8 = NULL;  /* (step 2 on) */
 	/* the numbers' nodes, in preorder: the deltas, zigzag varints (most
 	 * take a byte or two: a DFS meets the blocks of a heap in about the
@@ -557,12 +578,15 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		run += roff[i];
 		roff[i] = run;
 	}
-	radj = malloc((m ? m : 1) * sizeof(uint32_t));
-	hs_vector_hugepages(radj, (m ? m : 1) * sizeof(uint32_t));
+	unsigned rw = nr < (1u << 24) && !g->wide_lists ? 3 : 4;
+	radj = malloc((m ? m : 1) * rw + sizeof(uint32_t));
+	hs_vector_hugepages(radj, (m ? m : 1) * rw);
 	if (!radj)
 		goto out;
-	for (unsigned i = 0; i < nparts; i++)
+	for (unsigned i = 0; i < nparts; i++) {
 		parts[i].radj = radj;
+		parts[i].rw = rw;
+	}
 	hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
 	free(entered);
 	free(upper);
@@ -640,14 +664,14 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			astart = aend - (len8[ak] == 255 ? big[--abi] : len8[ak]);
 			if (ak == k - SEMI_AHEAD)
 				for (uint32_t e = astart; e < aend; e++) {
-					__builtin_prefetch(&parent[radj[e]]);
-					__builtin_prefetch(&least[radj[e]]);
+					__builtin_prefetch(&parent[radj_get(radj, e, rw)]);
+					__builtin_prefetch(&least[radj_get(radj, e, rw)]);
 				}
 		}
 		uint32_t start = end - (len8[k] == 255 ? big[--bi] : len8[k]);
 		uint32_t sw = parent[w];
 		for (uint32_t e = start; e < end; e++) {
-			uint32_t v = radj[e];
+			uint32_t v = radj_get(radj, e, rw);
 			/* eval(v, w + 1): the least semi-dominator on v's path */
 			uint32_t sv;
 			if (parent[v] < w + 1) {
@@ -687,7 +711,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				sw = sv;
 		}
 		if (start < end)
-			radj[start] = sw;
+			radj_set(radj, start, rw, sw);
 		end = start;
 		least[w] = sw;
 	}
@@ -712,7 +736,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			uint32_t len = len8[k] == 255 ? big[bi++] : len8[k];
 			k++;
 			if (len) {
-				uint32_t sw = radj[start];
+				uint32_t sw = radj_get(radj, start, rw);
 				while (c > sw)
 					c = idom[c];
 			}
@@ -729,7 +753,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	free(evs);
 	hs_rankset_fini(&into);
 	len8 = NULL;
-	radj = evs = big = NULL;
+	radj = NULL;
+	evs = big = NULL;
 
 	/* 5. in node space: idom (then the numbered idom goes), then retained
 	 * sizes, children before parents (reverse preorder) */

@@ -17,6 +17,7 @@
 #ifndef HS_DOMINATORS_H
 #define HS_DOMINATORS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "src/edgerow.h"
@@ -32,6 +33,9 @@ struct hs_domgraph {
 	const struct hs_edgerow_index *tail_index;  /* n - na rows */
 	const uint8_t *tail_rows;
 	unsigned nthreads;  /* 0 or 1: one; 2 or more: two build the reverse graph */
+	/* the predecessor lists' entries take 3 bytes below 2^24 reached
+	 * nodes, else 4; wide_lists: 4 at any size (for the tests) */
+	bool wide_lists;
 	struct hs_log *log; /* progress; may be NULL */
 };
 

@@ -159,6 +159,8 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 		.tail_index = &tix, .tail_rows = trows,
 		/* half the graphs build the reverse graph with two threads */
 		.nthreads = 1 + rnd(2),
+		/* and half keep their predecessor lists in 4 bytes an entry */
+		.wide_lists = rnd(2),
 	};
 	struct hs_domtree *t = NULL;
 	struct hs_error *err = hs_dominators_compute(&g, weight_of, weight, &t);
@@ -337,6 +339,21 @@ static void root_map_large(uint32_t n)
 		root_map_check(t, 70000);
 		root_map_check(t, 300);
 		root_map_check(t, 1);
+	}
+	/* numbers past 2^16, in the lists' 3-byte entries and in 4-byte
+	 * ones, with one thread and two: the same tree */
+	for (int wide = 0; t && wide < 2; wide++) {
+		g.wide_lists = wide;
+		g.nthreads = 2 - (unsigned)wide;
+		struct hs_domtree *u = NULL;
+		err = hs_dominators_compute(&g, NULL, NULL, &u);
+		CHECKF(!err, "large, wide %d: %s", wide, err ? err->message : "");
+		uint32_t bad = 0;
+		for (uint32_t v = 0; u && v < n; v++)
+			bad += u->idom[v] != t->idom[v] ||
+			       hs_domtree_retained(u, v) != hs_domtree_retained(t, v);
+		CHECKF(u && !bad, "large, wide %d: %u nodes differ", wide, bad);
+		hs_domtree_destroy(u);
 	}
 	hs_domtree_destroy(t);
 	free(off);
