@@ -78,7 +78,7 @@ static inline bool entered_node(const uint64_t *entered, uint32_t y)
  * scattered: they are asked for a few edges ahead. */
 static void *pred_pass(void *arg)
 {
-	enum { AHEAD = 8 };
+	enum { AHEAD = 16 };
 	struct pred_part *pp = arg;
 	const struct hs_domgraph *g = pp->g;
 	const uint32_t *num = pp->num;
@@ -98,7 +98,7 @@ static void *pred_pass(void *arg)
 		return NULL;
 	/* the tail's edges into the part's targets, in row order, decoded
 	 * 2 * AHEAD ahead of their use into a ring of (row, target node) */
-	enum { RING = 32 };
+	enum { RING = 64 };
 	_Static_assert(RING > 2 * AHEAD, "the ring holds the edges ahead");
 	struct {
 		uint32_t k, y;
@@ -132,6 +132,11 @@ static void *pred_pass(void *arg)
 			uint32_t w = num[ring[(head + AHEAD) % RING].y];
 			__builtin_prefetch(&pp->parent[w]);
 			__builtin_prefetch(&pp->into->w[w / 32]);
+		}
+		if (count > AHEAD / 2) {
+			/* the target's rank is at hand now: its row's count */
+			uint32_t w = num[ring[(head + AHEAD / 2) % RING].y];
+			__builtin_prefetch(&pp->cnt[hs_rankset_index(pp->into, w)]);
 		}
 		uint32_t k = ring[head].k, y = ring[head].y;
 		head = (head + 1) % RING;
