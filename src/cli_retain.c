@@ -323,24 +323,52 @@ enum { SHARER_VISITS = 1 << 16 };
 static bool walked_pass(const struct hs_retain *r, const struct hs_graph *g,
 			const struct hs_rankset *walked, uint32_t *off, uint8_t *bytes)
 {
+	/* the edges are decoded AHEAD before their use into a ring: the
+	 * membership of a target, then the count of its row, are asked for
+	 * before they are read */
+	enum { AHEAD = 32, RING = 32 };
+	_Static_assert(RING >= AHEAD, "the ring holds the edges ahead");
+	struct {
+		uint32_t v, w;
+	} ring[RING];
+	size_t head = 0, count = 0;
+	struct hs_retain_succ it = {0};  /* (no row yet: it ends at once) */
+	uint32_t v = r->tree->n, w;
 	bool fits = true;  /* (counting) every row's length fits in 32 bits */
-	for (uint32_t v = r->tree->n; v-- > 0;) {
-		struct hs_retain_succ it = hs_retain_succ(r, g, v);
-		uint32_t w;
-		while (hs_retain_next(&it, &w)) {
-			uint32_t k = hs_rankset_index(walked, w);
-			if (k == HS_RANK_NONE)
-				continue;
-			uint64_t z = hs_zigzag((int64_t)v - w);
-			uint32_t len = (uint32_t)hs_varint_len(z);
-			if (bytes) {
-				off[k] -= len;
-				hs_varint_put(bytes + off[k], z);
-			} else if (off[k] <= UINT32_MAX - len) {
-				off[k] += len;
-			} else {
-				fits = false;
-			}
+	for (;;) {
+		while (count < AHEAD) {
+			bool got;
+			while (!(got = hs_retain_next(&it, &w)) && v > 0)
+				it = hs_retain_succ(r, g, --v);
+			if (!got)
+				break;
+			ring[(head + count) % RING].v = v;
+			ring[(head + count) % RING].w = w;
+			count++;
+			__builtin_prefetch(&walked->w[w / 32]);
+		}
+		if (!count)
+			break;
+		if (count > AHEAD / 2) {
+			uint32_t ka = hs_rankset_index(walked, ring[(head + AHEAD / 2) % RING].w);
+			if (ka != HS_RANK_NONE)
+				__builtin_prefetch(&off[ka]);
+		}
+		uint32_t src = ring[head].v, dst = ring[head].w;
+		head = (head + 1) % RING;
+		count--;
+		uint32_t k = hs_rankset_index(walked, dst);
+		if (k == HS_RANK_NONE)
+			continue;
+		uint64_t z = hs_zigzag((int64_t)src - dst);
+		uint32_t len = (uint32_t)hs_varint_len(z);
+		if (bytes) {
+			off[k] -= len;
+			hs_varint_put(bytes + off[k], z);
+		} else if (off[k] <= UINT32_MAX - len) {
+			off[k] += len;
+		} else {
+			fits = false;
 		}
 	}
 	return fits;
@@ -412,6 +440,19 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 		seen[kq / 64] |= 1ull << (kq % 64);
 		struct hs_sharers *o = &out[k];
 		while (qh < qt) {
+			/* what the blocks a few places ahead in the queue will
+			 * read, asked for in the order it will be read: the
+			 * row's offset, its bytes, its sources' dominators */
+			if (qh + 8 < qt)
+				__builtin_prefetch(&off[hs_rankset_index(&walked, queue[qh + 8])]);
+			if (qh + 4 < qt)
+				__builtin_prefetch(pred + off[hs_rankset_index(&walked, queue[qh + 4])]);
+			if (qh + 2 < qt) {
+				uint32_t va = queue[qh + 2], ka = hs_rankset_index(&walked, va);
+				const uint8_t *at = pred + off[ka], *end = pred + off[ka + 1];
+				for (int i = 0; i < 8 && at < end; i++)
+					__builtin_prefetch(&r->tree->idom[(uint32_t)(va + hs_unzigzag(hs_varint_get(&at)))]);
+			}
 			uint32_t v = queue[qh++], kv = hs_rankset_index(&walked, v);
 			const uint8_t *at = pred + off[kv], *end = pred + off[kv + 1];
 			while (at < end) {
