@@ -171,10 +171,13 @@ struct run {
 	uint64_t first;
 };
 
+/* By first block, then by place in the build (merge_runs' order) */
 static int cmp_run(const void *a, const void *b)
 {
 	const struct run *x = a, *y = b;
-	return x->first < y->first ? -1 : x->first > y->first;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
 }
 
 static int cmp_alloc(const void *a, const void *b)
@@ -322,9 +325,73 @@ static bool build_sorted(const struct hs_heap *heap, bool *in_runs)
 	return all;
 }
 
+/* Does run x's next block come before run y's?  By address, and at the
+ * same address (a corrupt walk) by where they are in the build: the runs
+ * are apart there, so the merge keeps the order a stable sort would. */
+static inline bool run_before(const struct hs_alloc_in *b, const struct run *x,
+			      const struct run *y)
+{
+	uint64_t ax = b[x->start].addr, ay = b[y->start].addr;
+	return ax < ay || (ax == ay && x->start < y->start);
+}
+
+/* Runs that interleave (the mmapped chunks between two of a thread
+ * arena's heaps), merged into out: a heap of the runs by their next
+ * block; the first run gives all its blocks that come before the next
+ * run's, in one go.  The runs' starts and lengths are used up. */
+static struct hs_error *merge_runs(struct hs_heap *heap, struct run *runs, size_t nr,
+				   struct hs_alloc *out, size_t *k, size_t *runcap,
+				   struct sift *sift)
+{
+	const struct hs_alloc_in *b = heap->build;
+	size_t *h = malloc(nr * sizeof(*h)), nh = 0;
+	if (!h)
+		return &hs_error_nomem;
+	/* sorted by their first blocks already (cmp_run): a heap as they
+	 * are */
+	for (size_t i = 0; i < nr; i++)
+		h[nh++] = i;
+	struct hs_error *err = NULL;
+	while (nh && !err) {
+		struct run *r = &runs[h[0]];
+		const struct run *next = nh > 1 ? &runs[h[1]] : NULL;
+		if (nh > 2 && run_before(b, &runs[h[2]], next))
+			next = &runs[h[2]];
+		size_t c = 1;
+		if (!next)
+			c = r->len;
+		else
+			while (c < r->len && (b[r->start + c].addr < b[next->start].addr ||
+					      (b[r->start + c].addr == b[next->start].addr &&
+					       r->start < next->start)))
+				c++;
+		err = compact(heap, b + r->start, c, out, k, runcap, sift);
+		r->start += c;
+		r->len -= c;
+		if (!r->len)
+			h[0] = h[--nh];
+		/* the root down to its place */
+		for (size_t i = 0;;) {
+			size_t l = 2 * i + 1, m = i;
+			if (l < nh && run_before(b, &runs[h[l]], &runs[h[m]]))
+				m = l;
+			if (l + 1 < nh && run_before(b, &runs[h[l + 1]], &runs[h[m]]))
+				m = l + 1;
+			if (m == i)
+				break;
+			size_t t = h[i];
+			h[i] = h[m];
+			h[m] = t;
+			i = m;
+		}
+	}
+	free(h);
+	return err;
+}
+
 /* The build's runs in address order, compacted into a new table (*kept
- * blocks); *done false when they interleave (only a corrupt heap does
- * that).  On an error the build is as it was. */
+ * blocks): concatenated when they lie apart, else merged.  On an error
+ * the build is as it was. */
 static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
 				    size_t *runcap, size_t *kept, struct sift *sift)
 {
@@ -341,12 +408,10 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
 			runs[nr++] = (struct run){s, e - s, heap->build[s].addr};
 	}
 	hs_sort(runs, nr, sizeof(*runs), cmp_run);
-	for (size_t i = 1; i < nr; i++) {
+	bool apart = true;
+	for (size_t i = 1; i < nr && apart; i++) {
 		const struct run *p = &runs[i - 1];
-		if (heap->build[p->start + p->len - 1].addr >= runs[i].first) {
-			free(runs);
-			return NULL;
-		}
+		apart = heap->build[p->start + p->len - 1].addr < runs[i].first;
 	}
 	struct hs_alloc *out = malloc(n * sizeof(*out));
 	hs_vector_hugepages(out, n * sizeof(*out));
@@ -356,9 +421,12 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
 	}
 	struct hs_error *err = NULL;
 	size_t k = 0;
-	for (size_t i = 0; i < nr && !err; i++)
-		err = compact(heap, heap->build + runs[i].start, runs[i].len, out,
-			      &k, runcap, sift);
+	if (apart)
+		for (size_t i = 0; i < nr && !err; i++)
+			err = compact(heap, heap->build + runs[i].start, runs[i].len, out,
+				      &k, runcap, sift);
+	else
+		err = merge_runs(heap, runs, nr, out, &k, runcap, sift);
 	free(runs);
 	if (err) {
 		free(out);
@@ -413,7 +481,8 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 	    (err = concat_runs(heap, &done, &runcap, &kept, &s)))
 		goto fail;
 	if (!done) {
-		/* sorted already, or runs that interleave: in place */
+		/* sorted already, or a run out of order (a corrupt walk): in
+		 * place */
 		if (!sorted)
 			hs_sort(heap->build, n, sizeof(*heap->build), cmp_alloc);
 		struct hs_alloc *out = (struct hs_alloc *)(void *)heap->build;

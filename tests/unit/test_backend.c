@@ -382,6 +382,79 @@ static void test_table(void)
 	}
 }
 
+/* Runs that interleave, as a thread arena's heaps do with the mmapped
+ * chunks between them: NB blocks dealt at random to NR runs, each run in
+ * address order, the runs given in a random order; the table has them
+ * all, in address order.  Then two runs that both hold a block at one
+ * address (a corrupt walk): the block given first is kept, whichever run
+ * it is in, as a stable sort would keep it. */
+static void test_interleaved_runs(void)
+{
+	enum { NB = 6000, NR = 23 };
+	struct hs_alloc_in *all = malloc(NB * sizeof(*all));
+	uint8_t *run_of = malloc(NB);
+	CHECK(all && run_of);
+	if (!all || !run_of) {
+		free(all);
+		free(run_of);
+		return;
+	}
+	for (size_t i = 0; i < NB; i++) {
+		all[i] = (struct hs_alloc_in){.addr = 0x100000 + i * 0x40,
+					      .size = 16 + check_rand() % 3 * 8,
+					      .where = BUMP_USED, .arena = 0};
+		run_of[i] = (uint8_t)(check_rand() % NR);
+	}
+	int order[NR];
+	for (int r = 0; r < NR; r++)
+		order[r] = r;
+	for (int r = NR - 1; r > 0; r--) {
+		int j = (int)(check_rand() % (uint64_t)(r + 1)), t = order[r];
+		order[r] = order[j];
+		order[j] = t;
+	}
+	struct hs_heap *h = hs_heap_create(&bump_backend);
+	for (int r = 0; r < NR; r++) {
+		CHECK(!hs_heap_begin_run(h));
+		for (size_t i = 0; i < NB; i++)
+			if (run_of[i] == order[r])
+				CHECK(!hs_heap_add(h, &all[i]));
+	}
+	struct hs_error *err = hs_heap_finish(h);
+	CHECKF(!err, "interleaved runs: %s", err ? err->message : "");
+	hs_error_destroy(err);
+	check_table("interleaved runs", h, all, NB);
+	hs_heap_destroy(h);
+	free(all);
+	free(run_of);
+
+	static const struct hs_alloc_in a[] = {
+		{.addr = 0x1010, .size = 8, .where = BUMP_USED, .arena = 0},
+		{.addr = 0x3010, .size = 8, .where = BUMP_USED, .arena = 0},
+	};
+	static const struct hs_alloc_in b[] = {
+		{.addr = 0x1010, .size = 24, .where = BUMP_USED, .arena = 1},
+		{.addr = 0x2010, .size = 8, .where = BUMP_USED, .arena = 1},
+	};
+	for (int first = 0; first < 2; first++) {
+		h = hs_heap_create(&bump_backend);
+		const struct hs_alloc_in *x = first ? b : a, *y = first ? a : b;
+		CHECK(!hs_heap_begin_run(h));
+		CHECK(!hs_heap_add(h, &x[0]) && !hs_heap_add(h, &x[1]));
+		CHECK(!hs_heap_begin_run(h));
+		CHECK(!hs_heap_add(h, &y[0]) && !hs_heap_add(h, &y[1]));
+		err = hs_heap_finish(h);
+		CHECKF(err && err->code == HS_ERR_CORRUPT &&
+		       strstr(err->message, "blocks at 0x1010 and 0x1010 overlap (1 block left out)"),
+		       "a block twice, in two runs: %s", err ? err->message : "no error");
+		hs_error_destroy(err);
+		const struct hs_alloc_in want[] = {x[0], b[1], a[1]};
+		check_table(first ? "a block twice, the second run's first" :
+			    "a block twice, the first run's first", h, want, 3);
+		hs_heap_destroy(h);
+	}
+}
+
 /* where the synthetic cores put the heap, the data, the stack */
 enum {
 	HEAP = 0x10000000, DATA = 0x20000000, STACK = 0x7ff000000000,
@@ -758,6 +831,7 @@ int main(void)
 	/* totals only (info): the same counts, no blocks, no later stage */
 	test_totals_only();
 	test_table();
+	test_interleaved_runs();
 	test_addrmap();
 	test_wide_mark();
 	o.backend = &bump_backend;
