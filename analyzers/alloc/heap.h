@@ -2,8 +2,10 @@
  * in one array sorted by address.  Index = allocation id.
  *
  * Walkers fill it through hs_heap_add(), one sorted run per heap segment;
- * hs_heap_finish() orders the runs (they do not overlap in a sane heap) in
- * O(n), falling back to a full sort when they interleave.
+ * hs_heap_finish() orders the runs: in O(n) when they lie apart, by a merge
+ * in O(n log runs) when they interleave (mmapped chunks between a thread
+ * arena's heaps), falling back to a full sort when a run is out of order
+ * (a corrupt walk).
  */
 #ifndef HS_HEAP_H
 #define HS_HEAP_H
