@@ -325,14 +325,19 @@ static bool build_sorted(const struct hs_heap *heap, bool *in_runs)
 	return all;
 }
 
-/* Does run x's next block come before run y's?  By address, and at the
- * same address (a corrupt walk) by where they are in the build: the runs
- * are apart there, so the merge keeps the order a stable sort would. */
+/* Does the build's block i come before block j?  By address, and at the
+ * same address (a corrupt walk) by where they are in the build: the merge
+ * keeps the order a stable sort would. */
+static inline bool block_before(const struct hs_alloc_in *b, size_t i, size_t j)
+{
+	return b[i].addr < b[j].addr || (b[i].addr == b[j].addr && i < j);
+}
+
+/* Does run x's next block come before run y's? */
 static inline bool run_before(const struct hs_alloc_in *b, const struct run *x,
 			      const struct run *y)
 {
-	uint64_t ax = b[x->start].addr, ay = b[y->start].addr;
-	return ax < ay || (ax == ay && x->start < y->start);
+	return block_before(b, x->start, y->start);
 }
 
 /* Runs that interleave (the mmapped chunks between two of a thread
@@ -361,9 +366,7 @@ static struct hs_error *merge_runs(struct hs_heap *heap, struct run *runs, size_
 		if (!next)
 			c = r->len;
 		else
-			while (c < r->len && (b[r->start + c].addr < b[next->start].addr ||
-					      (b[r->start + c].addr == b[next->start].addr &&
-					       r->start < next->start)))
+			while (c < r->len && block_before(b, r->start + c, next->start))
 				c++;
 		err = compact(heap, b + r->start, c, out, k, runcap, sift);
 		r->start += c;
