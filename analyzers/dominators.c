@@ -810,6 +810,12 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			goto out;
 		sum_up(t, g->n, nr, &vs, vlast, true);
 	}
+	if (g->keep_order) {
+		uint8_t *b = realloc(vs.b, vs.n ? vs.n : 1);
+		t->order = b ? b : vs.b;
+		t->order_len = vs.n;
+		vs = (struct ustream){0};
+	}
 	err = NULL;
 out:
 	if (g->log)
@@ -846,5 +852,6 @@ void hs_domtree_destroy(struct hs_domtree *t)
 	hs_rankset_fini(&t->inner);
 	free(t->inner_sum);
 	free(t->inner_count);
+	free(t->order);
 	free(t);
 }

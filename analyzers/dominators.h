@@ -24,6 +24,7 @@
 #include "src/error.h"
 #include "src/log.h"
 #include "src/rankset.h"
+#include "src/varint.h"
 
 #define HS_DOM_NONE UINT32_MAX
 
@@ -36,6 +37,8 @@ struct hs_domgraph {
 	/* the predecessor lists' entries take 3 bytes below 2^24 reached
 	 * nodes, else 4; wide_lists: 4 at any size (for the tests) */
 	bool wide_lists;
+	/* keep the order of the search (struct hs_domtree's order) */
+	bool keep_order;
 	struct hs_log *log; /* progress; may be NULL */
 };
 
@@ -58,7 +61,37 @@ struct hs_domtree {
 	/* the weight given to hs_dominators_compute, for the other nodes */
 	uint64_t (*weight)(void *arg, uint32_t node);
 	void *warg;
+	/* With keep_order: the reached nodes in the search's preorder, where
+	 * each comes after its dominator (a dominator is on every path to the
+	 * node, the search's own included), as differences from the node
+	 * before (zigzag varints, src/varint.h): read with
+	 * hs_domtree_order_next.  Else NULL. */
+	uint8_t *order;
+	size_t order_len;
 };
+
+/* The nodes of t->order, from the entry on:
+ *   struct hs_domorder it = hs_domtree_order(t);
+ *   uint32_t v;
+ *   while (hs_domtree_order_next(&it, &v)) ... */
+struct hs_domorder {
+	const uint8_t *p, *end;
+	uint32_t v;
+};
+
+static inline struct hs_domorder hs_domtree_order(const struct hs_domtree *t)
+{
+	return (struct hs_domorder){t->order, t->order + t->order_len, 0};
+}
+
+static inline bool hs_domtree_order_next(struct hs_domorder *it, uint32_t *v)
+{
+	if (it->p >= it->end)
+		return false;
+	it->v = (uint32_t)(it->v + hs_unzigzag(hs_varint_get(&it->p)));
+	*v = it->v;
+	return true;
+}
 
 /* weight(arg, v) is node v's own size (weight may be NULL: all 1); it is
  * called again by hs_domtree_retained, so arg must live as long as the
@@ -74,21 +107,27 @@ struct hs_domtree {
  * nodes, plus 8 bytes per node that dominates another (on a heap, the
  * heads of lists and trees and their inner nodes, not the leaves); 12
  * when the total weight needs more than 64 bits less those of the
- * number of reached nodes. */
+ * number of reached nodes; with keep_order, the first stream too. */
 struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				       uint64_t (*weight)(void *arg, uint32_t node),
 				       void *arg, struct hs_domtree **ret);
 void hs_domtree_destroy(struct hs_domtree *t);
 
-/* The sum of weight over the nodes v dominates (0 when unreached). */
-static inline uint64_t hs_domtree_retained(const struct hs_domtree *t, uint32_t v)
+/* hs_domtree_retained of a node known to be reached (idom not read). */
+static inline uint64_t hs_domtree_retained_reached(const struct hs_domtree *t, uint32_t v)
 {
 	uint32_t k = hs_rankset_index(&t->inner, v);
 	if (k != HS_RANK_NONE)
 		return t->inner_count ? t->inner_sum[k] : t->inner_sum[k] >> t->cbits;
-	if (t->idom[v] == HS_DOM_NONE)
-		return 0;
 	return t->weight ? t->weight(t->warg, v) : 1;
+}
+
+/* The sum of weight over the nodes v dominates (0 when unreached). */
+static inline uint64_t hs_domtree_retained(const struct hs_domtree *t, uint32_t v)
+{
+	if (!hs_rankset_has(&t->inner, v) && t->idom[v] == HS_DOM_NONE)
+		return 0;
+	return hs_domtree_retained_reached(t, v);
 }
 
 /* The nodes v dominates, itself included (0 when unreached). */

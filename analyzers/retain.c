@@ -78,8 +78,8 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 				   const struct hs_roots *roots,
 				   const struct hs_graph *graph,
 				   const struct hs_mark *mark,
-				   unsigned nthreads, struct hs_log *log,
-				   struct hs_retain **ret)
+				   unsigned nthreads, bool keep_order,
+				   struct hs_log *log, struct hs_retain **ret)
 {
 	if ((uint64_t)roots->n + HS_NODE_FIRST_ROOT + graph->n >= HS_EDGE_MAX_IDS)
 		return hs_error_create(HS_ERR_UNSUPPORTED, "too many roots and allocations");
@@ -125,6 +125,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 		.head_off = r->head_off, .head_adj = r->head_adj,
 		.tail_index = &graph->index, .tail_rows = graph->rows,
 		.nthreads = nthreads,
+		.keep_order = keep_order,
 		.log = log,
 	};
 	if ((err = hs_dominators_compute(&dg, weight, r, &r->tree)))

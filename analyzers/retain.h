@@ -21,7 +21,7 @@ enum { HS_NODE_SUPER = 0, HS_NODE_LEAKED = 1, HS_NODE_FIRST_ROOT = 2 };
 struct hs_retain {
 	uint32_t base;              /* node of allocation 0 */
 	uint32_t nroots;
-	struct hs_domtree *tree;
+	struct hs_domtree *tree;    /* with its order when asked (hs_type_rows) */
 	/* root -> allocation edges, compressed rows over nodes [0, base) */
 	uint32_t *head_off, *head_adj;
 	uint64_t used_bytes;        /* bytes of the program's used blocks */
@@ -34,8 +34,8 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 				   const struct hs_roots *roots,
 				   const struct hs_graph *graph,
 				   const struct hs_mark *mark,
-				   unsigned nthreads, struct hs_log *log,
-				   struct hs_retain **ret);
+				   unsigned nthreads, bool keep_order,
+				   struct hs_log *log, struct hs_retain **ret);
 void hs_retain_destroy(struct hs_retain *r);
 
 static inline uint32_t hs_retain_node(const struct hs_retain *r, uint32_t id)

@@ -337,7 +337,7 @@ static int load(struct hs_cli *cli, struct input *x, const struct input *first,
 	if ((rc = same_program(cli, first, x)))
 		return rc;
 	struct hs_results res;
-	const struct hs_error *e = hs_snapshot_results(x->snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+	const struct hs_error *e = hs_snapshot_results(x->snap, HS_WANT_ORDER | HS_WANT_TYPES,
 						       &res);
 	if (e) {
 		fprintf(stderr, "heapsift: %s: %s\n", x->path, e->message);

@@ -260,7 +260,7 @@ int hs_cmd_report(struct hs_cli *cli, struct hs_snapshot *snap)
 		return bad;
 	struct hs_results res_;
 	const struct hs_results *res = &res_;
-	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_ORDER | HS_WANT_TYPES,
 							 &res_);
 	if (err)
 		return hs_cli_fail(cli, err);

@@ -20,7 +20,7 @@ int hs_cmd_summary(struct hs_cli *cli, struct hs_snapshot *snap)
 	/* the analysis first: a core that cannot be analyzed creates no
 	 * file at all */
 	struct hs_results res;
-	const struct hs_error *cerr = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+	const struct hs_error *cerr = hs_snapshot_results(snap, HS_WANT_ORDER | HS_WANT_TYPES,
 							  &res);
 	if (cerr)
 		return hs_cli_fail(cli, cerr);

@@ -9,7 +9,7 @@
 int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 {
 	struct hs_results res;
-	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_RETAIN, &res);
+	const struct hs_error *err = hs_snapshot_results(snap, HS_WANT_ORDER, &res);
 	const struct hs_types *types;
 	/* types is the one command for which types are required */
 	if (err || (err = hs_snapshot_types(snap, &types)))

@@ -453,7 +453,8 @@ const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 			snap->retain_err = hs_retain_compute(snap->core, snap->heap,
 							     snap->roots, snap->graph,
 							     mark, worker_threads(snap),
-							     &snap->log, &snap->retain);
+							     snap->retain_order, &snap->log,
+							     &snap->retain);
 			snap->t_retain = hs_now() - t0;
 		}
 	}
@@ -570,6 +571,8 @@ const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 	}
 	if (want & HS_WANT_LEAN)
 		hs_snapshot_release_debug(snap);
+	if ((want & HS_WANT_ORDER) == HS_WANT_ORDER && !snap->retain_done)
+		snap->retain_order = true;
 	if ((want & HS_WANT_RETAIN) == HS_WANT_RETAIN &&
 	    (err = hs_snapshot_retain(snap, &ret->retain)))
 		return err;

@@ -89,6 +89,7 @@ struct hs_snapshot {
 	bool types_done, infer_done;
 	bool dwarf_done, heap_done, roots_done, graph_done, mark_done,
 		retain_done;
+	bool retain_order;  /* the dominator tree keeps its order (HS_WANT_ORDER) */
 	/* seconds spent in each stage (for --stats) */
 	double t_open, t_dwarf, t_heap, t_roots, t_graph, t_mark, t_retain,
 		t_types;
@@ -131,6 +132,10 @@ enum hs_want {
 				 * modules' files: their debug info is let go
 				 * (hs_snapshot_release_debug) before the
 				 * dominators, the largest stage */
+	HS_WANT_ORDER = 19,     /* the dominators with their tree's order,
+				 * for hs_type_rows (1 to 2.3 bytes a block):
+				 * asked for by the first call that computes
+				 * the dominators */
 };
 
 /* Computes the heap and the stages in want (enum hs_want, or-ed), in

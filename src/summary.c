@@ -379,7 +379,7 @@ static struct hs_error *copy_error(const struct hs_error *e)
 struct hs_error *hs_summary_write(struct hs_snapshot *snap, FILE *f)
 {
 	struct hs_results res;
-	const struct hs_error *cerr = hs_snapshot_results(snap, HS_WANT_RETAIN | HS_WANT_TYPES,
+	const struct hs_error *cerr = hs_snapshot_results(snap, HS_WANT_ORDER | HS_WANT_TYPES,
 							  &res);
 	if (cerr)
 		return copy_error(cerr);

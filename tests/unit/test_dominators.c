@@ -161,6 +161,8 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 		.nthreads = 1 + rnd(2),
 		/* and half keep their predecessor lists in 4 bytes an entry */
 		.wide_lists = rnd(2),
+		/* and half their order, for the type rows */
+		.keep_order = rnd(2),
 	};
 	struct hs_domtree *t = NULL;
 	struct hs_error *err = hs_dominators_compute(&g, weight_of, weight, &t);
@@ -242,6 +244,22 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 		      (unsigned long long)sum, cnt);
 	}
 	root_map_check(t, 1 + rnd(n));
+	if (t->order) {
+		/* the order: each reached node once, after its dominator */
+		char *placed = calloc(n, 1);
+		struct hs_domorder it = hs_domtree_order(t);
+		uint32_t v, k = 0, bad = 0;
+		while (hs_domtree_order_next(&it, &v)) {
+			bool ok = v < n && seen0[v] && !placed[v] && (k ? placed[t->idom[v]] : !v);
+			bad += !ok;
+			k++;
+			if (v < n)
+				placed[v] = 1;
+		}
+		CHECKF(!bad && k == t->reached, "n=%u: %u of the order's %u nodes out of "
+		       "place, %u reached", n, bad, k, t->reached);
+		free(placed);
+	}
 	free(dom);
 	free(seen0);
 	free(seen);
