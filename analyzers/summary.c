@@ -51,6 +51,12 @@ const char *hs_type_label(const struct hs_heap *heap,
 	return buf;
 }
 
+/* A node whose subtree the walk is in: where the subtree ends (a
+ * position in the tree's preorder), and its row. */
+struct open_row {
+	uint32_t end, row;
+};
+
 struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			      const struct hs_mark *mark,
 			      const struct hs_retain *r,
@@ -58,17 +64,19 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			      struct hs_type_row **ret, size_t *count)
 {
 	const struct hs_domtree *t = r->tree;
-	uint32_t n = t->n, nalloc = n - r->base;
+	if (!t->order)
+		return hs_error_create(HS_ERR_UNSUPPORTED,
+				       "per-type retained sizes need the dominator tree's order");
+	uint32_t n = t->n, nalloc = n - r->base, nr = t->reached,
+		 ninner = t->inner.count;
 	struct rows rows = {0};
 	struct size_rows by_size = {0};
+	struct open_row *open = NULL;
+	size_t nopen = 0, capopen = 0;
 	struct hs_error *err = &hs_error_nomem;
 	uint32_t *row_of = malloc(((size_t)nalloc + 1) * sizeof(uint32_t));
-	uint32_t *active = NULL;
-	uint32_t *coff = calloc((size_t)n + 2, sizeof(uint32_t));
-	uint32_t *kids = malloc(((size_t)n + 1) * sizeof(uint32_t));
-	uint32_t *stack = malloc(((size_t)n + 1) * sizeof(uint32_t));
-	uint32_t *pos = malloc(((size_t)n + 1) * sizeof(uint32_t));
-	if (!row_of || !coff || !kids || !stack || !pos)
+	uint32_t *active = NULL, *next = NULL, *prow = NULL, *pnode = NULL;
+	if (!row_of)
 		goto out;
 	/* a row per type, then one per type for inferred guesses ("T?") */
 	size_t ntypes = types ? types->reg->n : 0;
@@ -101,37 +109,90 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			x->leaked_bytes += a->size;
 		}
 	}
+	/* A node retains for its row where no node above it in the dominator
+	 * tree has that row.  That is a walk of the tree in preorder, with
+	 * each row's open ancestors counted; but a depth-first walk of the
+	 * tree goes node to child list to node, a cache miss after a cache
+	 * miss on a heap's long chains.  So the preorder is laid out first:
+	 * the search's order (each node after its dominator) gives each node
+	 * its place, the next free one in its dominator's subtree (next[],
+	 * by the dominator's rank among the inner nodes), and the node and
+	 * its row go there; the walk then reads them in order, and asks
+	 * ahead for the node's subtree size and retained size. */
+	next = malloc(((size_t)ninner + 1) * sizeof(uint32_t));
+	prow = malloc(((size_t)nr + 1) * sizeof(uint32_t));
+	pnode = malloc(((size_t)nr + 1) * sizeof(uint32_t));
 	active = calloc(rows.n + 1, sizeof(uint32_t));
-	if (!active)
+	if (!next || !prow || !pnode || !active)
 		goto out;
-	/* the dominator tree as child lists, walked depth first */
-	for (uint32_t v = 1; v < n; v++)
-		if (t->idom[v] != HS_DOM_NONE)
-			coff[t->idom[v] + 2]++;
-	for (uint32_t v = 0; v < n; v++)
-		coff[v + 2] += coff[v + 1];
-	for (uint32_t v = 1; v < n; v++)
-		if (t->idom[v] != HS_DOM_NONE)
-			kids[coff[t->idom[v] + 1]++] = v;
-	size_t sp = 0;
-	stack[sp] = HS_NODE_SUPER;
-	pos[sp++] = coff[HS_NODE_SUPER];
-	while (sp) {
-		uint32_t v = stack[sp - 1];
-		if (pos[sp - 1] < coff[v + 1]) {
-			uint32_t w = kids[pos[sp - 1]++];
-			if (hs_retain_is_alloc(r, w) && row_of[w - r->base] != UINT32_MAX) {
-				uint32_t k = row_of[w - r->base];
-				if (!active[k]++)
-					rows.v[k].retained += hs_domtree_retained(t, w);
-			}
-			stack[sp] = w;
-			pos[sp++] = coff[w];
-			continue;
+	struct hs_domorder it = hs_domtree_order(t);
+	enum { RING = 16 };
+	uint32_t ring[RING];
+	size_t nring = 0, head = 0;
+	for (uint32_t v; nring < RING && hs_domtree_order_next(&it, &v);)
+		ring[nring++] = v;
+	for (uint32_t placed = 0; nring; placed++) {
+		uint32_t w = ring[head];
+		if (hs_domtree_order_next(&it, &ring[head])) {
+			/* ask for what the node RING places on will read */
+			uint32_t u = ring[head];
+			__builtin_prefetch(&t->idom[u]);
+			if (hs_retain_is_alloc(r, u))
+				__builtin_prefetch(&row_of[u - r->base]);
+			uint32_t ku = hs_rankset_index(&t->inner, u);
+			if (ku != HS_RANK_NONE)
+				__builtin_prefetch(&t->inner_sum[ku]);
+		} else {
+			nring--;
 		}
-		if (hs_retain_is_alloc(r, v) && row_of[v - r->base] != UINT32_MAX)
-			active[row_of[v - r->base]]--;
-		sp--;
+		head = (head + 1) % RING;
+		if (placed >= nr)
+			break;  /* (the order holds the reached nodes only) */
+		uint32_t p = 0, kw = hs_rankset_index(&t->inner, w);
+		if (w != HS_NODE_SUPER) {
+			uint32_t kd = hs_rankset_index(&t->inner, t->idom[w]);
+			p = next[kd];
+			next[kd] += hs_domtree_count(t, w);
+		}
+		if (kw != HS_RANK_NONE)
+			next[kw] = p + 1;
+		prow[p] = hs_retain_is_alloc(r, w) ? row_of[w - r->base] : UINT32_MAX;
+		pnode[p] = w;
+	}
+	free(row_of);
+	row_of = NULL;
+	free(next);
+	next = NULL;
+	enum { AHEAD = 16 };
+	for (uint32_t p = 0; p < nr; p++) {
+		if (p + AHEAD < nr && prow[p + AHEAD] != UINT32_MAX) {
+			uint32_t u = pnode[p + AHEAD];
+			uint32_t ku = hs_rankset_index(&t->inner, u);
+			if (ku != HS_RANK_NONE)
+				__builtin_prefetch(&t->inner_sum[ku]);
+			else
+				__builtin_prefetch(&heap->allocs[u - r->base]);
+		}
+		while (nopen && open[nopen - 1].end <= p)
+			active[open[--nopen].row]--;
+		uint32_t row = prow[p];
+		if (row == UINT32_MAX)
+			continue;
+		uint32_t w = pnode[p], end = p + hs_domtree_count(t, w);
+		if (!active[row])
+			rows.v[row].retained += hs_domtree_retained_reached(t, w);
+		if (end > p + 1) {
+			if (nopen == capopen) {
+				size_t cap = capopen ? 2 * capopen : 256;
+				struct open_row *o = realloc(open, cap * sizeof(*o));
+				if (!o)
+					goto out;
+				open = o;
+				capopen = cap;
+			}
+			open[nopen++] = (struct open_row){end, row};
+			active[row]++;
+		}
 	}
 	size_t m = 0;
 	for (size_t i = 0; i < rows.n; i++) {
@@ -157,11 +218,11 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	err = NULL;
 out:
 	free(row_of);
+	free(next);
+	free(prow);
+	free(pnode);
 	free(active);
-	free(coff);
-	free(kids);
-	free(stack);
-	free(pos);
+	free(open);
 	size_rows_free(&by_size);
 	if (err) {
 		hs_type_rows_free(rows.v, rows.n);

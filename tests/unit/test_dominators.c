@@ -116,6 +116,87 @@ static void root_map_check(struct hs_domtree *t, uint32_t base)
 	hs_root_map_fini(&map);
 }
 
+/* The rows of `types` (analyzers/summary.h) over tree t, the nodes from
+ * base on being allocations (untyped: a row per size, of 8 to 32 bytes;
+ * some free, outside the rows), against walking up the dominators from
+ * every node: a node retains for its row where no node above it has its
+ * row.  Without the tree's order, hs_type_rows must refuse. */
+static void type_rows_check(struct hs_domtree *t, uint32_t base)
+{
+	uint32_t na = t->n - base;
+	struct hs_alloc *allocs = calloc(na + 1, sizeof(*allocs));
+	uint8_t *reach = calloc(na + 1, 1);
+	struct hs_heap *heap = calloc(1, sizeof(*heap));
+	struct {
+		uint64_t count, bytes, leaked_count, leaked_bytes, retained;
+	} want[5] = {{0}};
+	for (uint32_t i = 0; i < na; i++) {
+		allocs[i].addr = 0x10000 + 64 * (uint64_t)i;
+		allocs[i].size = 8 * (1 + (i % 4 == 3 ? rnd(4) : i % 3));
+		allocs[i].where = rnd(10) ? 0 : HS_WHERE_FREE;
+		reach[i] = (uint8_t)rnd(HS_REACH_COUNT);
+	}
+	heap->allocs = allocs;
+	heap->nallocs = na;
+	struct hs_mark mark = {.reach = reach};
+	struct hs_retain r = {.base = base, .tree = t};
+	struct hs_type_row *rows = NULL;
+	size_t nrows = 0;
+	struct hs_error *err = hs_type_rows(heap, &mark, &r, NULL, &rows, &nrows);
+	if (!t->order) {
+		CHECKF(err, "type rows without the tree's order: no error");
+		goto out;
+	}
+	CHECKF(!err, "type rows: %s", err ? err->message : "");
+	if (err)
+		goto out;
+	size_t nsizes = 0;
+	for (uint32_t v = base; v < t->n; v++) {
+		const struct hs_alloc *a = &allocs[v - base];
+		if (!hs_alloc_in_graph(a))
+			continue;
+		unsigned s = (unsigned)a->size / 8;
+		nsizes += !want[s].count;
+		want[s].count++;
+		want[s].bytes += a->size;
+		if (reach[v - base] == HS_REACH_LEAK_ROOT || reach[v - base] == HS_REACH_INDIRECT) {
+			want[s].leaked_count++;
+			want[s].leaked_bytes += a->size;
+		}
+		if (t->idom[v] == HS_DOM_NONE)
+			continue;
+		bool above = false;
+		for (uint32_t x = t->idom[v]; !above; x = t->idom[x]) {
+			above = x >= base && hs_alloc_in_graph(&allocs[x - base]) &&
+				allocs[x - base].size == a->size;
+			if (!x)
+				break;
+		}
+		if (!above)
+			want[s].retained += hs_domtree_retained(t, v);
+	}
+	CHECKF(nrows == nsizes, "n=%u base=%u: %zu type rows, expected %zu", t->n, base,
+	       nrows, nsizes);
+	for (size_t i = 0; i < nrows; i++) {
+		const struct hs_type_row *x = &rows[i];
+		unsigned s = (unsigned)x->size / 8;
+		CHECKF(x->type == HS_NO_TYPE && s >= 1 && s <= 4 &&
+		       x->count == want[s].count && x->bytes == want[s].bytes &&
+		       x->leaked_count == want[s].leaked_count &&
+		       x->leaked_bytes == want[s].leaked_bytes &&
+		       x->retained == want[s].retained,
+		       "n=%u base=%u: row %s: %llu blocks, retained %llu; expected %llu, %llu",
+		       t->n, base, x->label, (unsigned long long)x->count,
+		       (unsigned long long)x->retained, (unsigned long long)want[s].count,
+		       (unsigned long long)want[s].retained);
+	}
+out:
+	hs_type_rows_free(rows, nrows);
+	free(allocs);
+	free(reach);
+	free(heap);
+}
+
 static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shift)
 {
 	uint32_t *off = calloc(n + 1, sizeof(uint32_t));
@@ -260,6 +341,7 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 		       "place, %u reached", n, bad, k, t->reached);
 		free(placed);
 	}
+	type_rows_check(t, 1 + rnd(n - 1));
 	free(dom);
 	free(seen0);
 	free(seen);
@@ -287,7 +369,7 @@ static void random_graph(uint32_t n, uint32_t m, uint32_t split)
 /* 0 -> 1 -> ... -> n-1, plus a back edge from the end to 1; in the head
  * block (every node pushed on the DFS stack) or, but for node 0, in the
  * tail block (nodes with one successor are followed without a frame) */
-static void long_chain(uint32_t n, bool tail)
+static void long_chain(uint32_t n, bool tail, bool rows)
 {
 	uint32_t *off = malloc((n + 1) * sizeof(uint32_t));
 	uint32_t *adj = malloc(n * sizeof(uint32_t));
@@ -300,7 +382,8 @@ static void long_chain(uint32_t n, bool tail)
 			adj[k++] = 1;
 	}
 	off[n] = k;
-	struct hs_domgraph g = {.n = n, .na = n, .head_off = off, .head_adj = adj};
+	struct hs_domgraph g = {.n = n, .na = n, .head_off = off, .head_adj = adj,
+				.keep_order = rows};
 	struct hs_edgerow_index tix = {0};
 	uint8_t *trows = NULL;
 	if (tail) {
@@ -313,7 +396,7 @@ static void long_chain(uint32_t n, bool tail)
 		g = (struct hs_domgraph){
 			.n = n, .na = 1, .head_off = off, .head_adj = adj,
 			.tail_index = &tix, .tail_rows = trows,
-			.nthreads = 2,
+			.nthreads = 2, .keep_order = rows,
 		};
 	}
 	struct hs_domtree *t = NULL;
@@ -326,6 +409,9 @@ static void long_chain(uint32_t n, bool tail)
 		CHECKF(ok, "chain of %u: wrong idom or retained", n);
 		CHECKF(hs_domtree_retained(t, 0) == n, "chain: root retains %llu",
 		      (unsigned long long)hs_domtree_retained(t, 0));
+		/* a tree as deep as the chain */
+		if (rows)
+			type_rows_check(t, 1 + rnd(4));
 	}
 	hs_domtree_destroy(t);
 	free(off);
@@ -483,7 +569,9 @@ int main(void)
 	failing_allocations(20000, (uint64_t)1 << 50);
 #endif
 	root_map_large(200000);
-	long_chain(10 * 1000 * 1000, false);
-	long_chain(10 * 1000 * 1000, true);
+	long_chain(10 * 1000 * 1000, false, false);
+	long_chain(10 * 1000 * 1000, true, false);
+	long_chain(1000 * 1000, false, true);
+	long_chain(1000 * 1000, true, true);
 	return check_finish();
 }
