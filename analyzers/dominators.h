@@ -93,6 +93,47 @@ static inline bool hs_domtree_order_next(struct hs_domorder *it, uint32_t *v)
 	return true;
 }
 
+/* The order read HS_DOMORDER_AHEAD nodes ahead, for walks that read
+ * per-node data at random and ask for it early:
+ *   struct hs_domorder_ahead a;
+ *   hs_domorder_ahead_init(&a, t);
+ *   uint32_t v, u;
+ *   while (hs_domorder_ahead_next(&a, &v, &u))
+ *           (prefetch for u, which comes HS_DOMORDER_AHEAD nodes later
+ *            (HS_DOM_NONE near the end); then do v) */
+enum { HS_DOMORDER_AHEAD = 16 };
+
+struct hs_domorder_ahead {
+	struct hs_domorder it;
+	uint32_t ring[HS_DOMORDER_AHEAD];
+	unsigned n, head;
+};
+
+static inline void hs_domorder_ahead_init(struct hs_domorder_ahead *a,
+					  const struct hs_domtree *t)
+{
+	a->it = hs_domtree_order(t);
+	a->n = a->head = 0;
+	while (a->n < HS_DOMORDER_AHEAD && hs_domtree_order_next(&a->it, &a->ring[a->n]))
+		a->n++;
+}
+
+static inline bool hs_domorder_ahead_next(struct hs_domorder_ahead *a, uint32_t *v,
+					  uint32_t *ahead)
+{
+	if (!a->n)
+		return false;
+	*v = a->ring[a->head];
+	if (hs_domtree_order_next(&a->it, &a->ring[a->head])) {
+		*ahead = a->ring[a->head];
+	} else {
+		*ahead = HS_DOM_NONE;
+		a->n--;
+	}
+	a->head = (a->head + 1) % HS_DOMORDER_AHEAD;
+	return true;
+}
+
 /* weight(arg, v) is node v's own size (weight may be NULL: all 1); it is
  * called again by hs_domtree_retained, so arg must live as long as the
  * tree.

@@ -125,29 +125,18 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	active = calloc(rows.n + 1, sizeof(uint32_t));
 	if (!next || !prow || !pnode || !active)
 		goto out;
-	struct hs_domorder it = hs_domtree_order(t);
-	enum { RING = 16 };
-	uint32_t ring[RING];
-	size_t nring = 0, head = 0;
-	for (uint32_t v; nring < RING && hs_domtree_order_next(&it, &v);)
-		ring[nring++] = v;
-	for (uint32_t placed = 0; nring; placed++) {
-		uint32_t w = ring[head];
-		if (hs_domtree_order_next(&it, &ring[head])) {
-			/* ask for what the node RING places on will read */
-			uint32_t u = ring[head];
+	struct hs_domorder_ahead order;
+	hs_domorder_ahead_init(&order, t);
+	for (uint32_t w, u; hs_domorder_ahead_next(&order, &w, &u);) {
+		if (u != HS_DOM_NONE) {
+			/* what the node ahead will read */
 			__builtin_prefetch(&t->idom[u]);
 			if (hs_retain_is_alloc(r, u))
 				__builtin_prefetch(&row_of[u - r->base]);
 			uint32_t ku = hs_rankset_index(&t->inner, u);
 			if (ku != HS_RANK_NONE)
 				__builtin_prefetch(&t->inner_sum[ku]);
-		} else {
-			nring--;
 		}
-		head = (head + 1) % RING;
-		if (placed >= nr)
-			break;  /* (the order holds the reached nodes only) */
 		uint32_t p = 0, kw = hs_rankset_index(&t->inner, w);
 		if (w != HS_NODE_SUPER) {
 			uint32_t kd = hs_rankset_index(&t->inner, t->idom[w]);
