@@ -18,8 +18,11 @@ int hs_cmd_types(struct hs_cli *cli, struct hs_snapshot *snap)
 	struct hs_type_row *rows;
 	size_t m;
 	struct hs_error *e = hs_type_rows(res.heap, res.mark, r, types, &rows, &m);
-	if (e)
-		return hs_cli_fail(cli, e);
+	if (e) {
+		int rc = hs_cli_fail(cli, e);
+		hs_error_destroy(e);
+		return rc;
+	}
 	uint64_t typed_count = 0, typed_bytes = 0;
 	for (size_t i = 0; i < m; i++)
 		if (rows[i].type != HS_NO_TYPE) {

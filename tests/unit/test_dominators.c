@@ -145,6 +145,7 @@ static void type_rows_check(struct hs_domtree *t, uint32_t base)
 	struct hs_error *err = hs_type_rows(heap, &mark, &r, NULL, &rows, &nrows);
 	if (!t->order) {
 		CHECKF(err, "type rows without the tree's order: no error");
+		hs_error_destroy(err);
 		goto out;
 	}
 	CHECKF(!err, "type rows: %s", err ? err->message : "");
