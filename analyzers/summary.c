@@ -57,6 +57,21 @@ struct open_row {
 	uint32_t end, row;
 };
 
+/* The row of allocation id (UINT32_MAX: none, not a used block; SIZE_MAX:
+ * out of memory), made on first use; *ty its type. */
+static size_t row_of(const struct hs_heap *heap, const struct hs_types *types,
+		     size_t ntypes, struct rows *rows, struct size_rows *by_size,
+		     uint32_t id, uint32_t *ty)
+{
+	const struct hs_alloc *a = &heap->allocs[id];
+	if (!hs_alloc_in_graph(a))
+		return UINT32_MAX;
+	*ty = types ? hs_types_index(types, id) : HS_NO_TYPE;
+	if (*ty == HS_NO_TYPE)
+		return untyped_row(rows, by_size, a->size);
+	return hs_types_guessed(types, id) ? ntypes + *ty : *ty;
+}
+
 struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			      const struct hs_mark *mark,
 			      const struct hs_retain *r,
@@ -67,17 +82,13 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	if (!t->order)
 		return hs_error_create(HS_ERR_UNSUPPORTED,
 				       "per-type retained sizes need the dominator tree's order");
-	uint32_t n = t->n, nalloc = n - r->base, nr = t->reached,
-		 ninner = t->inner.count;
+	uint32_t nalloc = t->n - r->base, nr = t->reached, ninner = t->inner.count;
 	struct rows rows = {0};
 	struct size_rows by_size = {0};
 	struct open_row *open = NULL;
 	size_t nopen = 0, capopen = 0;
 	struct hs_error *err = &hs_error_nomem;
-	uint32_t *row_of = malloc(((size_t)nalloc + 1) * sizeof(uint32_t));
 	uint32_t *active = NULL, *next = NULL, *prow = NULL, *pnode = NULL;
-	if (!row_of)
-		goto out;
 	/* a row per type, then one per type for inferred guesses ("T?") */
 	size_t ntypes = types ? types->reg->n : 0;
 	for (size_t i = 0; i < 2 * ntypes; i++) {
@@ -89,15 +100,12 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	}
 	for (uint32_t id = 0; id < nalloc; id++) {
 		const struct hs_alloc *a = &heap->allocs[id];
-		row_of[id] = UINT32_MAX;
-		if (!hs_alloc_in_graph(a))
+		uint32_t ty;
+		size_t k = row_of(heap, types, ntypes, &rows, &by_size, id, &ty);
+		if (k == UINT32_MAX)
 			continue;
-		uint32_t ty = types ? hs_types_index(types, id) : HS_NO_TYPE;
-		size_t k = ty == HS_NO_TYPE ? untyped_row(&rows, &by_size, a->size) :
-			hs_types_guessed(types, id) ? ntypes + ty : ty;
 		if (k == SIZE_MAX)
 			goto out;
-		row_of[id] = (uint32_t)k;
 		struct hs_type_row *x = &rows.v[k];
 		if (ty != HS_NO_TYPE && hs_types_count(types, heap, id) >= 2)
 			x->arrays = true;
@@ -117,8 +125,9 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	 * the search's order (each node after its dominator) gives each node
 	 * its place, the next free one in its dominator's subtree (next[],
 	 * by the dominator's rank among the inner nodes), and the node and
-	 * its row go there; the walk then reads them in order, and asks
-	 * ahead for the node's subtree size and retained size. */
+	 * its row (found again: it is not worth 4 bytes a block) go there;
+	 * the walk then reads them in order, and asks ahead for the node's
+	 * subtree size and retained size. */
 	next = malloc(((size_t)ninner + 1) * sizeof(uint32_t));
 	prow = malloc(((size_t)nr + 1) * sizeof(uint32_t));
 	pnode = malloc(((size_t)nr + 1) * sizeof(uint32_t));
@@ -131,8 +140,11 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		if (u != HS_DOM_NONE) {
 			/* what the node ahead will read */
 			__builtin_prefetch(&t->idom[u]);
-			if (hs_retain_is_alloc(r, u))
-				__builtin_prefetch(&row_of[u - r->base]);
+			if (hs_retain_is_alloc(r, u)) {
+				__builtin_prefetch(&heap->allocs[u - r->base]);
+				if (types && types->packed)
+					__builtin_prefetch(&types->typed_set.w[(u - r->base) / 32]);
+			}
 			uint32_t ku = hs_rankset_index(&t->inner, u);
 			if (ku != HS_RANK_NONE)
 				__builtin_prefetch(&t->inner_sum[ku]);
@@ -145,11 +157,14 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		}
 		if (kw != HS_RANK_NONE)
 			next[kw] = p + 1;
-		prow[p] = hs_retain_is_alloc(r, w) ? row_of[w - r->base] : UINT32_MAX;
+		uint32_t ty;
+		size_t k = hs_retain_is_alloc(r, w) ?
+			row_of(heap, types, ntypes, &rows, &by_size, w - r->base, &ty) : UINT32_MAX;
+		if (k == SIZE_MAX)
+			goto out;
+		prow[p] = (uint32_t)k;
 		pnode[p] = w;
 	}
-	free(row_of);
-	row_of = NULL;
 	free(next);
 	next = NULL;
 	enum { AHEAD = 16 };
@@ -206,7 +221,6 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	hs_sort(rows.v, m, sizeof(*rows.v), cmp_row);
 	err = NULL;
 out:
-	free(row_of);
 	free(next);
 	free(prow);
 	free(pnode);
