@@ -171,14 +171,22 @@ static inline uint64_t hs_domtree_retained(const struct hs_domtree *t, uint32_t 
 	return hs_domtree_retained_reached(t, v);
 }
 
-/* The nodes v dominates, itself included (0 when unreached). */
-static inline uint32_t hs_domtree_count(const struct hs_domtree *t, uint32_t v)
+/* hs_domtree_count of a node known to be reached (idom not read). */
+static inline uint32_t hs_domtree_count_reached(const struct hs_domtree *t, uint32_t v)
 {
 	uint32_t k = hs_rankset_index(&t->inner, v);
 	if (k != HS_RANK_NONE)
 		return t->inner_count ? t->inner_count[k]
 				      : (uint32_t)(t->inner_sum[k] & ((1ull << t->cbits) - 1));
-	return t->idom[v] != HS_DOM_NONE;
+	return 1;
+}
+
+/* The nodes v dominates, itself included (0 when unreached). */
+static inline uint32_t hs_domtree_count(const struct hs_domtree *t, uint32_t v)
+{
+	if (!hs_rankset_has(&t->inner, v) && t->idom[v] == HS_DOM_NONE)
+		return 0;
+	return hs_domtree_count_reached(t, v);
 }
 
 #endif

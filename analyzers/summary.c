@@ -153,7 +153,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		if (w != HS_NODE_SUPER) {
 			uint32_t kd = hs_rankset_index(&t->inner, t->idom[w]);
 			p = next[kd];
-			next[kd] += hs_domtree_count(t, w);
+			next[kd] += hs_domtree_count_reached(t, w);
 		}
 		if (kw != HS_RANK_NONE)
 			next[kw] = p + 1;
@@ -182,7 +182,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		uint32_t row = prow[p];
 		if (row == UINT32_MAX)
 			continue;
-		uint32_t w = pnode[p], end = p + hs_domtree_count(t, w);
+		uint32_t w = pnode[p], end = p + hs_domtree_count_reached(t, w);
 		if (!active[row])
 			rows.v[row].retained += hs_domtree_retained_reached(t, w);
 		if (end > p + 1) {
