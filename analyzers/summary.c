@@ -318,9 +318,28 @@ struct hs_error *hs_root_map_init(const struct hs_retain *r, struct hs_root_map 
 	if (!m->top)
 		return &hs_error_nomem;
 	memset(m->top, 0xff, slots * sizeof(uint32_t));  /* HS_DOM_NONE: unset */
-	/* walk up the (inner) dominators to a top or to a node whose top is
-	 * known, then walk the same path again to fill it in; the slots of
-	 * the nodes below base, and of the tops, are the nodes themselves */
+	/* The slots of the nodes below base, and of the tops, are the nodes
+	 * themselves.  First, from the last node down, the nodes whose
+	 * dominator is below base or has its top already: a list that grew
+	 * at its head, each block later in memory than the one it points to,
+	 * is done there, a node after its dominator.  Walking up from such a
+	 * list's tail instead reads node after node at random (the bench
+	 * core's chains: 232 ms against 107). */
+	for (uint32_t v = t->n; v-- > 0;) {
+		uint32_t k = hs_rankset_index(inner, v);
+		if (k == HS_RANK_NONE)
+			continue;
+		uint32_t d = t->idom[v];
+		if (v < base || d < base)
+			m->top[k] = v;
+		else
+			m->top[k] = m->top[hs_rankset_index(inner, d)];
+	}
+	/* then, from the first node up, the others: walk up the (inner)
+	 * dominators to a top or to a node whose top is known, then walk the
+	 * same path again to fill it in (a tree that grew from its root, each
+	 * block later in memory than its parent, is done in one step a
+	 * node) */
 	for (uint32_t v = 0; v < t->n; v++) {
 		uint32_t k = hs_rankset_index(inner, v);
 		if (k == HS_RANK_NONE || m->top[k] != HS_DOM_NONE)

@@ -20,8 +20,9 @@ struct hs_type_row {
  * one per size of untyped blocks (the usable size: glibc's and jemalloc's
  * usable sizes are their size classes), biggest retained
  * first.  Retained counts each block once: only where no dominator above
- * it has its row (a walk of the dominator tree).  types may be NULL (all
- * untyped). */
+ * it has its row (a walk of the dominator tree, in its order: the tree
+ * must have kept it, keep_order; else an error).  types may be NULL
+ * (all untyped). */
 struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			      const struct hs_mark *mark,
 			      const struct hs_retain *retain,
