@@ -56,6 +56,7 @@ const char *hs_type_label(const struct hs_heap *heap,
 struct open_row {
 	uint32_t end, row;
 };
+HS_VECTOR(open_rows, struct open_row)
 
 /* The row of allocation id (UINT32_MAX: none, not a used block; SIZE_MAX:
  * out of memory), made on first use; *ty its type. */
@@ -85,8 +86,7 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	uint32_t nalloc = t->n - r->base, nr = t->reached, ninner = t->inner.count;
 	struct rows rows = {0};
 	struct size_rows by_size = {0};
-	struct open_row *open = NULL;
-	size_t nopen = 0, capopen = 0;
+	struct open_rows open = {0};
 	struct hs_error *err = &hs_error_nomem;
 	uint32_t *active = NULL, *next = NULL, *prow = NULL, *pnode = NULL;
 	/* a row per type, then one per type for inferred guesses ("T?") */
@@ -177,8 +177,8 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 			else
 				__builtin_prefetch(&heap->allocs[u - r->base]);
 		}
-		while (nopen && open[nopen - 1].end <= p)
-			active[open[--nopen].row]--;
+		while (open.n && open.v[open.n - 1].end <= p)
+			active[open.v[--open.n].row]--;
 		uint32_t row = prow[p];
 		if (row == UINT32_MAX)
 			continue;
@@ -186,15 +186,8 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 		if (!active[row])
 			rows.v[row].retained += hs_domtree_retained_reached(t, w);
 		if (end > p + 1) {
-			if (nopen == capopen) {
-				size_t cap = capopen ? 2 * capopen : 256;
-				struct open_row *o = realloc(open, cap * sizeof(*o));
-				if (!o)
-					goto out;
-				open = o;
-				capopen = cap;
-			}
-			open[nopen++] = (struct open_row){end, row};
+			if (open_rows_push(&open, (struct open_row){end, row}))
+				goto out;
 			active[row]++;
 		}
 	}
@@ -225,7 +218,7 @@ out:
 	free(prow);
 	free(pnode);
 	free(active);
-	free(open);
+	open_rows_free(&open);
 	size_rows_free(&by_size);
 	if (err) {
 		hs_type_rows_free(rows.v, rows.n);
