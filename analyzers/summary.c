@@ -328,39 +328,30 @@ struct hs_error *hs_root_map_init(const struct hs_retain *r, struct hs_root_map 
 		else
 			m->top[k] = m->top[hs_rankset_index(inner, d)];
 	}
-	/* then, from the first node up, the others: walk up the (inner)
-	 * dominators to a top or to a node whose top is known, then walk the
-	 * same path again to fill it in (a tree that grew from its root, each
-	 * block later in memory than its parent, is done in one step a
-	 * node) */
+	/* then, from the first node up, the others (each at or above base,
+	 * its dominator too: the first pass took the rest): walk up the
+	 * (inner) dominators to one whose top is known, which every chain
+	 * meets before it leaves base, then walk the same path again to fill
+	 * it in (a tree that grew from its root, each block later in memory
+	 * than its parent, is done in one step a node) */
 	for (uint32_t v = 0; v < t->n; v++) {
 		uint32_t k = hs_rankset_index(inner, v);
 		if (k == HS_RANK_NONE || m->top[k] != HS_DOM_NONE)
 			continue;
-		if (v < base) {
-			m->top[k] = v;
-			continue;
-		}
 		uint32_t x = v, found;
 		for (;;) {
-			uint32_t d = t->idom[x];
-			if (d < base) {
-				found = x;
-				break;
-			}
-			uint32_t kd = hs_rankset_index(inner, d);
+			uint32_t kd = hs_rankset_index(inner, t->idom[x]);
 			if (m->top[kd] != HS_DOM_NONE) {
 				found = m->top[kd];
 				break;
 			}
-			x = d;
+			x = t->idom[x];
 		}
-		for (x = v; x >= base;) {
+		for (x = v;; x = t->idom[x]) {
 			uint32_t kx = hs_rankset_index(inner, x);
 			if (m->top[kx] != HS_DOM_NONE)
 				break;
 			m->top[kx] = found;
-			x = t->idom[x];
 		}
 	}
 	return NULL;
