@@ -24,6 +24,9 @@ void hs_cli_live_options(const struct hs_cli *cli, struct hs_live_options *o)
 	s = getenv("HEAPSIFT_TEST_STOP_SLEEP_MS");
 	if (s && *s)
 		o->test_stop_sleep_ms = (unsigned)strtoul(s, NULL, 10);
+	s = getenv("HEAPSIFT_TEST_REGS_SLEEP_MS");
+	if (s && *s)
+		o->test_regs_sleep_ms = (unsigned)strtoul(s, NULL, 10);
 	s = getenv("HEAPSIFT_TEST_INJECT_IN_SYSCALL");
 	o->test_inject_in_syscall = s && !strcmp(s, "1");
 }

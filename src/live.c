@@ -464,11 +464,21 @@ static void detach_all(struct live *l)
 	l->t_last = now_ms();
 }
 
-static struct hs_error *read_regs(struct thread *t)
+/* A ptrace request on thread tid, stopped, failed with errno: a stopped
+ * thread goes away only when its process is killed (ESRCH), and then that
+ * is what is said. */
+static struct hs_error *stopped_error(struct live *l, pid_t tid, const char *request)
+{
+	int e = errno;
+	if (e == ESRCH || !process_alive(l->pid))
+		return gone_error(l);
+	return hs_error_errno(e, "ptrace(%s) of thread %d", request, (int)tid);
+}
+
+static struct hs_error *read_regs(struct live *l, struct thread *t)
 {
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) != 0)
-		return hs_error_errno(errno, "ptrace(PTRACE_GETREGS) of thread %d",
-				      (int)t->tid);
+		return stopped_error(l, t->tid, "PTRACE_GETREGS");
 	struct iovec iov = {&t->fp, sizeof(t->fp)};
 	t->have_fp = ptrace(PTRACE_GETREGSET, t->tid, (void *)NT_PRFPREG, &iov) == 0 &&
 		     iov.iov_len == sizeof(t->fp);
@@ -631,8 +641,7 @@ static struct hs_error *inject_syscall(struct live *l, struct thread *t,
 			/* the exit of the call */
 			struct user_regs_struct after;
 			if (ptrace(PTRACE_GETREGS, t->tid, 0, &after) != 0) {
-				err = hs_error_errno(errno, "ptrace(PTRACE_GETREGS) of thread %d",
-						     (int)t->tid);
+				err = stopped_error(l, t->tid, "PTRACE_GETREGS");
 				break;
 			}
 			*ret = (int64_t)after.rax;
@@ -1506,9 +1515,11 @@ static struct hs_error *stop_and_read(struct live *l)
 			memmove(l->threads + 1, l->threads, i * sizeof(t));
 			l->threads[0] = t;
 		}
+	if (l->opts->test_regs_sleep_ms)
+		sleep_ms(l->opts->test_regs_sleep_ms);
 	for (size_t i = 0; i < l->nthreads && !err; i++)
 		if (!l->threads[i].gone)
-			err = read_regs(&l->threads[i]);
+			err = read_regs(l, &l->threads[i]);
 	return err;
 }
 

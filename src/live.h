@@ -68,6 +68,9 @@ struct hs_live_options {
 	/* tests only: sleep this long once the threads are seized and asked to
 	 * stop, before their stops are waited for */
 	unsigned test_stop_sleep_ms;
+	/* tests only: sleep this long once every thread is stopped, before
+	 * their registers are read */
+	unsigned test_regs_sleep_ms;
 };
 
 struct hs_live_result {

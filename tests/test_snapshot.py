@@ -243,6 +243,17 @@ def leak_summary(core):
     return {k: s[k] for k in ("reachable", "possible", "leak_root", "indirect", "leaked")}
 
 
+def kill_once_stopped(t):
+    """An act for snapshot_during: SIGKILL target t once heapsift has
+    stopped it (or after 20 s)."""
+    def act(hs):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not hstest.is_stopped(t.pid):
+            time.sleep(0.01)
+        os.kill(t.pid, signal.SIGKILL)
+    return act
+
+
 def one_line_refusal(ck, name, r, out, words):
     lines = [ln for ln in r.err.splitlines() if ln.strip()]
     ck.check("%s: exit 1" % name, r.rc == 1, r.describe() + "\n" + r.err)
@@ -672,15 +683,18 @@ def test_refusals(ck):
         ck.case("refusals: target well after", alive_and_well(t))
 
         # exits during the snapshot (killed while heapsift holds it)
-
-        def kill_once_stopped(hs):
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and not hstest.is_stopped(t.pid):
-                time.sleep(0.01)
-            os.kill(t.pid, signal.SIGKILL)
-
-        r = snapshot_during(t.pid, out, 1500, kill_once_stopped, "--no-fork")
+        r = snapshot_during(t.pid, out, 1500, kill_once_stopped(t), "--no-fork")
         one_line_refusal(ck, "exits during the snapshot", r, out,
+                         ["exited during the snapshot"])
+    finally:
+        t.stop()
+    # killed once every thread is stopped, before heapsift reads their
+    # registers (a stopped thread's registers then cannot be read: ESRCH)
+    t = Target(8, "refused-regs")
+    try:
+        r = snapshot_during(t.pid, out, 1500, kill_once_stopped(t), "--no-fork",
+                            sleep_var="HEAPSIFT_TEST_REGS_SLEEP_MS")
+        one_line_refusal(ck, "exits before its registers are read", r, out,
                          ["exited during the snapshot"])
     finally:
         t.stop()
@@ -691,13 +705,7 @@ def test_refusals(ck):
     for mode in ("--no-fork", "--fork", None):
         t = Target(8, "refused-stopping")
         try:
-            def kill_once_stopped(hs):
-                deadline = time.monotonic() + 20
-                while time.monotonic() < deadline and not hstest.is_stopped(t.pid):
-                    time.sleep(0.01)
-                os.kill(t.pid, signal.SIGKILL)
-
-            r = snapshot_during(t.pid, out, 1000, kill_once_stopped,
+            r = snapshot_during(t.pid, out, 1000, kill_once_stopped(t),
                                 *([mode] if mode else []),
                                 sleep_var="HEAPSIFT_TEST_STOP_SLEEP_MS")
             one_line_refusal(ck, "exits while its threads are stopped (%s)"
