@@ -2,6 +2,7 @@
  * analyzers/dominators.h. */
 #include "analyzers/dominators.h"
 #include "src/edgerow.h"
+#include "src/hashtab.h"
 #include "src/parallel.h"
 #include "src/varint.h"
 #include "src/vector.h"
@@ -11,8 +12,9 @@
 #include <string.h>
 
 /* Building the predecessor lists: a part takes the edges into the nodes
- * set in `mine`, counts them per row (then fills them in, cnt its
- * cursors), and counts the edges it saw.  Only the numbers in `into`
+ * set in `mine` and counts them per row (only when count_lengths, below,
+ * could not or was off), or fills them in (cnt its cursors); either way
+ * it counts the edges it took.  Only the numbers in `into`
  * (those some edge other than a DFS tree edge enters) have a row: the row
  * of their rank.  The parts' targets are disjoint, and so are their rows:
  * they share one array of counts.  Each part's targets have the numbers
@@ -148,6 +150,101 @@ static void *pred_pass(void *arg)
 	return NULL;
 }
 
+/* Counting the predecessor lists' lengths without the numbers.  The DFS
+ * read every edge out of a reached node once: the edge that found its
+ * target first (the tree edge) and the others.  So the edges into a node
+ * from reached nodes are, in a graph whose rows name a target once, its
+ * list and its tree edge.  Each part counts, per entered node, the edges
+ * into it from the reached nodes of its rows (the head's and the tail's
+ * rows [klo, khi)), a byte a node in c8 (from 255 on, in `over`),
+ * reading the rows in order: the targets' numbers and parents are not
+ * read at all.  A row that names a target twice makes a count too large:
+ * the fill (pred_pass) then files fewer edges than were counted, and the
+ * lengths are counted again the exact way. */
+HS_HASH_MAP(count_map, uint32_t)
+
+struct count_part {
+	const struct hs_domgraph *g;
+	const uint32_t *num;
+	const uint64_t *entered;
+	bool head;              /* the head's rows too */
+	uint32_t klo, khi;      /* tail rows */
+	uint8_t *c8;            /* the part's own */
+	struct count_map over;  /* key node + 1: its count past 255 */
+	bool nomem;
+};
+
+static inline void count_edge(struct count_part *cp, uint32_t y)
+{
+	if (cp->c8[y] != 255) {
+		cp->c8[y]++;
+		return;
+	}
+	uint32_t *c;
+	if (count_map_insert(&cp->over, (uint64_t)y + 1, &c, NULL))
+		cp->nomem = true;
+	else
+		++*c;
+}
+
+/* Node y's count in a part. */
+static inline uint32_t count_of(const struct count_part *cp, uint32_t y)
+{
+	uint32_t c = cp->c8[y];
+	if (c == 255) {
+		const uint32_t *more = count_map_find(&cp->over, (uint64_t)y + 1);
+		c += more ? *more : 0;
+	}
+	return c;
+}
+
+static void *count_pass(void *arg)
+{
+	enum { AHEAD = 16, RING = 32 };
+	struct count_part *cp = arg;
+	const struct hs_domgraph *g = cp->g;
+	const uint32_t *num = cp->num;
+	for (uint32_t v = 0; cp->head && v < g->na; v++) {
+		if (!num[v])
+			continue;
+		for (uint32_t x = g->head_off[v]; x < g->head_off[v + 1]; x++) {
+			uint32_t y = g->head_adj[x];
+			if (entered_node(cp->entered, y))
+				count_edge(cp, y);
+		}
+	}
+	/* the tail's rows in order, the targets' counts asked for AHEAD
+	 * edges ahead of their use (ring: the targets in between) */
+	uint32_t ring[RING];
+	size_t head = 0, count = 0;
+	const struct hs_edgerow_index *ix = g->tail_index;
+	uint32_t na = g->na;
+	uint32_t start = cp->klo < cp->khi ? hs_edgerow_start(ix, cp->klo) : 0;
+	for (uint32_t k = cp->klo; k < cp->khi; k++) {
+		uint32_t end = hs_edgerow_start(ix, k + 1);
+		struct hs_edges it = {g->tail_rows + start, g->tail_rows + end, k};
+		start = end;
+		if (!num[k + na])
+			continue;  /* not reached: its edges are no one's */
+		uint32_t e;
+		while (hs_edges_next(&it, &e)) {
+			uint32_t y = (e & HS_EDGEROW_ID_MASK) + na;
+			if (!entered_node(cp->entered, y))
+				continue;
+			__builtin_prefetch(&cp->c8[y], 1);
+			ring[(head + count++) % RING] = y;
+			if (count > AHEAD) {
+				count_edge(cp, ring[head]);
+				head = (head + 1) % RING;
+				count--;
+			}
+		}
+	}
+	for (; count; count--, head = (head + 1) % RING)
+		count_edge(cp, ring[head]);
+	return NULL;
+}
+
 /* A growing stream of LEB128 varints, read back in the order written. */
 struct ustream {
 	uint8_t *b;
@@ -193,6 +290,56 @@ static inline uint32_t zigzag(uint32_t v, uint32_t prev)
 static inline uint32_t unzigzag(uint32_t prev, uint32_t z)
 {
 	return (uint32_t)(prev + hs_unzigzag(z));
+}
+
+/* The lengths of the predecessor lists, by count_pass: roff[k] for row k
+ * (the k-th entered node by number, whose nodes by number the stream vs
+ * gives), and *m their sum.  False when memory ran out (roff untouched):
+ * pred_pass counts them then. */
+static bool count_lengths(const struct hs_domgraph *g, const uint32_t *num,
+			  const uint64_t *entered, uint32_t nr,
+			  const struct ustream *vs, bool two, uint32_t *roff,
+			  uint64_t *m)
+{
+	uint32_t n = g->n, nt = g->n - g->na;
+	struct count_part cp[2] = {
+		{.g = g, .num = num, .entered = entered, .head = true, .klo = 0, .khi = nt},
+	};
+	unsigned nparts = 1;
+	if (two) {
+		/* each part half the tail's rows, a byte per node of its own */
+		cp[1] = cp[0];
+		cp[1].head = false;
+		cp[0].khi = cp[1].klo = nt / 2;
+		nparts = 2;
+	}
+	bool ok = true;
+	for (unsigned i = 0; i < nparts; i++)
+		ok &= (cp[i].c8 = calloc((size_t)n + 1, 1)) != NULL;
+	if (ok) {
+		hs_run_parts(cp, sizeof(*cp), nparts, count_pass);
+		ok = !cp[0].nomem && !cp[1].nomem;
+	}
+	if (ok) {
+		const uint8_t *p = vs->b;
+		uint64_t sum = 0;
+		for (uint32_t i = 1, v = 0, k = 0; i <= nr; i++) {
+			v = unzigzag(v, ustream_get(&p));
+			if (!entered_node(entered, v))
+				continue;
+			uint32_t c = count_of(&cp[0], v) + (nparts > 1 ? count_of(&cp[1], v) : 0);
+			/* less the tree edge (the entry has none) */
+			c -= i != 1 && c;
+			roff[k++] = c;
+			sum += c;
+		}
+		*m = sum;
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		free(cp[i].c8);
+		count_map_free(&cp[i].over);
+	}
+	return ok;
 }
 
 /* The varint that ends at b + *end, read backwards: only a varint's last
@@ -543,21 +690,23 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * So only the nodes that the DFS found entered by another edge have
 	 * a row (row k: the k-th of them by number).  Rows are read in node
 	 * order (the order they are stored in), not in DFS order: sequential
-	 * reads; num[], parent[] and the counts are random.  With two
-	 * threads, each takes the edges into the nodes of half of the
-	 * numbers (`upper` takes the upper half out of `entered`): their rows
-	 * are apart, so they count into one array, and fill their own
-	 * rows. */
+	 * reads; num[], parent[] and the counts are random.  The rows'
+	 * lengths come from count_lengths, which reads no number or parent
+	 * per edge.  With two threads, each fills the rows of the nodes of
+	 * half of the numbers (`upper` takes the upper half out of
+	 * `entered`): their rows are apart in one array. */
 	roff = calloc((size_t)np + 2, sizeof(uint32_t));
 	if (!roff)
 		goto out;
+	bool two = g->nthreads >= 2 && nt >= 2;
+	uint64_t m = 0;
+	bool counted = count_lengths(g, num, entered, nr, &vs, two, roff, &m);
 	struct pred_part parts[2] = {
 		{.g = g, .num = num, .parent = parent, .into = &into, .mine = entered,
 		 .cnt = roff},
 	};
 	unsigned nparts = 1;
-	if (g->nthreads >= 2 && nt >= 2 &&
-	    (upper = calloc((size_t)n / 64 + 1, sizeof(uint64_t)))) {
+	if (two && (upper = calloc((size_t)n / 64 + 1, sizeof(uint64_t)))) {
 		for (size_t x = 0; x < (size_t)n / 64 + 1; x++) {
 			for (uint64_t b = entered[x]; b; b &= b - 1) {
 				uint32_t y = (uint32_t)(x * 64) + (uint32_t)__builtin_ctzll(b);
@@ -570,29 +719,46 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		parts[1].mine = upper;
 		nparts = 2;
 	}
-	hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
-	uint64_t m = parts[0].m + (nparts == 2 ? parts[1].m : 0);
+	if (!counted) {
+		hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
+		m = parts[0].m + (nparts == 2 ? parts[1].m : 0);
+	}
 	if (m >= UINT32_MAX) {
 		err = hs_error_create(HS_ERR_UNSUPPORTED, "graph too large");
 		goto out;
-	}
-	/* row k is [start, end): filled downwards from its end; once filled,
-	 * roff[k] is the row's start */
-	uint32_t run = 0;
-	for (uint32_t i = 0; i <= np + 1; i++) {
-		run += roff[i];
-		roff[i] = run;
 	}
 	unsigned rw = nr < (1u << 24) && !g->wide_lists ? 3 : 4;
 	radj = malloc((m ? m : 1) * rw + sizeof(uint32_t));
 	hs_vector_hugepages(radj, (m ? m : 1) * rw);
 	if (!radj)
 		goto out;
-	for (unsigned i = 0; i < nparts; i++) {
-		parts[i].radj = radj;
-		parts[i].rw = rw;
+	for (;;) {
+		/* row k is [start, end): filled downwards from its end; once
+		 * filled, roff[k] is the row's start */
+		uint32_t run = 0;
+		for (uint32_t i = 0; i <= np + 1; i++) {
+			run += roff[i];
+			roff[i] = run;
+		}
+		for (unsigned i = 0; i < nparts; i++) {
+			parts[i].radj = radj;
+			parts[i].rw = rw;
+		}
+		hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
+		uint64_t filled = parts[0].m + (nparts == 2 ? parts[1].m : 0);
+		if (filled == m)
+			break;
+		/* fewer than counted: a row named a target twice (never
+		 * more: the count holds every edge the fill takes).  The
+		 * exact counts, then the fill again, in the lists' memory
+		 * (large enough) */
+		t->recounted = true;
+		memset(roff, 0, ((size_t)np + 2) * sizeof(uint32_t));
+		for (unsigned i = 0; i < nparts; i++)
+			parts[i].radj = NULL;
+		hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
+		m = parts[0].m + (nparts == 2 ? parts[1].m : 0);
 	}
-	hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
 	free(entered);
 	free(upper);
 	entered = upper = NULL;

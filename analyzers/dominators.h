@@ -68,6 +68,10 @@ struct hs_domtree {
 	 * hs_domtree_order_next.  Else NULL. */
 	uint8_t *order;
 	size_t order_len;
+	/* the predecessor lists' lengths were counted a second time, the
+	 * slow way: a row named a target twice (never in a heap's graph,
+	 * whose rows name each target once) */
+	bool recounted;
 };
 
 /* The nodes of t->order, from the entry on:

@@ -11,6 +11,7 @@
 #include "analyzers/dominators.h"
 #include "analyzers/summary.h"
 #include "src/edgerow.h"
+#include "src/sort.h"
 #include "tests/unit/check.h"
 
 /* Allocation failures, injected: the n-th malloc, calloc or realloc from
@@ -198,7 +199,16 @@ out:
 	free(heap);
 }
 
-static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shift)
+/* Graphs whose lengths of predecessor lists were counted again (a row
+ * named a target twice), and not; graphs with a node of 255 or more
+ * predecessors (the fast count's bytes overflow). */
+static unsigned recounts_seen[2], hubs_seen;
+
+/* A random graph of n nodes and m edges, nodes [split, n) in the tail
+ * block, weights << shift.  hub: half the edges go to node hub - 1 (0:
+ * none).  unique: no row names a target twice, as in a heap's graph. */
+static void random_graph_x(uint32_t n, uint32_t m, uint32_t split, unsigned shift,
+			   uint32_t hub, bool unique)
 {
 	uint32_t *off = calloc(n + 1, sizeof(uint32_t));
 	uint32_t *adj = malloc((m ? m : 1) * sizeof(uint32_t));
@@ -213,8 +223,26 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 	uint32_t *fill = malloc((n + 1) * sizeof(uint32_t));
 	memcpy(fill, off, (n + 1) * sizeof(uint32_t));
 	/* nodes of the tail block point only into the tail block */
-	for (uint32_t i = 0; i < m; i++)
-		adj[fill[src[i]]++] = src[i] >= split ? split + rnd(n - split) : rnd(n);
+	for (uint32_t i = 0; i < m; i++) {
+		uint32_t lo = src[i] >= split ? split : 0;
+		adj[fill[src[i]]++] = hub && hub - 1 >= lo && rnd(2) ? hub - 1 : lo + rnd(n - lo);
+	}
+	/* each row sorted; with unique, each target once (m shrinks) */
+	bool twins = false;
+	uint32_t kept = 0;
+	for (uint32_t v = 0; v < n; v++) {
+		uint32_t start = off[v], len = off[v + 1] - start;
+		hs_sort_u32(adj + start, len);
+		off[v] = kept;
+		for (uint32_t i = 0; i < len; i++) {
+			bool twin = i && adj[start + i] == adj[start + i - 1];
+			if (twin && unique)
+				continue;
+			twins |= twin;
+			adj[kept++] = adj[start + i];
+		}
+	}
+	off[n] = m = kept;
 	for (uint32_t v = 0; v < n; v++)
 		weight[v] = (uint64_t)(1 + rnd(100)) << shift;
 
@@ -251,6 +279,15 @@ static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 	CHECKF(!err, "compute failed: %s", err ? err->message : "");
 	if (err)
 		goto out;
+	CHECKF(!t->recounted || twins, "n=%u m=%u: counted again, but no row names a "
+	       "target twice", n, m);
+	recounts_seen[t->recounted]++;
+	if (hub) {
+		uint32_t into = 0;
+		for (uint32_t k = 0; k < m; k++)
+			into += adj[k] == hub - 1;
+		hubs_seen += into >= 256;
+	}
 
 	/* naive: dom(v) = nodes that disappear when v is removed */
 	char *seen0 = malloc(n), *seen = malloc(n);
@@ -360,6 +397,11 @@ out:
 	free(trows);
 	free(hadj);
 	free(hoff);
+}
+
+static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shift)
+{
+	random_graph_x(n, m, split, shift, 0, rnd(2));
 }
 
 static void random_graph(uint32_t n, uint32_t m, uint32_t split)
@@ -564,6 +606,17 @@ int main(void)
 	}
 	CHECKF(sums_seen[0] > 100 && sums_seen[1] > 50, "sums: %u packed, %u wide",
 	       sums_seen[0], sums_seen[1]);
+	/* a node with hundreds of predecessors, in the tail block (from a
+	 * few head nodes and many tail ones) or in the head block */
+	for (int i = 0; i < 24; i++) {
+		uint32_t n = 300 + rnd(100);
+		uint32_t split = i % 2 ? 1 + rnd(4) : n - 20;
+		uint32_t hub = i % 2 ? split + rnd(n - split) : rnd(split);
+		random_graph_x(n, 6 * n, split, 0, hub + 1, rnd(2));
+	}
+	CHECKF(recounts_seen[0] > 200 && recounts_seen[1] > 50 && hubs_seen >= 16,
+	       "lengths counted again in %u graphs, once in %u; %u graphs with a node "
+	       "of 256 predecessors or more", recounts_seen[1], recounts_seen[0], hubs_seen);
 #ifdef FAIL_ALLOCS
 	failing_allocations(20000, 1);
 	/* sums that do not fit beside the counts: the second array */
