@@ -156,9 +156,76 @@ static void test_not_core(void)
 	free(b.p);
 }
 
+/* The segment of an address, against a linear search, on cores of 1 to
+ * MOCK_MAX_SEGS segments laid out in random order, some back to back:
+ * every segment's first and last byte, the bytes just outside, and
+ * addresses at random. */
+static void test_find_segment(void)
+{
+	for (int round = 0; round < 200; round++) {
+		struct mock_core m = {0};
+		size_t nseg = 1 + check_rand() % MOCK_MAX_SEGS;
+		uint64_t at = 0x1000 * (1 + check_rand() % 16);
+		uint64_t start[MOCK_MAX_SEGS], size[MOCK_MAX_SEGS];
+		for (size_t i = 0; i < nseg; i++) {
+			start[i] = at;
+			size[i] = 0x1000 * (1 + check_rand() % 3);
+			at += size[i] + (check_rand() % 2 ? 0 : 0x1000 * (check_rand() % 4));
+		}
+		/* added in a shuffled order: the reader sorts them */
+		size_t order[MOCK_MAX_SEGS];
+		for (size_t i = 0; i < nseg; i++)
+			order[i] = i;
+		for (size_t i = nseg; i > 1; i--) {
+			size_t j = check_rand() % i, x = order[i - 1];
+			order[i - 1] = order[j];
+			order[j] = x;
+		}
+		for (size_t i = 0; i < nseg; i++)
+			mock_segment(&m, start[order[i]], size[order[i]], PF_R | PF_W);
+		size_t len;
+		uint8_t *bytes = mock_build(&m, &len);
+		struct hs_log log;
+		hs_log_init(&log, NULL, false);
+		struct hs_core *core = NULL;
+		struct hs_error *err = hs_core_open_memory("mock", bytes, len, &log, &core);
+		CHECKF(!err && core && core->nsegs == nseg, "round %d: %zu segments", round, nseg);
+		if (!err && core) {
+			uint64_t probes[4 * MOCK_MAX_SEGS + 64];
+			size_t np = 0;
+			for (size_t i = 0; i < nseg; i++) {
+				probes[np++] = start[i] - 1;
+				probes[np++] = start[i];
+				probes[np++] = start[i] + size[i] - 1;
+				probes[np++] = start[i] + size[i];
+			}
+			while (np < sizeof(probes) / sizeof(probes[0]))
+				probes[np++] = check_rand() % (at + 0x2000);
+			for (size_t k = 0; k < np; k++) {
+				uint64_t a = probes[k];
+				const struct hs_core_segment *want = NULL;
+				for (size_t i = 0; i < core->nsegs; i++)
+					if (a >= core->segs[i].vaddr &&
+					    a - core->segs[i].vaddr < core->segs[i].memsz)
+						want = &core->segs[i];
+				const struct hs_core_segment *got = hs_core_find_segment(core, a);
+				CHECKF(got == want, "round %d, %zu segments: %#llx in segment %td, "
+				       "expected %td", round, nseg, (unsigned long long)a,
+				       got ? got - core->segs : -1, want ? want - core->segs : -1);
+			}
+		}
+		hs_error_destroy(err);
+		hs_core_destroy(core);
+		hs_log_fini(&log);
+		free(bytes);
+		mock_free(&m);
+	}
+}
+
 int main(void)
 {
 	test_good();
+	test_find_segment();
 	test_truncated();
 	test_not_core();
 	return check_finish();
