@@ -372,6 +372,7 @@ static void *scan_part(void *arg)
 	size_t nb = 0;
 	p->open = p->from;
 	p->nedges = 0;
+	struct hs_core_near near = {0};  /* (the blocks in address order) */
 	for (uint32_t src = p->from; src < p->to; src++) {
 		const struct hs_alloc *a = &allocs[src];
 		if (p->log && !((src - p->from) & 0xffff))
@@ -381,7 +382,7 @@ static void *scan_part(void *arg)
 			continue;
 		struct hs_py_skip skip = hs_graph_skip(g, src);
 		uint64_t nwords = a->size / 8 - skip.tail;
-		const uint64_t *w = hs_core_ptr(p->core, a->addr, nwords * 8);
+		const uint64_t *w = hs_core_ptr_near(p->core, &near, a->addr, nwords * 8);
 		for (uint64_t k = 0; k < nwords; k++) {
 			uint64_t v;
 			if (k - skip.at < skip.n)

@@ -61,6 +61,7 @@ struct ctx {
 	 * while the core's reads are traced: they must be seen) */
 	const uint64_t *head;
 	uint64_t head_addr, head_len;
+	struct hs_core_near near;       /* the blocks come in address order */
 };
 
 /* The word at addr (in the core's mapping: the words there whatever block
@@ -363,7 +364,8 @@ static struct hs_error *classify(struct ctx *c, const struct hs_alloc *a,
 	/* what is read below lies in the first 56 bytes: one lookup */
 	c->head_addr = a->addr;
 	c->head_len = a->size < 56 ? a->size & ~7ull : 56;
-	c->head = c->core->trace ? NULL : hs_core_ptr(c->core, a->addr, c->head_len);
+	c->head = c->core->trace ? NULL : hs_core_ptr_near(c->core, &c->near, a->addr,
+							   c->head_len);
 	if (!c->head)
 		c->head_len = 0;
 	for (uint64_t off = 0; off <= 32 && off + 16 <= a->size; off += 16) {
@@ -979,13 +981,14 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 			free(counts);
 		return &hs_error_nomem;
 	}
+	struct hs_core_near near = {0};  /* (the blocks in address order) */
 	for (uint32_t src = 0; !starts && src < g->n; src++) {
 		const struct hs_alloc *a = &heap->allocs[src];
 		if (!hs_alloc_in_graph(a))
 			continue;
 		struct hs_py_skip skip = hs_py_skip_of(py, src, a->size / 8);
 		uint64_t nwords = a->size / 8 - skip.tail;
-		const uint64_t *w = hs_core_ptr(core, a->addr, nwords * 8);
+		const uint64_t *w = hs_core_ptr_near(core, &near, a->addr, nwords * 8);
 		for (uint64_t k = 0; k < nwords; k++) {
 			uint64_t v;
 			if (k - skip.at < skip.n)
@@ -1005,7 +1008,7 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 		}
 		for (uint64_t at = (rt->start + 7) & ~7ULL; at + 8 <= rt->end; at += 8) {
 			uint64_t v;
-			if (hs_core_read_u64(core, at, &v))
+			if (hs_core_read_u64_near(core, &near, at, &v))
 				count_ref(py, g, counts, v);
 		}
 	}
@@ -1016,7 +1019,8 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 		if (k == HS_PY_NONE || (k & HS_PY_PART))
 			continue;
 		uint64_t refcnt;
-		if (!hs_core_read_u64(core, heap->allocs[id].addr + hs_py_offset(k), &refcnt))
+		if (!hs_core_read_u64_near(core, &near, heap->allocs[id].addr + hs_py_offset(k),
+					   &refcnt))
 			continue;
 		r->checked++;
 		if (refcnt <= counts[id] || (py->minor >= 12 && refcnt >= 0xffffffffULL))

@@ -178,6 +178,44 @@ static inline bool hs_core_read_u64(const struct hs_core *core, uint64_t addr,
 	return hs_core_read_quiet(core, addr, ret, sizeof(*ret));
 }
 
+/* hs_core_ptr and hs_core_read_u64 for reads that stay in one segment a
+ * long time (a pass over the blocks in address order): the segment of the
+ * last read is tried first, and searched for only when addr leaves it.
+ * Same answers as without it.  The cursor is the caller's (one per
+ * thread), zeroed to start. */
+struct hs_core_near {
+	const struct hs_core_segment *seg;
+};
+
+static inline const void *hs_core_ptr_near(const struct hs_core *core,
+					   struct hs_core_near *near,
+					   uint64_t addr, size_t len)
+{
+	const struct hs_core_segment *s = near->seg;
+	/* (addr below the segment wraps around: past it too) */
+	if (!s || addr - s->vaddr >= s->memsz) {
+		s = near->seg = hs_core_find_segment(core, addr);
+		if (!s)
+			return NULL;
+	}
+	uint64_t off = addr - s->vaddr;
+	if (off >= s->avail || len > s->avail - off)
+		return NULL;
+	return core->data + s->offset + off;
+}
+
+static inline bool hs_core_read_u64_near(const struct hs_core *core,
+					 struct hs_core_near *near,
+					 uint64_t addr, uint64_t *ret)
+{
+	const void *p = core->trace ? NULL : hs_core_ptr_near(core, near, addr, sizeof(*ret));
+	if (p) {
+		memcpy(ret, p, sizeof(*ret));
+		return true;
+	}
+	return hs_core_read_quiet(core, addr, ret, sizeof(*ret));
+}
+
 /* Marks [addr, addr+len) as read, when tracing (see hs_core.trace). */
 void hs_core_touch(const struct hs_core *core, uint64_t addr, size_t len);
 

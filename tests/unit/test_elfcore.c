@@ -159,7 +159,15 @@ static void test_not_core(void)
 /* The segment of an address, against a linear search, on cores of 1 to
  * MOCK_MAX_SEGS segments laid out in random order, some back to back:
  * every segment's first and last byte, the bytes just outside, and
- * addresses at random. */
+ * addresses at random.  The reads with a cursor (hs_core_ptr_near,
+ * hs_core_read_u64_near), its segment left by the read before, answer
+ * as those without. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static void test_find_segment(void)
 {
 	for (int round = 0; round < 200; round++) {
@@ -212,6 +220,24 @@ static void test_find_segment(void)
 				CHECKF(got == want, "round %d, %zu segments: %#llx in segment %td, "
 				       "expected %td", round, nseg, (unsigned long long)a,
 				       got ? got - core->segs : -1, want ? want - core->segs : -1);
+			}
+			/* in the probes' order, then sorted (as a scan reads) */
+			struct hs_core_near near = {0};
+			for (int pass = 0; pass < 2; pass++) {
+				if (pass)
+					qsort(probes, np, sizeof(probes[0]), cmp_u64);
+				for (size_t k = 0; k < np; k++) {
+					uint64_t a = probes[k];
+					size_t n = k % 3 == 0 ? 8 : 1 + check_rand() % 0x1800;
+					const void *got = hs_core_ptr_near(core, &near, a, n);
+					CHECKF(got == hs_core_ptr(core, a, n), "round %d: %#llx, %zu bytes "
+					       "with a cursor: %p", round, (unsigned long long)a, n, got);
+					uint64_t x = 1, y = 2;
+					bool okx = hs_core_read_u64_near(core, &near, a, &x);
+					bool oky = hs_core_read_u64(core, a, &y);
+					CHECKF(okx == oky && (!okx || x == y), "round %d: the word at "
+					       "%#llx with a cursor", round, (unsigned long long)a);
+				}
 			}
 		}
 		hs_error_destroy(err);
