@@ -13,7 +13,8 @@
 /* Values folded in here so the reads cannot be optimized away. */
 static volatile uint64_t fz_core_sink;
 
-static void fz_read_at(struct hs_core *core, uint64_t addr, size_t len)
+static void fz_read_at(struct hs_core *core, struct hs_core_near *near,
+		       uint64_t addr, size_t len)
 {
 	static uint8_t buf[4096];
 	if (len > sizeof(buf))
@@ -27,9 +28,15 @@ static void fz_read_at(struct hs_core *core, uint64_t addr, size_t len)
 	const uint8_t *p = hs_core_ptr(core, addr, len);
 	if (p && len)
 		fz_core_sink += p[0] + p[len - 1];
-	uint64_t v;
-	if (hs_core_read_u64(core, addr, &v))
+	/* with the cursor the read before left: the same pointer */
+	if (hs_core_ptr_near(core, near, addr, len) != p)
+		abort();
+	uint64_t v, w;
+	bool got = hs_core_read_u64(core, addr, &v);
+	if (got)
 		fz_core_sink += v;
+	if (hs_core_read_u64_near(core, near, addr, &w) != got || (got && w != v))
+		abort();
 	hs_core_touch(core, addr, len);
 	const struct hs_core_segment *s = hs_core_find_segment(core, addr);
 	if (s)
@@ -69,6 +76,7 @@ static void fz_exercise_core(struct hs_core *core)
 	/* traced reads: one bit per 8-byte word of the file, as redact uses */
 	core->trace = calloc(core->size / 512 + 2, sizeof(uint64_t));
 	static const size_t lens[] = {0, 1, 8, 16, 4096};
+	struct hs_core_near near = {0};
 	size_t nsegs = core->nsegs < 1024 ? core->nsegs : 1024;
 	for (size_t i = 0; i < nsegs; i++) {
 		const struct hs_core_segment *s = &core->segs[i];
@@ -82,13 +90,13 @@ static void fz_exercise_core(struct hs_core *core)
 		};
 		for (size_t a = 0; a < sizeof(at) / sizeof(at[0]); a++)
 			for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
-				fz_read_at(core, at[a], lens[l]);
+				fz_read_at(core, &near, at[a], lens[l]);
 	}
 	free(core->trace);
 	core->trace = NULL;
-	fz_read_at(core, 0, 8);
-	fz_read_at(core, UINT64_MAX - 7, 8);
-	fz_read_at(core, UINT64_MAX, 16);
+	fz_read_at(core, &near, 0, 8);
+	fz_read_at(core, &near, UINT64_MAX - 7, 8);
+	fz_read_at(core, &near, UINT64_MAX, 16);
 }
 
 #endif
