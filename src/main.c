@@ -915,8 +915,15 @@ static int run(int argc, char **argv)
 		cli.core = live_core;
 	}
 	/* info lists every module with where its debug info came from, and
-	 * reads only the heap's totals */
-	cli.opts.all_debug = cli.opts.totals_only = cmd->run == hs_cmd_info;
+	 * reads only the heap's totals.  A command that marks the heap reads
+	 * every module's debug info too, for the types that the mark's
+	 * typed rule needs (analyzers/types.c): all but frag, redact and
+	 * list --raw, which read no more than the heap and the roots.  With
+	 * two threads or more it is then read while the heap is walked. */
+	cli.opts.totals_only = cmd->run == hs_cmd_info;
+	cli.opts.all_debug = cmd->run == hs_cmd_info ||
+			     (cmd->run == hs_cmd_list ? !cli.raw :
+			      cmd->run != hs_cmd_frag && cmd->run != hs_cmd_redact);
 	struct hs_snapshot *snap;
 	double t_start = hs_now();
 	struct hs_error *err = hs_snapshot_open(cli.core, &cli.opts, &snap);

@@ -37,8 +37,8 @@ struct hs_options {
 				 * separated by commas), or NULL */
 	unsigned threads;       /* worker threads (0: one per CPU) */
 	/* The caller will ask for every module's debug info (info's list of
-	 * modules): with more than one thread, it is loaded while the heap is
-	 * walked (hs_dwarf_idle). */
+	 * modules; the types, which the mark needs): with more than one
+	 * thread, it is loaded while the heap is walked (hs_dwarf_idle). */
 	bool all_debug;
 	/* The caller reads only the heap's totals, no block (info): the walk
 	 * may count the blocks without keeping them (hs_walk_options).  No
