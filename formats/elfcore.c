@@ -774,13 +774,8 @@ struct hs_error *hs_core_read(const struct hs_core *core, uint64_t addr,
 
 const void *hs_core_ptr(const struct hs_core *core, uint64_t addr, size_t len)
 {
-	const struct hs_core_segment *s = hs_core_find_segment(core, addr);
-	if (!s)
-		return NULL;
-	uint64_t off = addr - s->vaddr;
-	if (off >= s->avail || len > s->avail - off)
-		return NULL;
-	return core->data + s->offset + off;
+	struct hs_core_near near = {0};
+	return hs_core_ptr_near(core, &near, addr, len);
 }
 
 bool hs_core_auxv(const struct hs_core *core, uint64_t type, uint64_t *ret)

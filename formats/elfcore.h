@@ -164,25 +164,11 @@ bool hs_core_read_quiet(const struct hs_core *core, uint64_t addr, void *buf,
  * (zero copy), or NULL. */
 const void *hs_core_ptr(const struct hs_core *core, uint64_t addr, size_t len);
 
-/* One word: straight from the mapping when it is there (a load, not a
- * call to memcpy), else as hs_core_read_quiet reads it (zero fill, words
- * across segments, the trace). */
-static inline bool hs_core_read_u64(const struct hs_core *core, uint64_t addr,
-				    uint64_t *ret)
-{
-	const void *p = core->trace ? NULL : hs_core_ptr(core, addr, sizeof(*ret));
-	if (p) {
-		memcpy(ret, p, sizeof(*ret));
-		return true;
-	}
-	return hs_core_read_quiet(core, addr, ret, sizeof(*ret));
-}
-
 /* hs_core_ptr and hs_core_read_u64 for reads that stay in one segment a
  * long time (a pass over the blocks in address order): the segment of the
  * last read is tried first, and searched for only when addr leaves it.
- * Same answers as without it.  The cursor is the caller's (one per
- * thread), zeroed to start. */
+ * Same answers as without it (which are these with a fresh cursor).  The
+ * cursor is the caller's (one per thread), zeroed to start. */
 struct hs_core_near {
 	const struct hs_core_segment *seg;
 };
@@ -214,6 +200,16 @@ static inline bool hs_core_read_u64_near(const struct hs_core *core,
 		return true;
 	}
 	return hs_core_read_quiet(core, addr, ret, sizeof(*ret));
+}
+
+/* One word: straight from the mapping when it is there (a load, not a
+ * call to memcpy), else as hs_core_read_quiet reads it (zero fill, words
+ * across segments, the trace). */
+static inline bool hs_core_read_u64(const struct hs_core *core, uint64_t addr,
+				    uint64_t *ret)
+{
+	struct hs_core_near near = {0};
+	return hs_core_read_u64_near(core, &near, addr, ret);
 }
 
 /* Marks [addr, addr+len) as read, when tracing (see hs_core.trace). */
