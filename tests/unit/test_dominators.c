@@ -200,7 +200,7 @@ out:
 }
 
 /* Graphs whose lengths of predecessor lists were counted again (a row
- * named a target twice), and not; graphs with a node of 255 or more
+ * named a target twice), and not; graphs with a node of 256 or more
  * predecessors (the fast count's bytes overflow). */
 static unsigned recounts_seen[2], hubs_seen;
 
