@@ -151,25 +151,26 @@ static void *pred_pass(void *arg)
 }
 
 /* Counting the predecessor lists' lengths without the numbers.  The DFS
- * read every edge out of a reached node once: the edge that found its
+ * reads every edge out of a reached node once: the edge that found its
  * target first (the tree edge) and the others.  So the edges into a node
  * from reached nodes are, in a graph whose rows name a target once, its
- * list and its tree edge.  Each part counts, per entered node, the edges
- * into it from the reached nodes of its rows (the head's and the tail's
- * rows [klo, khi)), a byte a node in c8 (from 255 on, in `over`),
- * reading the rows in order: the targets' numbers and parents are not
- * read at all.  A row that names a target twice makes a count too large:
- * the fill (pred_pass) then files fewer edges than were counted, and the
- * lengths are counted again the exact way. */
+ * list and its tree edge.  count_pass counts the edges into every node
+ * from every row, reading the rows in order, a byte a node in c8 (from
+ * 255 on, in `over`): it needs nothing from the DFS, and runs beside it
+ * on a second thread.  Then count_lengths takes the edges of the nodes
+ * the DFS did not reach back out (few: on a heap, the blocks of no
+ * root's and no leak's, which have no pointers).  The targets' numbers
+ * and parents are not read at all.  A row that names a target twice
+ * makes a count too large: the fill (pred_pass) then files fewer edges
+ * than were counted, and the lengths are counted again the exact way. */
 HS_HASH_MAP(count_map, uint32_t)
 
 struct count_part {
 	const struct hs_domgraph *g;
-	const uint32_t *num;
+	/* the only nodes counted (after the DFS, on one thread), or NULL:
+	 * all (beside it) */
 	const uint64_t *entered;
-	bool head;              /* the head's rows too */
-	uint32_t klo, khi;      /* tail rows */
-	uint8_t *c8;            /* the part's own */
+	uint8_t *c8;
 	struct count_map over;  /* key node + 1: its count past 255 */
 	bool nomem;
 };
@@ -187,7 +188,17 @@ static inline void count_edge(struct count_part *cp, uint32_t y)
 		++*c;
 }
 
-/* Node y's count in a part. */
+/* count_edge undone */
+static inline void uncount_edge(struct count_part *cp, uint32_t y)
+{
+	uint32_t *more;
+	if (cp->c8[y] == 255 && (more = count_map_find(&cp->over, (uint64_t)y + 1)) && *more)
+		--*more;
+	else
+		cp->c8[y]--;
+}
+
+/* Node y's count. */
 static inline uint32_t count_of(const struct count_part *cp, uint32_t y)
 {
 	uint32_t c = cp->c8[y];
@@ -203,33 +214,23 @@ static void *count_pass(void *arg)
 	enum { AHEAD = 16, RING = 32 };
 	struct count_part *cp = arg;
 	const struct hs_domgraph *g = cp->g;
-	const uint32_t *num = cp->num;
-	for (uint32_t v = 0; cp->head && v < g->na; v++) {
-		if (!num[v])
-			continue;
-		for (uint32_t x = g->head_off[v]; x < g->head_off[v + 1]; x++) {
-			uint32_t y = g->head_adj[x];
-			if (entered_node(cp->entered, y))
-				count_edge(cp, y);
-		}
-	}
+	const uint64_t *entered = cp->entered;
+	for (uint32_t x = 0; x < g->head_off[g->na]; x++)
+		if (!entered || entered_node(entered, g->head_adj[x]))
+			count_edge(cp, g->head_adj[x]);
 	/* the tail's rows in order, the targets' counts asked for AHEAD
 	 * edges ahead of their use (ring: the targets in between) */
 	uint32_t ring[RING];
 	size_t head = 0, count = 0;
-	const struct hs_edgerow_index *ix = g->tail_index;
-	uint32_t na = g->na;
-	uint32_t start = cp->klo < cp->khi ? hs_edgerow_start(ix, cp->klo) : 0;
-	for (uint32_t k = cp->klo; k < cp->khi; k++) {
-		uint32_t end = hs_edgerow_start(ix, k + 1);
-		struct hs_edges it = {g->tail_rows + start, g->tail_rows + end, k};
-		start = end;
-		if (!num[k + na])
-			continue;  /* not reached: its edges are no one's */
+	uint32_t na = g->na, nt = g->n - na;
+	const uint8_t *p = g->tail_rows + (nt ? hs_edgerow_start(g->tail_index, 0) : 0);
+	for (uint32_t k = 0; k < nt; k++) {
+		struct hs_edges it = {p, g->tail_rows + hs_edgerow_start(g->tail_index, k + 1), k};
+		p = it.end;
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
 			uint32_t y = (e & HS_EDGEROW_ID_MASK) + na;
-			if (!entered_node(cp->entered, y))
+			if (entered && !entered_node(entered, y))
 				continue;
 			__builtin_prefetch(&cp->c8[y], 1);
 			ring[(head + count++) % RING] = y;
@@ -292,54 +293,47 @@ static inline uint32_t unzigzag(uint32_t prev, uint32_t z)
 	return (uint32_t)(prev + hs_unzigzag(z));
 }
 
-/* The lengths of the predecessor lists, by count_pass: roff[k] for row k
- * (the k-th entered node by number, whose nodes by number the stream vs
- * gives), and *m their sum.  False when memory ran out (roff untouched):
- * pred_pass counts them then. */
-static bool count_lengths(const struct hs_domgraph *g, const uint32_t *num,
-			  const uint64_t *entered, uint32_t nr,
-			  const struct ustream *vs, bool two, uint32_t *roff,
-			  uint64_t *m)
+/* The lengths of the predecessor lists, from count_pass's counts (done):
+ * roff[k] for row k (the k-th entered node by number, whose nodes by
+ * number the stream vs gives), and *m their sum.  False when memory ran
+ * out (roff untouched): pred_pass counts them then. */
+static bool count_lengths(const struct hs_domgraph *g, struct count_part *cp,
+			  const uint32_t *num, const uint64_t *entered, uint32_t nr,
+			  const struct ustream *vs, uint32_t *roff, uint64_t *m)
 {
-	uint32_t n = g->n, nt = g->n - g->na;
-	struct count_part cp[2] = {
-		{.g = g, .num = num, .entered = entered, .head = true, .klo = 0, .khi = nt},
-	};
-	unsigned nparts = 1;
-	if (two) {
-		/* each part half the tail's rows, a byte per node of its own */
-		cp[1] = cp[0];
-		cp[1].head = false;
-		cp[0].khi = cp[1].klo = nt / 2;
-		nparts = 2;
+	if (cp->nomem || !cp->c8)
+		return false;
+	/* the edges out of the nodes not reached are no one's (only the
+	 * entered nodes' counts are read) */
+	for (uint32_t v = 0; v < g->na; v++)
+		if (!num[v])
+			for (uint32_t x = g->head_off[v]; x < g->head_off[v + 1]; x++)
+				if (entered_node(entered, g->head_adj[x]))
+					uncount_edge(cp, g->head_adj[x]);
+	uint32_t na = g->na;
+	for (uint32_t k = 0; k < g->n - na; k++) {
+		if (num[k + na])
+			continue;
+		struct hs_edges it = hs_edgerow(g->tail_rows, g->tail_index, k);
+		uint32_t e;
+		while (hs_edges_next(&it, &e))
+			if (entered_node(entered, (e & HS_EDGEROW_ID_MASK) + na))
+				uncount_edge(cp, (e & HS_EDGEROW_ID_MASK) + na);
 	}
-	bool ok = true;
-	for (unsigned i = 0; i < nparts; i++)
-		ok &= (cp[i].c8 = calloc((size_t)n + 1, 1)) != NULL;
-	if (ok) {
-		hs_run_parts(cp, sizeof(*cp), nparts, count_pass);
-		ok = !cp[0].nomem && !cp[1].nomem;
+	const uint8_t *p = vs->b;
+	uint64_t sum = 0;
+	for (uint32_t i = 1, v = 0, k = 0; i <= nr; i++) {
+		v = unzigzag(v, ustream_get(&p));
+		if (!entered_node(entered, v))
+			continue;
+		uint32_t c = count_of(cp, v);
+		/* less the tree edge (the entry has none) */
+		c -= i != 1 && c;
+		roff[k++] = c;
+		sum += c;
 	}
-	if (ok) {
-		const uint8_t *p = vs->b;
-		uint64_t sum = 0;
-		for (uint32_t i = 1, v = 0, k = 0; i <= nr; i++) {
-			v = unzigzag(v, ustream_get(&p));
-			if (!entered_node(entered, v))
-				continue;
-			uint32_t c = count_of(&cp[0], v) + (nparts > 1 ? count_of(&cp[1], v) : 0);
-			/* less the tree edge (the entry has none) */
-			c -= i != 1 && c;
-			roff[k++] = c;
-			sum += c;
-		}
-		*m = sum;
-	}
-	for (unsigned i = 0; i < 2; i++) {
-		free(cp[i].c8);
-		count_map_free(&cp[i].over);
-	}
-	return ok;
+	*m = sum;
+	return true;
 }
 
 /* The varint that ends at b + *end, read backwards: only a varint's last
@@ -502,6 +496,8 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	uint64_t total = 3 * (uint64_t)n;
 	struct hs_error *err = &hs_error_nomem;
 	struct hs_domtree *t = calloc(1, sizeof(*t));
+	struct count_part cp = {0};
+	struct hs_task count_task = {0};
 	/* DFS numbers are 1-based; 0 means "not reached" */
 	uint32_t *num = calloc((size_t)n + 1, sizeof(uint32_t));
 	uint32_t *vertex = NULL;
@@ -550,6 +546,13 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 *    just before the number is written over it.
 	 * The preorder is the same as a plain DFS's. */
 	uint32_t nt = n - g->na;  /* nodes of the tail part */
+	/* the lists' lengths counted meanwhile (count_pass), with two
+	 * threads; with one, after the search */
+	bool two = g->nthreads >= 2 && nt >= 2;
+	cp.g = g;
+	cp.c8 = calloc((size_t)n + 1, 1);
+	if (two && cp.c8)
+		hs_task_start(&count_task, count_pass, &cp);
 	uint64_t *seen = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *leaf = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *one = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
@@ -698,9 +701,16 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	roff = calloc((size_t)np + 2, sizeof(uint32_t));
 	if (!roff)
 		goto out;
-	bool two = g->nthreads >= 2 && nt >= 2;
 	uint64_t m = 0;
-	bool counted = count_lengths(g, num, entered, nr, &vs, two, roff, &m);
+	hs_task_join(&count_task);
+	if (!two && cp.c8) {
+		cp.entered = entered;
+		count_pass(&cp);
+	}
+	bool counted = count_lengths(g, &cp, num, entered, nr, &vs, roff, &m);
+	free(cp.c8);
+	count_map_free(&cp.over);
+	cp = (struct count_part){0};
 	struct pred_part parts[2] = {
 		{.g = g, .num = num, .parent = parent, .into = &into, .mine = entered,
 		 .cnt = roff},
@@ -984,6 +994,9 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	}
 	err = NULL;
 out:
+	hs_task_join(&count_task);
+	free(cp.c8);
+	count_map_free(&cp.over);
 	if (g->log)
 		hs_log_progress_end(g->log);
 	free(num);

@@ -1,8 +1,6 @@
 /* Running one function over a few parts at once: see src/parallel.h. */
 #include "src/parallel.h"
 
-#include <pthread.h>
-#include <stdbool.h>
 
 void hs_run_parts(void *parts, size_t size, unsigned n, void *(*fn)(void *))
 {
@@ -19,4 +17,18 @@ void hs_run_parts(void *parts, size_t size, unsigned n, void *(*fn)(void *))
 		else
 			fn(p + t * size);
 	}
+}
+
+void hs_task_start(struct hs_task *t, void *(*fn)(void *), void *arg)
+{
+	t->running = pthread_create(&t->tid, NULL, fn, arg) == 0;
+	if (!t->running)
+		fn(arg);
+}
+
+void hs_task_join(struct hs_task *t)
+{
+	if (t->running)
+		pthread_join(t->tid, NULL);
+	t->running = false;
 }

@@ -2,6 +2,8 @@
 #ifndef HS_PARALLEL_H
 #define HS_PARALLEL_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 enum { HS_PARTS_MAX = 16 };
@@ -12,5 +14,15 @@ enum { HS_PARTS_MAX = 16 };
  * could not start, or past HS_PARTS_MAX) runs on the caller's too, after
  * part 0.  Returns when every part is done. */
 void hs_run_parts(void *parts, size_t size, unsigned n, void *(*fn)(void *));
+
+/* fn(arg) on a thread of its own while the caller goes on (hs_task_start),
+ * until hs_task_join; when no thread can start, hs_task_start runs fn
+ * itself before it returns. */
+struct hs_task {
+	pthread_t tid;
+	bool running;
+};
+void hs_task_start(struct hs_task *t, void *(*fn)(void *), void *arg);
+void hs_task_join(struct hs_task *t);
 
 #endif

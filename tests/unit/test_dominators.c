@@ -201,14 +201,18 @@ out:
 
 /* Graphs whose lengths of predecessor lists were counted again (a row
  * named a target twice), and not; graphs with a node of 256 or more
- * predecessors (the fast count's bytes overflow). */
-static unsigned recounts_seen[2], hubs_seen;
+ * predecessors (the fast count's bytes overflow); of those, graphs where
+ * 256 or more come from nodes not reached (their edges are counted, then
+ * taken back out). */
+static unsigned recounts_seen[2], hubs_seen, hubs_cut_seen;
 
 /* A random graph of n nodes and m edges, nodes [split, n) in the tail
  * block, weights << shift.  hub: half the edges go to node hub - 1 (0:
- * none).  unique: no row names a target twice, as in a heap's graph. */
+ * none).  unique: no row names a target twice, as in a heap's graph.
+ * cut: no edge goes into the last cut nodes (not reached, unless
+ * split is past them). */
 static void random_graph_x(uint32_t n, uint32_t m, uint32_t split, unsigned shift,
-			   uint32_t hub, bool unique)
+			   uint32_t hub, bool unique, uint32_t cut)
 {
 	uint32_t *off = calloc(n + 1, sizeof(uint32_t));
 	uint32_t *adj = malloc((m ? m : 1) * sizeof(uint32_t));
@@ -225,7 +229,8 @@ static void random_graph_x(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 	/* nodes of the tail block point only into the tail block */
 	for (uint32_t i = 0; i < m; i++) {
 		uint32_t lo = src[i] >= split ? split : 0;
-		adj[fill[src[i]]++] = hub && hub - 1 >= lo && rnd(2) ? hub - 1 : lo + rnd(n - lo);
+		adj[fill[src[i]]++] = hub && hub - 1 >= lo && rnd(2) ? hub - 1 :
+				      lo + rnd(n - cut - lo);
 	}
 	/* each row sorted; with unique, each target once (m shrinks) */
 	bool twins = false;
@@ -283,10 +288,13 @@ static void random_graph_x(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 	       "target twice", n, m);
 	recounts_seen[t->recounted]++;
 	if (hub) {
-		uint32_t into = 0;
-		for (uint32_t k = 0; k < m; k++)
+		uint32_t into = 0, cut_into = 0;
+		for (uint32_t k = 0; k < m; k++) {
 			into += adj[k] == hub - 1;
+			cut_into += adj[k] == hub - 1 && k >= off[n - cut];
+		}
 		hubs_seen += into >= 256;
+		hubs_cut_seen += cut_into >= 256 && !t->recounted;
 	}
 
 	/* naive: dom(v) = nodes that disappear when v is removed */
@@ -401,7 +409,7 @@ out:
 
 static void random_graph_w(uint32_t n, uint32_t m, uint32_t split, unsigned shift)
 {
-	random_graph_x(n, m, split, shift, 0, rnd(2));
+	random_graph_x(n, m, split, shift, 0, rnd(2), 0);
 }
 
 static void random_graph(uint32_t n, uint32_t m, uint32_t split)
@@ -612,11 +620,19 @@ int main(void)
 		uint32_t n = 300 + rnd(100);
 		uint32_t split = i % 2 ? 1 + rnd(4) : n - 20;
 		uint32_t hub = i % 2 ? split + rnd(n - split) : rnd(split);
-		random_graph_x(n, 6 * n, split, 0, hub + 1, rnd(2));
+		random_graph_x(n, 6 * n, split, 0, hub + 1, rnd(2), 0);
 	}
-	CHECKF(recounts_seen[0] > 200 && recounts_seen[1] > 50 && hubs_seen >= 16,
+	/* the same in the tail block, hundreds of its predecessors among
+	 * the last 300 to 350 nodes, which no edge enters */
+	for (int i = 0; i < 12; i++) {
+		uint32_t n = 700 + rnd(100), cut = 300 + rnd(50);
+		random_graph_x(n, 6 * n, 1 + rnd(4), 0, 10 + rnd(n - cut - 10), true, cut);
+	}
+	CHECKF(recounts_seen[0] > 200 && recounts_seen[1] > 50 && hubs_seen >= 16 &&
+	       hubs_cut_seen >= 6,
 	       "lengths counted again in %u graphs, once in %u; %u graphs with a node "
-	       "of 256 predecessors or more", recounts_seen[1], recounts_seen[0], hubs_seen);
+	       "of 256 predecessors or more, %u of them from nodes not reached",
+	       recounts_seen[1], recounts_seen[0], hubs_seen, hubs_cut_seen);
 #ifdef FAIL_ALLOCS
 	failing_allocations(20000, 1);
 	/* sums that do not fit beside the counts: the second array */
