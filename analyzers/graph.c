@@ -204,7 +204,8 @@ struct part {
 	uint64_t words;
 	bool nomem;
 	uint64_t unreadable;    /* sources not (wholly) in the core */
-	struct hs_log *log;     /* progress, from the first part only */
+	struct hs_log *log;     /* progress, from the caller's thread only */
+	uint64_t *done;         /* blocks scanned by all parts (progress) */
 	struct hs_offstats stats;       /* interior pointers, for learning */
 	bool learn;
 	/* learning: the rows with an interior edge (shared: a row's bit is
@@ -362,6 +363,38 @@ static void *held_pass(void *arg)
 	return NULL;
 }
 
+static void *scan_part(void *arg);
+
+/* The parts are more than the threads (about equal bytes are not about
+ * equal work: a part of many pointers takes longer), and each thread
+ * takes the next part not taken until none is left: scan_part, or with
+ * held set, held_pass into the thread's own bits. */
+struct worker {
+	struct part *parts;
+	unsigned nparts;
+	unsigned *next;         /* the next part to take, shared */
+	struct hs_log *log;     /* the caller's thread's (progress) */
+	uint64_t *held;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	for (;;) {
+		unsigned i = __atomic_fetch_add(w->next, 1, __ATOMIC_RELAXED);
+		if (i >= w->nparts)
+			return NULL;
+		struct part *p = &w->parts[i];
+		if (w->held) {
+			p->held = w->held;
+			held_pass(p);
+		} else {
+			p->log = w->log;
+			scan_part(p);
+		}
+	}
+}
+
 static void *scan_part(void *arg)
 {
 	struct part *p = arg;
@@ -375,9 +408,14 @@ static void *scan_part(void *arg)
 	struct hs_core_near near = {0};  /* (the blocks in address order) */
 	for (uint32_t src = p->from; src < p->to; src++) {
 		const struct hs_alloc *a = &allocs[src];
-		if (p->log && !((src - p->from) & 0xffff))
-			hs_log_progress(p->log, "scanning for pointers", "blocks",
-					src - p->from, p->to - p->from);
+		if (!((src - p->from) & 0xfff)) {
+			uint64_t done = src > p->from ?
+					__atomic_add_fetch(p->done, 0x1000, __ATOMIC_RELAXED) :
+					__atomic_load_n(p->done, __ATOMIC_RELAXED);
+			if (p->log)
+				hs_log_progress(p->log, "scanning for pointers", "blocks",
+						done, p->g->n);
+		}
 		if (!hs_alloc_in_graph(a))
 			continue;
 		struct hs_py_skip skip = hs_graph_skip(g, src);
@@ -540,22 +578,27 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		nthreads = HS_PARTS_MAX;
 	if (g->n < 4096)
 		nthreads = 1;
-	/* split the sources into parts of about equal bytes */
+	/* split the sources into parts of about equal bytes, a few a
+	 * thread (struct worker) */
+	enum { PARTS_PER_THREAD = 4 };
+	unsigned nparts = nthreads == 1 ? 1 :
+			  nthreads * PARTS_PER_THREAD < HS_PARTS_MAX ?
+			  nthreads * PARTS_PER_THREAD : HS_PARTS_MAX;
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < g->n; i++)
 		total += heap->allocs[i].size;
 	struct part parts[HS_PARTS_MAX];
 	memset(parts, 0, sizeof(parts));
 	uint32_t cur = 0;
-	uint64_t acc = 0;
-	for (unsigned t = 0; t < nthreads; t++) {
+	uint64_t acc = 0, done = 0;
+	for (unsigned t = 0; t < nparts; t++) {
 		parts[t].core = core;
 		parts[t].g = g;
 		parts[t].from = cur;
-		parts[t].log = t == 0 ? log : NULL;
+		parts[t].done = &done;
 		parts[t].learn = g->rules && (g->rules->enabled & 1u << HS_RULE_LEARNED);
-		uint64_t goal = total / nthreads * (t + 1);
-		while (cur < g->n && (t == nthreads - 1 || acc < goal))
+		uint64_t goal = total / nparts * (t + 1);
+		while (cur < g->n && (t == nparts - 1 || acc < goal))
 			acc += heap->allocs[cur++].size;
 		parts[t].to = cur;
 		/* counts land directly in starts[from + 1 ..] */
@@ -566,14 +609,18 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 			err = &hs_error_nomem;
 			goto fail;
 		}
-		for (unsigned t = 0; t < nthreads; t++)
+		for (unsigned t = 0; t < nparts; t++)
 			parts[t].interior_rows = interior_rows;
 	}
-	hs_run_parts(parts, sizeof(*parts), nthreads, scan_part);
+	unsigned next = 0;
+	struct worker workers[HS_PARTS_MAX];
+	for (unsigned t = 0; t < nthreads; t++)
+		workers[t] = (struct worker){parts, nparts, &next, t == 0 ? log : NULL, NULL};
+	hs_run_parts(workers, sizeof(*workers), nthreads, work);
 	hs_log_progress_end(log);
 	uint64_t nedges = 0, nbytes = 0, unreadable = 0;
 	bool nomem = false;
-	for (unsigned t = 0; t < nthreads; t++) {
+	for (unsigned t = 0; t < nparts; t++) {
 		nedges += parts[t].total;
 		nbytes += parts[t].nbytes;
 		free(parts[t].edges);
@@ -586,31 +633,30 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		/* the blocks a start pointer (or a rule's) from another block
 		 * holds: learning is about the others */
 		for (unsigned t = 0; t < nthreads && !nomem; t++)
-			nomem = !(parts[t].held = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)));
+			nomem = !(workers[t].held = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)));
 		if (!nomem) {
-			hs_run_parts(parts, sizeof(*parts), nthreads, held_pass);
-			uint64_t *held = parts[0].held;
+			next = 0;
+			hs_run_parts(workers, sizeof(*workers), nthreads, work);
+			uint64_t *held = workers[0].held;
+			for (unsigned t = 1; t < nthreads; t++)
+				for (size_t x = 0; x < (size_t)g->n / 64 + 1; x++)
+					held[x] |= workers[t].held[x];
 			struct hs_offstats stats[HS_PARTS_MAX];
-			for (unsigned t = 0; t < nthreads; t++) {
+			for (unsigned t = 0; t < nparts; t++)
 				stats[t] = parts[t].stats;
-				for (size_t x = 0; t && x < (size_t)g->n / 64 + 1; x++)
-					held[x] |= parts[t].held[x];
-			}
-			err = hs_rules_learn(rules, stats, nthreads, held);
+			err = hs_rules_learn(rules, stats, nparts, held);
 			nomem = err != NULL;
 		}
 	}
-	for (unsigned t = 0; t < nthreads; t++) {
-		free(parts[t].held);
-		parts[t].held = NULL;
-	}
 	for (unsigned t = 0; t < nthreads; t++)
+		free(workers[t].held);
+	for (unsigned t = 0; t < nparts; t++)
 		hs_offstats_free(&parts[t].stats);
 	if (nomem || nbytes >= UINT32_MAX) {
 		err = nomem ? &hs_error_nomem :
 			hs_error_create(HS_ERR_UNSUPPORTED, "too many pointers (%llu)",
 					(unsigned long long)nedges);
-		for (unsigned t = 0; t < nthreads; t++)
+		for (unsigned t = 0; t < nparts; t++)
 			free(parts[t].rows);
 		goto fail;
 	}
@@ -618,13 +664,13 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	 * bytes a decoder may read past a row's last edge) */
 	g->rows = realloc(parts[0].rows, nbytes + HS_EDGEROW_MAX);
 	if (!g->rows) {
-		for (unsigned t = 0; t < nthreads; t++)
+		for (unsigned t = 0; t < nparts; t++)
 			free(parts[t].rows);
 		err = &hs_error_nomem;
 		goto fail;
 	}
 	size_t at = parts[0].nbytes;
-	for (unsigned t = 1; t < nthreads; t++) {
+	for (unsigned t = 1; t < nparts; t++) {
 		if (parts[t].nbytes)
 			memcpy(g->rows + at, parts[t].rows, parts[t].nbytes);
 		at += parts[t].nbytes;

@@ -10,7 +10,8 @@ of tests/fixtures/perf_ref.c (a random pointer chase, a sort, a sequential
 scan: the kinds of work the phases do), run three times around them. A phase
 whose ratio is more than twice the baseline's (tests/perf-baseline.json)
 fails (after three more runs, the best of all six). Phases whose baseline ratio is under 0.02 are shown, not judged: their
-times are within the clock's and the scheduler's noise.
+times are within the clock's and the scheduler's noise.  On the same core,
+`leaks` and `top` must print the same JSON with 1, 2, 3 and 5 threads.
 
   HS_PERF_UPDATE=1  write the baseline from this run (on a quiet machine;
                     commit it with the change that moved it)
@@ -55,6 +56,22 @@ def phases(core):
     return {k: float(v) for k, v in re.findall(r"(\w+) ([0-9.]+)s", m.group(1))}
 
 
+def same_with_threads(core):
+    """The work is split among the threads (the scan's parts, the
+    dominators' passes) but the output is the same with any number."""
+    for cmd in ("leaks", "top"):
+        outs = {}
+        for t in (1, 2, 3, 5):
+            r = hstest.run([hstest.HEAPSIFT, cmd, core, "--threads", str(t),
+                            "--format", "json"], timeout=hstest.HEAPSIFT_TIMEOUT)
+            R.check("%s --threads %d: exit 0" % (cmd, t), r.rc == 0, r.err[-400:])
+            outs[t] = r.out
+        for t in (2, 3, 5):
+            R.check("%s --threads %d: the same JSON as with one thread" % (cmd, t),
+                    outs[t] == outs[1] and len(outs[1]) > 1000,
+                    "%d bytes against %d" % (len(outs[t]), len(outs[1])))
+
+
 def main():
     snap = hstest.take_core("bench_heap", name="perf_bench", args=(BLOCKS, 1))
     update = os.environ.get("HS_PERF_UPDATE") == "1"
@@ -82,6 +99,8 @@ def main():
         # a busy moment slows one run: three more, the best of all six
         print("over the limit: %s; measuring again" % ", ".join(slow(ratios)))
         ref, best, ratios = measure()
+    if not update:
+        same_with_threads(snap.core)
     hstest.remove_cores("perf_bench")
 
     if update:
