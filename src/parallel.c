@@ -1,6 +1,6 @@
-/* Running one function over a few parts at once: see src/parallel.h. */
+/* Running one function over a few parts at once, or one beside the caller:
+ * see src/parallel.h. */
 #include "src/parallel.h"
-
 
 void hs_run_parts(void *parts, size_t size, unsigned n, void *(*fn)(void *))
 {

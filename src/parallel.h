@@ -1,4 +1,5 @@
-/* Running one function over a few parts of a job at once. */
+/* Running one function over a few parts of a job at once, or one function
+ * beside the caller. */
 #ifndef HS_PARALLEL_H
 #define HS_PARALLEL_H
 
