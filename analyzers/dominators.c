@@ -547,11 +547,10 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * The preorder is the same as a plain DFS's. */
 	uint32_t nt = n - g->na;  /* nodes of the tail part */
 	/* the lists' lengths counted meanwhile (count_pass), with two
-	 * threads; with one, after the search */
+	 * threads; with one, after the search (its bytes then too) */
 	bool two = g->nthreads >= 2 && nt >= 2;
 	cp.g = g;
-	cp.c8 = calloc((size_t)n + 1, 1);
-	if (two && cp.c8)
+	if (two && (cp.c8 = calloc((size_t)n + 1, 1)))
 		hs_task_start(&count_task, count_pass, &cp);
 	uint64_t *seen = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *leaf = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
@@ -703,7 +702,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	uint64_t m = 0;
 	hs_task_join(&count_task);
-	if (!two && cp.c8) {
+	if (!two && (cp.c8 = calloc((size_t)n + 1, 1))) {
 		cp.entered = entered;
 		count_pass(&cp);
 	}
