@@ -260,27 +260,40 @@ struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep
 	const struct hs_domtree *t = r->tree;
 	memset(ret, 0, sizeof(*ret));
 	ret->keep = keep;
-	/* first which nodes are heavy (a bit each), and which inner nodes
-	 * have a heavy child; then those children, by rank.  The nodes in
-	 * order, their dominators scattered: what the next ones need is
-	 * asked for ahead */
-	uint64_t *heavy = calloc((size_t)t->n / 64 + 1, sizeof(uint64_t));
-	struct hs_error *err = heavy ? hs_rankset_init(&ret->has, (size_t)t->inner.count + 1)
-				     : &hs_error_nomem;
+	/* one pass over the nodes: each heavy child is filed under its
+	 * dominator's rank in tree->inner (the first, the lowest node, where
+	 * several retain nothing), and that rank set in `has`; then the
+	 * children are packed by rank in `has`.  The nodes come in order,
+	 * their dominators scattered: a dominator's word of the inner set
+	 * is asked for 2 * AHEAD nodes ahead, and AHEAD ahead, its rank read
+	 * from it, what that rank indexes */
+	uint32_t ninner = t->inner.count;
+	uint32_t *by_inner = malloc(((size_t)ninner + 1) * sizeof(uint32_t));
+	struct hs_error *err = by_inner ? hs_rankset_init(&ret->has, (size_t)ninner + 1)
+					: &hs_error_nomem;
 	if (err)
 		goto fail;
+	memset(by_inner, 0xff, ((size_t)ninner + 1) * sizeof(uint32_t));
 	enum { AHEAD = 16 };
 	for (uint32_t v = 1; v < t->n; v++) {
+		if (v + 2 * AHEAD < t->n && t->idom[v + 2 * AHEAD] != HS_DOM_NONE)
+			__builtin_prefetch(&t->inner.w[t->idom[v + 2 * AHEAD] / 32]);
 		if (v + AHEAD < t->n && t->idom[v + AHEAD] != HS_DOM_NONE) {
 			uint32_t k = hs_rankset_index(&t->inner, t->idom[v + AHEAD]);
-			if (k != HS_RANK_NONE)
+			if (k != HS_RANK_NONE) {
 				__builtin_prefetch(&t->inner_sum[k]);
+				__builtin_prefetch(&by_inner[k]);
+				__builtin_prefetch(&ret->has.w[k / 32]);
+			}
 		}
 		uint32_t p = t->idom[v];
 		if (p == HS_DOM_NONE || p == v || !is_heavy(t, v, p, keep))
 			continue;
-		heavy[v / 64] |= 1ull << (v % 64);
-		hs_rankset_add(&ret->has, hs_rankset_index(&t->inner, p));
+		/* (p dominates v: an inner node) */
+		uint32_t k = hs_rankset_index(&t->inner, p);
+		if (by_inner[k] == HS_DOM_NONE)
+			by_inner[k] = v;
+		hs_rankset_add(&ret->has, k);
 	}
 	hs_rankset_finish(&ret->has);
 	ret->child = malloc(((size_t)ret->has.count + 1) * sizeof(uint32_t));
@@ -288,21 +301,13 @@ struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep
 		err = &hs_error_nomem;
 		goto fail;
 	}
-	memset(ret->child, 0xff, ((size_t)ret->has.count + 1) * sizeof(uint32_t));
-	for (size_t x = 0; x < (size_t)t->n / 64 + 1; x++)
-		for (uint64_t b = heavy[x]; b; b &= b - 1) {
-			uint32_t v = (uint32_t)(x * 64) + (uint32_t)__builtin_ctzll(b);
-			uint32_t k = hs_rankset_index(&ret->has,
-						      hs_rankset_index(&t->inner, t->idom[v]));
-			/* several only when they all retain nothing: the
-			 * lowest */
-			if (ret->child[k] == HS_DOM_NONE)
-				ret->child[k] = v;
-		}
-	free(heavy);
+	for (uint32_t k = 0, c = 0; k < ninner; k++)
+		if (by_inner[k] != HS_DOM_NONE)
+			ret->child[c++] = by_inner[k];
+	free(by_inner);
 	return NULL;
 fail:
-	free(heavy);
+	free(by_inner);
 	hs_retain_heavy_fini(ret);
 	return err;
 }

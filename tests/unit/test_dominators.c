@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyzers/dominators.h"
+#include "analyzers/retain.h"
 #include "analyzers/summary.h"
 #include "src/edgerow.h"
 #include "src/sort.h"
@@ -204,6 +205,35 @@ out:
  * predecessors (the fast count's bytes overflow); of those, graphs where
  * 256 or more come from nodes not reached (their edges are counted, then
  * taken back out). */
+static unsigned heavy_seen;
+
+/* hs_retain_heavy_children against its definition: a node's heavy child
+ * is the lowest child of it in the tree (checked above) that retains at
+ * least `keep` of what the node retains. */
+static void heavy_check(struct hs_domtree *t, uint32_t n, double keep)
+{
+	struct hs_retain r = {.tree = t};
+	struct hs_heavy h;
+	struct hs_error *err = hs_retain_heavy_children(&r, keep, &h);
+	CHECKF(!err, "heavy children: %s", err ? err->message : "");
+	if (err)
+		return;
+	for (uint32_t p = 0; p < n; p++) {
+		uint32_t want = HS_DOM_NONE;
+		for (uint32_t v = 1; v < n && want == HS_DOM_NONE; v++)
+			if (t->idom[v] == p && v != p &&
+			    (double)hs_domtree_retained(t, v) >= keep * (double)hs_domtree_retained(t, p))
+				want = v;
+		uint32_t k = hs_rankset_index(&t->inner, p), got = HS_DOM_NONE;
+		if (k != HS_RANK_NONE && (k = hs_rankset_index(&h.has, k)) != HS_RANK_NONE)
+			got = h.child[k];
+		CHECKF(got == want, "n=%u keep %.2f: heavy child of %u is %u, expected %u",
+		       n, keep, p, got, want);
+		heavy_seen += want != HS_DOM_NONE;
+	}
+	hs_retain_heavy_fini(&h);
+}
+
 static unsigned recounts_seen[2], hubs_seen, hubs_cut_seen;
 
 /* A random graph of n nodes and m edges, nodes [split, n) in the tail
@@ -371,6 +401,7 @@ static void random_graph_x(uint32_t n, uint32_t m, uint32_t split, unsigned shif
 		      (unsigned long long)sum, cnt);
 	}
 	root_map_check(t, 1 + rnd(n));
+	heavy_check(t, n, rnd(2) ? 0.7 : 0.55 + rnd(40) / 100.0);
 	if (t->order) {
 		/* the order: each reached node once, after its dominator */
 		char *placed = calloc(n, 1);
@@ -633,6 +664,7 @@ int main(void)
 	       "lengths counted again in %u graphs, once in %u; %u graphs with a node "
 	       "of 256 predecessors or more, %u of them from nodes not reached",
 	       recounts_seen[1], recounts_seen[0], hubs_seen, hubs_cut_seen);
+	CHECKF(heavy_seen > 1000, "only %u heavy children", heavy_seen);
 #ifdef FAIL_ALLOCS
 	failing_allocations(20000, 1);
 	/* sums that do not fit beside the counts: the second array */
