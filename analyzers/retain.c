@@ -260,20 +260,17 @@ struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep
 	const struct hs_domtree *t = r->tree;
 	memset(ret, 0, sizeof(*ret));
 	ret->keep = keep;
-	/* one pass over the nodes: each heavy child is filed under its
-	 * dominator's rank in tree->inner (the first, the lowest node, where
-	 * several retain nothing), and that rank set in `has`; then the
-	 * children are packed by rank in `has`.  The nodes come in order,
-	 * their dominators scattered: a dominator's word of the inner set
-	 * is asked for 2 * AHEAD nodes ahead, and AHEAD ahead, its rank read
-	 * from it, what that rank indexes */
-	uint32_t ninner = t->inner.count;
-	uint32_t *by_inner = malloc(((size_t)ninner + 1) * sizeof(uint32_t));
-	struct hs_error *err = by_inner ? hs_rankset_init(&ret->has, (size_t)ninner + 1)
-					: &hs_error_nomem;
+	/* first which nodes are heavy (a bit each), and which inner nodes
+	 * have a heavy child; then those children, by rank.  Each pass takes
+	 * the nodes in order, their dominators scattered: the words and
+	 * slots a dominator's ranks lead to are asked for in stages (2 * AHEAD
+	 * and AHEAD nodes ahead in the first pass, AHEAD and AHEAD / 2 in the
+	 * second), each stage reading what the one before asked for */
+	uint64_t *heavy = calloc((size_t)t->n / 64 + 1, sizeof(uint64_t));
+	struct hs_error *err = heavy ? hs_rankset_init(&ret->has, (size_t)t->inner.count + 1)
+				     : &hs_error_nomem;
 	if (err)
 		goto fail;
-	memset(by_inner, 0xff, ((size_t)ninner + 1) * sizeof(uint32_t));
 	enum { AHEAD = 16 };
 	for (uint32_t v = 1; v < t->n; v++) {
 		if (v + 2 * AHEAD < t->n && t->idom[v + 2 * AHEAD] != HS_DOM_NONE)
@@ -282,18 +279,15 @@ struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep
 			uint32_t k = hs_rankset_index(&t->inner, t->idom[v + AHEAD]);
 			if (k != HS_RANK_NONE) {
 				__builtin_prefetch(&t->inner_sum[k]);
-				__builtin_prefetch(&by_inner[k]);
 				__builtin_prefetch(&ret->has.w[k / 32]);
 			}
 		}
 		uint32_t p = t->idom[v];
 		if (p == HS_DOM_NONE || p == v || !is_heavy(t, v, p, keep))
 			continue;
+		heavy[v / 64] |= 1ull << (v % 64);
 		/* (p dominates v: an inner node) */
-		uint32_t k = hs_rankset_index(&t->inner, p);
-		if (by_inner[k] == HS_DOM_NONE)
-			by_inner[k] = v;
-		hs_rankset_add(&ret->has, k);
+		hs_rankset_add(&ret->has, hs_rankset_index(&t->inner, p));
 	}
 	hs_rankset_finish(&ret->has);
 	ret->child = malloc(((size_t)ret->has.count + 1) * sizeof(uint32_t));
@@ -301,13 +295,47 @@ struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep
 		err = &hs_error_nomem;
 		goto fail;
 	}
-	for (uint32_t k = 0, c = 0; k < ninner; k++)
-		if (by_inner[k] != HS_DOM_NONE)
-			ret->child[c++] = by_inner[k];
-	free(by_inner);
+	memset(ret->child, 0xff, ((size_t)ret->has.count + 1) * sizeof(uint32_t));
+	/* the heavy nodes, taken from the bits into a ring as they come */
+	enum { RING = 2 * AHEAD };
+	uint32_t ring[RING];
+	size_t head = 0, count = 0, x = 0, nx = (size_t)t->n / 64 + 1;
+	uint64_t b = heavy[0];
+	for (;;) {
+		while (count < RING) {
+			while (!b && ++x < nx)
+				b = heavy[x];
+			if (!b)
+				break;
+			uint32_t v = (uint32_t)(x * 64) + (uint32_t)__builtin_ctzll(b);
+			b &= b - 1;
+			ring[(head + count++) % RING] = v;
+			__builtin_prefetch(&t->inner.w[t->idom[v] / 32]);
+		}
+		if (!count)
+			break;
+		if (count > AHEAD) {
+			uint32_t k = hs_rankset_index(&t->inner,
+						      t->idom[ring[(head + AHEAD) % RING]]);
+			__builtin_prefetch(&ret->has.w[k / 32]);
+		}
+		if (count > AHEAD / 2) {
+			uint32_t k = hs_rankset_index(&ret->has, hs_rankset_index(
+				&t->inner, t->idom[ring[(head + AHEAD / 2) % RING]]));
+			__builtin_prefetch(&ret->child[k]);
+		}
+		uint32_t v = ring[head];
+		head = (head + 1) % RING;
+		count--;
+		uint32_t k = hs_rankset_index(&ret->has, hs_rankset_index(&t->inner, t->idom[v]));
+		/* several only when they all retain nothing: the lowest */
+		if (ret->child[k] == HS_DOM_NONE)
+			ret->child[k] = v;
+	}
+	free(heavy);
 	return NULL;
 fail:
-	free(by_inner);
+	free(heavy);
 	hs_retain_heavy_fini(ret);
 	return err;
 }

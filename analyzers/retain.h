@@ -108,10 +108,9 @@ size_t hs_retain_top(const struct hs_retain *r, size_t n, uint32_t *out);
 /* For each node of the tree that has one, its heavy child: the dominated
  * child that keeps at least `keep` (0.7) of the node's retained size.
  * With keep above 0.5 a node has at most one, its largest child (of
- * children that all retain nothing, the lowest node).  One pass over
- * the tree, with 4 bytes per inner node while it runs; kept, 4 bytes per
- * node with a heavy child and a bit per inner node.  For
- * hs_retain_accumulation: a largest child that
+ * children that all retain nothing, the lowest node).  Two passes over
+ * the tree; 4 bytes per node with a heavy child, and a bit per inner
+ * node and per node.  For hs_retain_accumulation: a largest child that
  * is not heavy ends the walk anyway. */
 struct hs_heavy {
 	double keep;
