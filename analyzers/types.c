@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/hashtab.h"
+#include "src/parallel.h"
 #include "src/rankset.h"
 #include "src/vector.h"
 
@@ -956,6 +958,31 @@ struct infer {
 	uint64_t **pmask;
 	size_t npmask;
 	uint64_t irregular;     /* its address marks an irregular type */
+	unsigned nthreads;
+};
+
+/* The solver's first pass over blocks [from, to) (struct infer's j):
+ * each block's candidates by the block alone, into the part's own
+ * candidates and word codes (cfirst[j] and wfirst[j] index them), with
+ * its own share of the word budget.  With two threads, each part takes
+ * about half of the work, and the second part's arrays then go after
+ * the first's (local_merge).  The classes are all made before: the
+ * parts only read them, and the types they name. */
+struct local_part {
+	struct infer *in;
+	const struct infer_class *classes;
+	const uint32_t *cls;    /* per block: its class, in classes */
+	size_t from, to;
+	uint32_t *cand;
+	uint8_t *alive;
+	size_t ncand, capcand;
+	uint32_t *words;
+	size_t nwords, capwords, nwords_max;
+	uint64_t checks;
+	bool over;
+	struct hs_error *err;
+	uint64_t *done;         /* blocks of all parts (progress) */
+	struct hs_log *log;     /* the caller's thread's part only */
 };
 
 /* A word of a leaked block, as the solver sees it: a pointer into a
@@ -1114,30 +1141,31 @@ static const uint64_t *ptr_mask(struct infer *in, struct hs_dtype *d,
 /* Reads block j's words once (obj: the block in one piece of the core,
  * nw of them): bad, those into the heap's range that are no used block
  * but mapped memory; hit, those that point into a used block (masks of
- * MASK_WORDS).  Keeps their codes for the arc checks while the budget
- * lasts (in->wfirst[j]). */
-static void read_words(struct infer *in, size_t j, const uint8_t *obj, uint64_t nw,
+ * MASK_WORDS).  Keeps their codes for the arc checks while the part's
+ * budget lasts (in->wfirst[j], in the part's words). */
+static void read_words(struct local_part *lp, size_t j, const uint8_t *obj, uint64_t nw,
 		       uint64_t *bad, uint64_t *hit)
 {
+	struct infer *in = lp->in;
 	struct ctx *c = in->c;
 	const struct hs_graph *g = c->graph;
 	uint32_t *code = NULL;
 	in->wfirst[j] = NO_WORDS;
-	if (in->nwords + nw <= in->nwords_max) {
-		if (in->nwords + nw > in->capwords) {
-			size_t cap = in->capwords ? in->capwords : 4096;
-			while (cap < in->nwords + nw)
+	if (lp->nwords + nw <= lp->nwords_max) {
+		if (lp->nwords + nw > lp->capwords) {
+			size_t cap = lp->capwords ? lp->capwords : 4096;
+			while (cap < lp->nwords + nw)
 				cap *= 2;
-			uint32_t *v = realloc(in->words, cap * sizeof(*v));
+			uint32_t *v = realloc(lp->words, cap * sizeof(*v));
 			if (v) {
-				in->words = v;
-				in->capwords = cap;
+				lp->words = v;
+				lp->capwords = cap;
 			}
 		}
-		if (in->nwords + nw <= in->capwords) {
-			in->wfirst[j] = in->nwords;
-			code = in->words + in->nwords;
-			in->nwords += nw;
+		if (lp->nwords + nw <= lp->capwords) {
+			in->wfirst[j] = lp->nwords;
+			code = lp->words + lp->nwords;
+			lp->nwords += nw;
 		}
 	}
 	memset(bad, 0, MASK_WORDS * sizeof(uint64_t));
@@ -1411,81 +1439,206 @@ static struct hs_error *class_cands(struct infer *in, struct infer_class **class
 	return NULL;
 }
 
-static struct hs_error *infer_solve(struct infer *in)
+/* size -> class (infer_solve) */
+HS_HASH_MAP(class_map, uint32_t)
+
+/* One part of the first pass (struct local_part). */
+static void *local_run(void *arg)
 {
+	struct local_part *lp = arg;
+	struct infer *in = lp->in;
 	struct ctx *c = in->c;
-	struct hs_error *err = NULL;
-	struct infer_class *classes = NULL;
-	size_t nclasses = 0;
-	/* candidates per block, by the block alone */
-	for (size_t j = 0; j < in->n && !err && !in->over; j++) {
-		if (!(j & 0x3fff))
-			hs_log_progress(c->log, "inferring leaked blocks' types", "blocks",
-					j, in->n);
-		in->cfirst[j] = in->ncand;
+	for (size_t j = lp->from; j < lp->to && !lp->err && !lp->over; j++) {
+		if (!((j - lp->from) & 0x3fff)) {
+			uint64_t done = j > lp->from ?
+					__atomic_add_fetch(lp->done, 0x4000, __ATOMIC_RELAXED) :
+					__atomic_load_n(lp->done, __ATOMIC_RELAXED);
+			if (lp->log)
+				hs_log_progress(lp->log, "inferring leaked blocks' types",
+						"blocks", done, in->n);
+		}
+		in->cfirst[j] = lp->ncand;
 		uint32_t id = in->ids[j];
-		const struct infer_class *k;
-		if ((err = class_cands(in, &classes, &nclasses, c->heap->allocs[id].size, &k)))
-			break;
-		size_t start = in->ncand;
+		uint64_t size = c->heap->allocs[id].size;
+		const struct infer_class *k = &lp->classes[lp->cls[j]];
+		size_t start = lp->ncand;
 		bool own = false;
 		/* the block in one piece of the core (NULL: word by word) */
-		uint64_t size = c->heap->allocs[id].size;
 		const uint8_t *obj = hs_core_ptr(c->core, c->heap->allocs[id].addr, size);
 		uint64_t bad[MASK_WORDS], hit[MASK_WORDS];
 		bool masked = obj && k->n && size / 8 <= MASK_WORDS * 64 &&
 			      c->graph->n < WORD_INTERIOR;
-		size_t words_at = in->nwords;
+		size_t words_at = lp->nwords;
 		in->wfirst[j] = NO_WORDS;
 		if (masked)
-			read_words(in, j, obj, size / 8, bad, hit);
-		for (size_t i = 0; i < k->n && !err; i++) {
+			read_words(lp, j, obj, size / 8, bad, hit);
+		for (size_t i = 0; i < k->n; i++) {
 			bool ok;
-			if (++in->checks > in->max_checks) {
-				in->over = true;
+			if (++lp->checks > lp->in->max_checks) {
+				lp->over = true;
 				break;
 			}
 			if (masked && k->m[i].kind == MASK_PLAIN)
 				ok = local_ok_masked(&k->m[i], bad, hit);
 			else if (masked && k->m[i].kind == MASK_NEVER)
 				ok = false;
-			else if ((err = local_ok(c, id, k->v[i], obj, &ok)))
+			else if ((lp->err = local_ok(c, id, k->v[i], obj, &ok)))
 				break;
 			if (!ok)
 				continue;
-			if (in->ncand == in->capcand) {
-				size_t cap = in->capcand ? 2 * in->capcand : 1024;
-				uint32_t *v = realloc(in->cand, cap * sizeof(*v));
-				uint8_t *al = realloc(in->alive, cap);
+			if (lp->ncand == lp->capcand) {
+				size_t cap = lp->capcand ? 2 * lp->capcand : 1024;
+				uint32_t *v = realloc(lp->cand, cap * sizeof(*v));
+				uint8_t *al = realloc(lp->alive, cap);
 				if (v)
-					in->cand = v;
+					lp->cand = v;
 				if (al)
-					in->alive = al;
+					lp->alive = al;
 				if (!v || !al) {
-					err = &hs_error_nomem;
+					lp->err = &hs_error_nomem;
 					break;
 				}
-				in->capcand = cap;
+				lp->capcand = cap;
 			}
-			in->cand[in->ncand] = k->v[i]->index;
-			in->alive[in->ncand++] = 1;
+			lp->cand[lp->ncand] = k->v[i]->index;
+			lp->alive[lp->ncand++] = 1;
 			own |= !runtime_type(k->v[i]);
 		}
 		/* the program's own types first */
 		if (own) {
 			size_t m = start;
-			for (size_t i = start; i < in->ncand; i++)
-				if (!runtime_type(cand_type(in, i)))
-					in->cand[m++] = in->cand[i];
-			in->ncand = m;
+			for (size_t i = start; i < lp->ncand; i++)
+				if (!runtime_type(c->t->reg->v[lp->cand[i]]))
+					lp->cand[m++] = lp->cand[i];
+			lp->ncand = m;
 		}
 		/* no candidate: no arc check reads its words */
-		if (in->ncand == start) {
-			in->nwords = words_at;
+		if (lp->ncand == start) {
+			lp->nwords = words_at;
 			in->wfirst[j] = NO_WORDS;
 		}
 	}
+	return NULL;
+}
+
+/* The second part's candidates and words after the first's: in->cand,
+ * in->alive and in->words are then the first part's arrays; false when
+ * memory ran out. */
+static bool local_merge(struct infer *in, struct local_part *p0, struct local_part *p1)
+{
+	size_t nc = p0->ncand + p1->ncand, nw = p0->nwords + p1->nwords;
+	if (nc > p0->capcand) {
+		uint32_t *v = realloc(p0->cand, nc * sizeof(*v));
+		if (v)
+			p0->cand = v;
+		uint8_t *al = realloc(p0->alive, nc);
+		if (al)
+			p0->alive = al;
+		if (!v || !al)
+			return false;
+		p0->capcand = nc;
+	}
+	if (nw > p0->capwords) {
+		uint32_t *v = realloc(p0->words, nw * sizeof(*v));
+		if (!v)
+			return false;
+		p0->words = v;
+		p0->capwords = nw;
+	}
+	if (p1->ncand) {
+		memcpy(p0->cand + p0->ncand, p1->cand, p1->ncand * sizeof(*p1->cand));
+		memcpy(p0->alive + p0->ncand, p1->alive, p1->ncand);
+	}
+	if (p1->nwords)
+		memcpy(p0->words + p0->nwords, p1->words, p1->nwords * sizeof(*p1->words));
+	for (size_t j = p1->from; j < p1->to; j++) {
+		in->cfirst[j] += p0->ncand;
+		if (in->wfirst[j] != NO_WORDS)
+			in->wfirst[j] += p0->nwords;
+	}
+	p0->ncand = nc;
+	p0->nwords = nw;
+	return true;
+}
+
+static struct hs_error *infer_solve(struct infer *in)
+{
+	struct ctx *c = in->c;
+	struct hs_error *err = NULL;
+	struct infer_class *classes = NULL;
+	size_t nclasses = 0;
+	/* each block's size class and its candidates, and which of them are
+	 * the runtime's, decided once: the first pass's parts only read them */
+	uint32_t *cls = malloc((in->n + 1) * sizeof(*cls));
+	struct class_map bysize = {0};
+	if (!cls)
+		err = &hs_error_nomem;
+	for (size_t j = 0; j < in->n && !err; j++) {
+		uint64_t size = c->heap->allocs[in->ids[j]].size;
+		uint32_t *slot = NULL;
+		bool fresh = false;
+		/* (key 0 is no member: size + 1) */
+		if ((err = class_map_insert(&bysize, size + 1, &slot, &fresh)))
+			break;
+		if (fresh) {
+			const struct infer_class *k;
+			if ((err = class_cands(in, &classes, &nclasses, size, &k)))
+				break;
+			for (size_t m = 0; m < k->n; m++)
+				(void)runtime_type(k->v[m]);
+			*slot = (uint32_t)(k - classes);
+		}
+		cls[j] = *slot;
+	}
+	class_map_free(&bysize);
+	/* candidates per block, by the block alone: with two threads, the
+	 * blocks are split where the work (a block's words and its class's
+	 * candidates) is about half done */
+	uint64_t done = 0;
+	struct local_part parts[2];
+	unsigned nparts = in->nthreads >= 2 && in->n >= 2 ? 2 : 1;
+	for (unsigned p = 0; p < 2; p++)
+		parts[p] = (struct local_part){.in = in, .classes = classes, .cls = cls,
+					       .from = 0, .to = in->n,
+					       .nwords_max = in->nwords_max / nparts,
+					       .done = &done,
+					       .log = p ? NULL : c->log};
+	if (nparts == 2 && !err) {
+		uint64_t total = 0, half = 0;
+		for (size_t j = 0; j < in->n; j++)
+			total += c->heap->allocs[in->ids[j]].size / 8 + classes[cls[j]].n;
+		size_t split = 0;
+		while (split < in->n - 1 && 2 * half < total) {
+			half += c->heap->allocs[in->ids[split]].size / 8 + classes[cls[split]].n;
+			split++;
+		}
+		if (!split)
+			split = 1;
+		parts[0].to = parts[1].from = split;
+	}
+	if (!err)
+		hs_run_parts(parts, sizeof(*parts), nparts, local_run);
+	in->checks = parts[0].checks + (nparts == 2 ? parts[1].checks : 0);
+	in->over = parts[0].over || (nparts == 2 && parts[1].over) ||
+		   in->checks > in->max_checks;
+	if (!err)
+		err = parts[0].err ? parts[0].err : nparts == 2 ? parts[1].err : NULL;
+	if (!err && !in->over && nparts == 2 && !local_merge(in, &parts[0], &parts[1]))
+		err = &hs_error_nomem;
+	if (nparts == 2) {
+		free(parts[1].cand);
+		free(parts[1].alive);
+		free(parts[1].words);
+	}
+	in->cand = parts[0].cand;
+	in->alive = parts[0].alive;
+	in->ncand = parts[0].ncand;
+	in->capcand = parts[0].capcand;
+	in->words = parts[0].words;
+	in->nwords = parts[0].nwords;
+	in->capwords = parts[0].capwords;
 	in->cfirst[in->n] = in->ncand;
+	free(cls);
 	for (size_t i = 0; i < nclasses; i++) {
 		free(classes[i].v);
 		for (size_t m = 0; classes[i].m && m < classes[i].n; m++)
@@ -1643,11 +1796,11 @@ static bool inferable(const struct hs_types *t, const struct hs_heap *heap,
 struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 				struct hs_dwarf *dw, const struct hs_heap *heap,
 				const struct hs_graph *graph, const uint8_t *reach,
-				struct hs_log *log)
+				unsigned nthreads, struct hs_log *log)
 {
 	struct ctx c = {.core = core, .dw = dw, .heap = heap, .graph = graph,
 			.log = log, .t = t, .reach = reach};
-	struct infer in = {.c = &c};
+	struct infer in = {.c = &c, .nthreads = nthreads};
 	struct hs_error *err = &hs_error_nomem;
 	size_t n = (size_t)graph->n + 1;
 	if (!t->inferred && !(t->inferred = calloc(n, 1)))

@@ -141,11 +141,13 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 void hs_types_destroy(struct hs_types *t);
 
 /* Rule 6: types for the leaked blocks (reach: per allocation, enum
- * hs_reach) that are still untyped.  Before hs_types_pack. */
+ * hs_reach) that are still untyped.  Before hs_types_pack.  With
+ * nthreads of 2 or more, the candidates of each block by the block alone
+ * are found on two threads (the types are the same). */
 struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 				struct hs_dwarf *dw, const struct hs_heap *heap,
 				const struct hs_graph *graph, const uint8_t *reach,
-				struct hs_log *log);
+				unsigned nthreads, struct hs_log *log);
 
 /* Once the types are final (after hs_types_infer, or when there is no
  * inference): keeps the types of the typed allocations alone, and the

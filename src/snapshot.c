@@ -500,7 +500,8 @@ const struct hs_error *hs_snapshot_types(struct hs_snapshot *snap,
 			double t0 = hs_now();
 			struct hs_error *ierr = hs_types_infer(snap->types, snap->core, dw,
 							       snap->heap, snap->graph,
-							       mark->reach, &snap->log);
+							       mark->reach, worker_threads(snap),
+							       &snap->log);
 			hs_log_progress_end(&snap->log);
 			if (ierr == &hs_error_nomem) {
 				hs_types_destroy(snap->types);
