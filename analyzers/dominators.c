@@ -622,7 +622,14 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			for (;;) {
 				if (g->log && !(next & 0xffff))
 					hs_log_progress(g->log, PHASE, "nodes", next, total);
-				uint32_t succ = num[w];  /* if w has one */
+				/* only a node of one successor keeps it in its
+				 * slot, read just before the number goes there:
+				 * for the others the slot is written, not read,
+				 * and the search does not wait for its line */
+				bool single = BIT(one, w);
+				uint32_t succ = 0;
+				if (single)
+					succ = num[w];
 				num[w] = next;
 				ustream_put(&vs, zigzag(w, vprev));
 				vprev = w;
@@ -631,7 +638,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				up = next++;
 				if (BIT(leaf, w))
 					break;
-				if (!BIT(one, w)) {
+				if (!single) {
 					if (sp == stcap) {
 						struct frame *ns = realloc(stack, 2 * stcap * sizeof(*ns));
 						if (!ns) {
