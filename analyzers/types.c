@@ -1621,6 +1621,9 @@ static struct hs_error *infer_solve(struct infer *in)
 	in->checks = parts[0].checks + (nparts == 2 ? parts[1].checks : 0);
 	in->over = parts[0].over || (nparts == 2 && parts[1].over) ||
 		   in->checks > in->max_checks;
+	/* (an error each: the first part's is given) */
+	if (nparts == 2 && parts[0].err && parts[1].err)
+		hs_error_destroy(parts[1].err);
 	if (!err)
 		err = parts[0].err ? parts[0].err : nparts == 2 ? parts[1].err : NULL;
 	if (!err && !in->over && nparts == 2 && !local_merge(in, &parts[0], &parts[1]))
