@@ -1386,15 +1386,11 @@ static struct hs_error *held_as(struct infer *in, uint32_t j, struct hs_dtype *d
 	return NULL;
 }
 
+/* Makes the class of blocks of `size` (infer_solve makes each once). */
 static struct hs_error *class_cands(struct infer *in, struct infer_class **classes,
 				    size_t *nclasses, uint64_t size,
 				    const struct infer_class **ret)
 {
-	for (size_t i = 0; i < *nclasses; i++)
-		if ((*classes)[i].size == size) {
-			*ret = &(*classes)[i];
-			return NULL;
-		}
 	struct infer_class *v = realloc(*classes, (*nclasses + 1) * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
@@ -1442,6 +1438,15 @@ static struct hs_error *class_cands(struct infer *in, struct infer_class **class
 /* size -> class (infer_solve) */
 HS_HASH_MAP(class_map, uint32_t)
 
+/* Block j's share of the first pass's work: its words and its class's
+ * candidates. */
+static inline uint64_t local_work(const struct infer *in,
+				  const struct infer_class *classes,
+				  const uint32_t *cls, size_t j)
+{
+	return in->c->heap->allocs[in->ids[j]].size / 8 + classes[cls[j]].n;
+}
+
 /* One part of the first pass (struct local_part). */
 static void *local_run(void *arg)
 {
@@ -1474,7 +1479,7 @@ static void *local_run(void *arg)
 			read_words(lp, j, obj, size / 8, bad, hit);
 		for (size_t i = 0; i < k->n; i++) {
 			bool ok;
-			if (++lp->checks > lp->in->max_checks) {
+			if (++lp->checks > in->max_checks) {
 				lp->over = true;
 				break;
 			}
@@ -1571,6 +1576,7 @@ static struct hs_error *infer_solve(struct infer *in)
 	 * the runtime's, decided once: the first pass's parts only read them */
 	uint32_t *cls = malloc((in->n + 1) * sizeof(*cls));
 	struct class_map bysize = {0};
+	uint64_t total = 0;  /* the first pass's work (local_work) */
 	if (!cls)
 		err = &hs_error_nomem;
 	for (size_t j = 0; j < in->n && !err; j++) {
@@ -1589,11 +1595,11 @@ static struct hs_error *infer_solve(struct infer *in)
 			*slot = (uint32_t)(k - classes);
 		}
 		cls[j] = *slot;
+		total += local_work(in, classes, cls, j);
 	}
 	class_map_free(&bysize);
 	/* candidates per block, by the block alone: with two threads, the
-	 * blocks are split where the work (a block's words and its class's
-	 * candidates) is about half done */
+	 * blocks are split where about half the work is done */
 	uint64_t done = 0;
 	struct local_part parts[2];
 	unsigned nparts = in->nthreads >= 2 && in->n >= 2 ? 2 : 1;
@@ -1604,14 +1610,10 @@ static struct hs_error *infer_solve(struct infer *in)
 					       .done = &done,
 					       .log = p ? NULL : c->log};
 	if (nparts == 2 && !err) {
-		uint64_t total = 0, half = 0;
-		for (size_t j = 0; j < in->n; j++)
-			total += c->heap->allocs[in->ids[j]].size / 8 + classes[cls[j]].n;
+		uint64_t half = 0;
 		size_t split = 0;
-		while (split < in->n - 1 && 2 * half < total) {
-			half += c->heap->allocs[in->ids[split]].size / 8 + classes[cls[split]].n;
-			split++;
-		}
+		while (split < in->n - 1 && 2 * half < total)
+			half += local_work(in, classes, cls, split++);
 		if (!split)
 			split = 1;
 		parts[0].to = parts[1].from = split;
