@@ -7,6 +7,7 @@
 #include "analyzers/summary.h"
 #include "src/cli_retain.h"
 #include "src/outfile.h"
+#include "src/parallel.h"
 #include "src/rankset.h"
 #include "src/sort.h"
 #include "src/varint.h"
@@ -313,16 +314,31 @@ void hs_cli_learned_text(const struct hs_results *res)
 
 enum { SHARER_VISITS = 1 << 16 };
 
-/* One pass over the edges into the walked blocks, the last source first.
- * A row holds its sources as varints of their difference from the row's
- * own node (zigzag-signed): a block is mostly held by blocks allocated
- * beside it, and each entry's length is known without its neighbours, so
- * the first pass (bytes NULL) adds up the rows' lengths, and the second
- * files each source at the end of what is left of its row: the rows come
- * out in the order of their sources. */
-static bool walked_pass(const struct hs_retain *r, const struct hs_graph *g,
-			const struct hs_rankset *walked, uint32_t *off, uint8_t *bytes)
+/* One pass over the edges from the sources [src_lo, src_hi) into the
+ * walked blocks of [dst_lo, dst_hi), the last source first.  A row holds
+ * its sources as varints of their difference from the row's own node
+ * (zigzag-signed): a block is mostly held by blocks allocated beside it,
+ * and each entry's length is known without its neighbours, so the first
+ * pass (bytes NULL) adds up the rows' lengths, and the second files each
+ * source at the end of what is left of its row: the rows come out in the
+ * order of their sources. */
+struct walked_pass {
+	const struct hs_retain *r;
+	const struct hs_graph *g;
+	const struct hs_rankset *walked;
+	uint32_t src_lo, src_hi, dst_lo, dst_hi;
+	uint32_t *off;          /* per walked rank: its length, or its cursor */
+	uint8_t *bytes;         /* NULL: count */
+	bool fits;              /* (counting) every row's length fits in 32 bits */
+};
+
+static void *walked_pass(void *arg)
 {
+	struct walked_pass *wp = arg;
+	const struct hs_rankset *walked = wp->walked;
+	uint32_t *off = wp->off;
+	uint8_t *bytes = wp->bytes;
+	uint32_t dst_lo = wp->dst_lo, span = wp->dst_hi - wp->dst_lo;
 	/* the edges are decoded AHEAD before their use into a ring: the
 	 * membership of a target, then the count of its row, are asked for
 	 * before they are read */
@@ -333,15 +349,17 @@ static bool walked_pass(const struct hs_retain *r, const struct hs_graph *g,
 	} ring[RING];
 	size_t head = 0, count = 0;
 	struct hs_retain_succ it = {0};  /* (no row yet: it ends at once) */
-	uint32_t v = r->tree->n, w;
-	bool fits = true;  /* (counting) every row's length fits in 32 bits */
+	uint32_t v = wp->src_hi, w;
+	wp->fits = true;
 	for (;;) {
 		while (count < AHEAD) {
 			bool got;
-			while (!(got = hs_retain_next(&it, &w)) && v > 0)
-				it = hs_retain_succ(r, g, --v);
+			while (!(got = hs_retain_next(&it, &w)) && v > wp->src_lo)
+				it = hs_retain_succ(wp->r, wp->g, --v);
 			if (!got)
 				break;
+			if (w - dst_lo >= span)
+				continue;  /* another pass's */
 			ring[(head + count) % RING].v = v;
 			ring[(head + count) % RING].w = w;
 			count++;
@@ -368,10 +386,121 @@ static bool walked_pass(const struct hs_retain *r, const struct hs_graph *g,
 		} else if (off[k] <= UINT32_MAX - len) {
 			off[k] += len;
 		} else {
-			fits = false;
+			wp->fits = false;
 		}
 	}
-	return fits;
+	return NULL;
+}
+
+/* The first node whose row (of r's graph) starts at or past half of the
+ * allocations' rows' bytes: two parts of about equal bytes to decode. */
+static uint32_t half_of_rows(const struct hs_retain *r, const struct hs_graph *g)
+{
+	uint32_t lo = 0, hi = g->n;
+	uint32_t half = hs_edgerow_start(&g->index, g->n) / 2;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (hs_edgerow_start(&g->index, mid) < half)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return r->base + lo;
+}
+
+/* The walked block of rank `rank` (< walked->count). */
+static uint32_t walked_select(const struct hs_rankset *walked, uint32_t rank)
+{
+	size_t lo = 0, hi = walked->nwords;
+	/* the last word whose members before it are at most rank */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if ((uint32_t)(walked->w[mid] >> 32) <= rank)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	uint32_t bits = (uint32_t)walked->w[lo];
+	for (uint32_t left = rank - (uint32_t)(walked->w[lo] >> 32); left; left--)
+		bits &= bits - 1;
+	return (uint32_t)(lo * 32) + (uint32_t)__builtin_ctz(bits);
+}
+
+/* The predecessor rows of the walked blocks (see walked_pass) into
+ * *off_ret (nw + 1 starts) and *pred_ret, with up to two threads: when
+ * the walked blocks are few, each thread takes half of the sources'
+ * rows, and counts into an array of its own (4 bytes per walked block);
+ * when they are many, each reads every row and takes the edges into
+ * half of the walked blocks, so that the two write apart without a
+ * second array.  The rows are the same either way. */
+static struct hs_error *walked_rows(const struct hs_retain *r, const struct hs_graph *g,
+				    const struct hs_rankset *walked, unsigned nthreads,
+				    enum hs_sharers_split split,
+				    uint32_t **off_ret, uint8_t **pred_ret)
+{
+	uint32_t nn = r->tree->n, nw = walked->count;
+	struct walked_pass p[2];
+	for (int i = 0; i < 2; i++)
+		p[i] = (struct walked_pass){.r = r, .g = g, .walked = walked,
+					    .src_lo = 0, .src_hi = nn, .dst_lo = 0, .dst_hi = nn};
+	unsigned parts = nthreads > 1 && nw >= 2 && g->n >= 2 &&
+			 split != HS_SHARERS_ONE ? 2 : 1;
+	bool by_source = parts == 2 && (split == HS_SHARERS_AUTO ? nw <= nn / 8 :
+					split == HS_SHARERS_BY_SOURCE);
+	uint32_t *off = calloc((size_t)nw + 1, sizeof(*off)), *off2 = NULL;
+	if (!off)
+		return &hs_error_nomem;
+	if (by_source) {
+		off2 = calloc((size_t)nw + 1, sizeof(*off2));
+		if (!off2) {
+			free(off);
+			return &hs_error_nomem;
+		}
+		p[0].src_lo = p[1].src_hi = half_of_rows(r, g);
+	} else if (parts == 2) {
+		p[0].dst_hi = p[1].dst_lo = walked_select(walked, nw / 2);
+	}
+	/* part 0 takes the last sources: its entries end each row */
+	p[0].off = off;
+	p[1].off = by_source ? off2 : off;
+	hs_run_parts(p, sizeof(p[0]), parts, walked_pass);
+	bool fits = p[0].fits && (parts == 1 || p[1].fits);
+	uint64_t total = 0;
+	for (uint32_t k = 0; k < nw; k++) {
+		total += off[k];
+		if (by_source) {
+			/* part 1's entries go before part 0's */
+			uint32_t last = off[k];
+			total += off2[k];
+			off2[k] = (uint32_t)(total - last);
+		}
+		off[k] = (uint32_t)total;
+	}
+	if (!fits || total > UINT32_MAX) {
+		free(off);
+		free(off2);
+		return hs_error_create(HS_ERR_UNSUPPORTED,
+				       "too many pointers into the shared blocks to list their holders");
+	}
+	off[nw] = (uint32_t)total;
+	uint8_t *pred = malloc(total + 1);
+	if (!pred) {
+		free(off);
+		free(off2);
+		return &hs_error_nomem;
+	}
+	for (unsigned i = 0; i < parts; i++)
+		p[i].bytes = pred;
+	hs_run_parts(p, sizeof(p[0]), parts, walked_pass);
+	if (by_source) {
+		/* part 1's cursors end at the rows' starts */
+		off2[nw] = off[nw];
+		free(off);
+		off = off2;
+	}
+	*off_ret = off;
+	*pred_ret = pred;
+	return NULL;
 }
 
 struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *nodes,
@@ -408,27 +537,24 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 			hs_rankset_add(&walked, v);
 	hs_rankset_finish(&walked);
 	uint32_t nw = walked.count;
-	/* off[k]: the end of row k, then (filled backwards) its start */
-	off = calloc((size_t)nw + 1, sizeof(*off));
-	if (!off)
+	if ((err = walked_rows(r, g, &walked, res->threads, res->sharers_split, &off, &pred)))
 		goto out;
-	bool fits = walked_pass(r, g, &walked, off, NULL);
-	uint64_t total = 0;
-	for (uint32_t k = 0; k < nw; k++)
-		off[k] = (uint32_t)(total += off[k]);
-	if (!fits || total > UINT32_MAX) {
-		err = hs_error_create(HS_ERR_UNSUPPORTED,
-				      "too many pointers into the shared blocks to list their holders");
-		goto out;
+	if (res->sharers_split != HS_SHARERS_AUTO) {
+		/* for the tests: the rows, whichever way they were split */
+		uint64_t h = 14695981039346656037ull;
+		for (uint32_t k = 0; k <= nw; k++)
+			h = (h ^ off[k]) * 1099511628211ull;
+		for (uint32_t i = 0; i < off[nw]; i++)
+			h = (h ^ pred[i]) * 1099511628211ull;
+		fprintf(stderr, "heapsift: sharers: %u walked blocks, %u bytes of rows, hash %016" PRIx64 "\n",
+			nw, off[nw], h);
 	}
-	off[nw] = (uint32_t)total;
-	pred = malloc(total + 1);
+	err = &hs_error_nomem;
 	queue = malloc(SHARER_VISITS * sizeof(*queue));
 	seen = calloc((size_t)nw / 64 + 1, sizeof(*seen));
 	root_mark = calloc(r->base, sizeof(*root_mark));
-	if (!pred || !queue || !seen || !root_mark)
+	if (!queue || !seen || !root_mark)
 		goto out;
-	walked_pass(r, g, &walked, off, pred);
 	err = NULL;
 	/* backwards from each block: a root, or a block a root holds alone,
 	 * names a sharer; the top of a block held by several roots is walked

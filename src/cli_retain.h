@@ -47,6 +47,15 @@ struct hs_sharers {
 };
 struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *nodes,
 				size_t n, struct hs_sharers *out);
+/* How hs_cli_sharers splits its passes over the graph between two
+ * threads (res->threads > 1): 0 by the number of blocks it walks; the
+ * others for the tests, whose output must be the same. */
+enum hs_sharers_split {
+	HS_SHARERS_AUTO,
+	HS_SHARERS_ONE,         /* one thread */
+	HS_SHARERS_BY_SOURCE,   /* half of the rows each */
+	HS_SHARERS_BY_TARGET,   /* every row, half of the walked blocks each */
+};
 /* "global g in m, thread 1 ... frame #2 f (+3 more)" */
 void hs_cli_sharers_text(const struct hs_results *res, const struct hs_sharers *s,
 			 char *buf, size_t len);

@@ -545,6 +545,8 @@ const struct hs_error *hs_snapshot_results(struct hs_snapshot *snap,
 	memset(ret, 0, sizeof(*ret));
 	ret->core = snap->core;
 	ret->log = &snap->log;
+	ret->threads = worker_threads(snap);
+	ret->sharers_split = snap->opts.sharers_split;
 	const struct hs_error *err = hs_snapshot_heap(snap, &ret->heap);
 	if (err)
 		return err;

@@ -53,6 +53,10 @@ struct hs_options {
 	bool keep_debug;
 	/* hs_types_compute's narrow_max (0: the default; for the tests) */
 	uint32_t types_narrow_max;
+	/* how `top`'s sharers split their predecessor passes between two
+	 * threads (enum hs_sharers_split; 0: by the count of blocks; for
+	 * the tests) */
+	unsigned sharers_split;
 };
 
 struct hs_snapshot {
@@ -121,6 +125,8 @@ struct hs_results {
 	const struct hs_retain *retain;
 	const struct hs_types *types;
 	struct hs_log *log;             /* the snapshot's: warnings of the output */
+	unsigned threads;               /* worker threads the stages may use */
+	unsigned sharers_split;         /* hs_options.sharers_split */
 };
 
 enum hs_want {

@@ -246,11 +246,50 @@ def check(name, core, planted):
                else [t.describe() if t.rc else "tuple %s, list %s" % (rows.get("tuple"), rows.get("list"))])
     R.case("%s: possible under 1%% of used bytes (%.3f%%)" % (name, share),
            [] if share < 1.0 else ["possible is %.2f%% of %d bytes" % (share, used)])
+    check_sharers(name, core)
     for cmd in ("info", "leaks", "top"):
         r = hstest.run([HS, cmd, core], timeout=600)
         warns = [ln for ln in r.err.splitlines() if "warning" in ln]
         probs = [] if r.rc == 0 else [r.describe()]
         R.case("%s: %s prints no warning" % (name, cmd), probs + warns[:3])
+
+
+def check_sharers(name, core):
+    """`top` names the roots that share a block no single root holds
+    (shared_by, in the order its walk finds them).  With two threads, the
+    passes that list the walked blocks' predecessors split the graph's
+    rows (sources) or the walked blocks (targets): the output must be one
+    thread's, byte for byte, and so must the rows (a hash of them on
+    stderr, with HEAPSIFT_TEST_SHARERS_SPLIT set)."""
+    outs, rows = {}, {}
+    for mode, threads in (("none", "1"), ("sources", "2"), ("targets", "2")):
+        env = dict(os.environ, HEAPSIFT_TEST_SHARERS_SPLIT=mode)
+        r = hstest.run([HS, "top", core, "--format", "json", "--quiet",
+                        "--threads", threads, "-n", "40"], timeout=600, env=env)
+        if r.rc != 0:
+            R.case("%s: top's sharers, split %s" % (name, mode), [r.describe()])
+            return
+        outs[mode] = r.out
+        rows[mode] = [ln for ln in r.err.splitlines() if "heapsift: sharers:" in ln]
+    top = json.loads(outs["none"])
+    shared = [x["shared_by_count"] for x in top["roots"] + top["allocations"]
+              if "shared_by_count" in x]
+    shared += [x["held_by"]["shared_by_count"] for x in top["allocations"]
+               if "shared_by_count" in x.get("held_by", {})]
+    probs = [] if shared and max(shared) >= 2 else [
+        "no block shared by two roots: nothing to compare (%s)" % shared]
+    # (and the rows themselves: their sizes and a hash, with the split set)
+    if len(rows["none"]) != 1:
+        probs.append("no line on the rows: %s" % rows["none"])
+    for mode in ("sources", "targets"):
+        if outs[mode] != outs["none"]:
+            probs.append("split by %s: the JSON differs from one thread's" % mode)
+        if rows[mode] != rows["none"]:
+            probs.append("split by %s: rows %s, one thread's %s" % (mode, rows[mode], rows["none"]))
+    R.case("%s: top's sharers are one thread's with the passes split two ways "
+           "(shared by up to %s roots; %s)" % (name, max(shared) if shared else 0,
+                                               rows["none"][0][19:] if rows["none"] else ""),
+           probs)
 
 
 def main():
