@@ -100,6 +100,9 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_jsonw_finish(&w);
 		return HS_EXIT_OK;
 	}
+	struct hs_lines *out = hs_lines_new(stdout);
+	if (!out)
+		return hs_cli_fail(cli, &hs_error_nomem);
 	struct hs_line line;
 	printf("%-18s %12s %-5s %-9s %-5s %-10s %s\n", "ADDRESS", "SIZE", "STATE",
 	       "WHERE", "ARENA", "CLASS", "TYPE");
@@ -108,16 +111,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		const struct hs_alloc *a = &heap->allocs[i];
 		if (!selected(cli, a))
 			continue;
-		char arena[8] = "-";
-		unsigned v = hs_heap_arena_next(heap, &run, i);
-		if (v != HS_ARENA_NONE) {  /* "%u" */
-			char *p = arena + sizeof(arena) - 1;
-			*p = 0;
-			do
-				*--p = (char)('0' + v % 10);
-			while (v /= 10);
-			memmove(arena, p, (size_t)(arena + sizeof(arena) - p));
-		}
+		unsigned arena = hs_heap_arena_next(heap, &run, i);
 		const char *reach = reach_of(mark, heap, a);
 		char rbuf[24];
 		if (reach && mark && hs_mark_stale_ref(mark, (uint32_t)i)) {
@@ -130,7 +124,7 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		/* "%#-18" PRIx64 " %12" PRIu64 " %-5s %-9s %-5s %-10s %s\n",
 		 * without printf: millions of lines */
 		struct hs_line *l = &line;
-		l->len = 0;
+		hs_lines_begin(out, l);
 		hs_line_hex(l, a->addr);
 		hs_line_pad_left(l, 0, 18);
 		hs_line_char(l, ' ');
@@ -139,22 +133,28 @@ int hs_cmd_list(struct hs_cli *cli, struct hs_snapshot *snap)
 		hs_line_pad_right(l, f, 12);
 		const char *fields[4] = {
 			hs_alloc_state(a) == HS_STATE_USED ? "used" : "free",
-			hs_alloc_where(heap, a), arena, reach ? reach : "-",
+			hs_alloc_where(heap, a), NULL, reach ? reach : "-",
 		};
 		static const unsigned widths[4] = {5, 9, 5, 10};
 		for (int k = 0; k < 4; k++) {
 			hs_line_char(l, ' ');
 			f = l->len;
-			hs_line_str(l, fields[k]);
+			if (k != 2)
+				hs_line_str(l, fields[k]);
+			else if (arena != HS_ARENA_NONE)
+				hs_line_dec(l, arena);
+			else
+				hs_line_char(l, '-');
 			hs_line_pad_left(l, f, widths[k]);
 		}
 		hs_line_char(l, ' ');
 		hs_line_str(l, type ? type : "-");
 		hs_line_char(l, '\n');
-		fwrite(l->buf, 1, l->len, stdout);
+		hs_lines_end(out, l);
 		n++;
 		bytes += a->size;
 	}
+	hs_lines_free(out);
 	char b[32];
 	printf("%" PRIu64 " allocations, %s%s\n", n, hs_fmt_size(b, bytes),
 	       heap->partial ? " (PARTIAL: the walk met damaged or missing metadata; see warnings)" : "");

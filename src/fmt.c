@@ -1,5 +1,6 @@
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/fmt.h"
@@ -20,58 +21,27 @@ const char *hs_fmt_size(char *buf, uint64_t bytes)
 	return buf;
 }
 
-void hs_line_str(struct hs_line *l, const char *s)
+struct hs_lines *hs_lines_new(FILE *f)
 {
-	size_t n = strlen(s);
-	if (n > HS_LINE_MAX - l->len)
-		n = HS_LINE_MAX - l->len;
-	memcpy(l->buf + l->len, s, n);
-	l->len += n;
-}
-
-void hs_line_dec(struct hs_line *l, uint64_t v)
-{
-	char t[20];
-	size_t n = 0;
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		hs_line_char(l, t[--n]);
-}
-
-void hs_line_hex(struct hs_line *l, uint64_t v)
-{
-	if (v) {
-		hs_line_char(l, '0');
-		hs_line_char(l, 'x');
+	struct hs_lines *b = malloc(sizeof(*b));
+	if (b) {
+		b->f = f;
+		b->len = 0;
 	}
-	char t[16];
-	size_t n = 0;
-	do {
-		t[n++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	while (n)
-		hs_line_char(l, t[--n]);
+	return b;
 }
 
-void hs_line_pad_left(struct hs_line *l, size_t from, size_t width)
+void hs_lines_flush(struct hs_lines *b)
 {
-	while (l->len - from < width && l->len < HS_LINE_MAX)
-		l->buf[l->len++] = ' ';
+	if (b->len)
+		fwrite(b->buf, 1, b->len, b->f);
+	b->len = 0;
 }
 
-void hs_line_pad_right(struct hs_line *l, size_t from, size_t width)
+void hs_lines_free(struct hs_lines *b)
 {
-	size_t have = l->len - from;
-	if (have >= width)
+	if (!b)
 		return;
-	size_t add = width - have;
-	if (add > HS_LINE_MAX - l->len)
-		add = HS_LINE_MAX - l->len;
-	memmove(l->buf + from + add, l->buf + from, have);
-	memset(l->buf + from, ' ', add);
-	l->len += add;
+	hs_lines_flush(b);
+	free(b);
 }

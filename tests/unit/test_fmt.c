@@ -1,7 +1,8 @@
 /* src/fmt.h's line builder against printf: hs_line_dec, hs_line_hex and
  * the two paddings give what "%" PRIu64, "%#" PRIx64, "%-Ns" and "%Ns"
  * give, on edge values and 100,000 random ones; a line cut at HS_LINE_MAX
- * stays inside its buffer. */
+ * stays inside its buffer; lines gathered in chunks (struct hs_lines)
+ * reach the stream whole and in order. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +10,8 @@
 #include "src/fmt.h"
 #include "tests/unit/check.h"
 
-static struct hs_line line;
+static char line_buf[HS_LINE_MAX + 1];
+static struct hs_line line = {0, line_buf};
 
 static void one(uint64_t v, unsigned width)
 {
@@ -65,5 +67,39 @@ int main(void)
 	hs_line_char(&line, '\n');
 	CHECK(line.len == HS_LINE_MAX && line.buf[0] == 'a' &&
 	      line.buf[HS_LINE_MAX - 1] == 'x');
+	/* lines of 1 to 3,000 bytes (some cut) through chunks, against the
+	 * same lines written one by one */
+	FILE *got = tmpfile(), *want = tmpfile();
+	CHECK(got && want);
+	if (got && want) {
+		struct hs_lines *b = hs_lines_new(got);
+		CHECK(b != NULL);
+		for (int i = 0; b && i < 20000; i++) {
+			struct hs_line l;
+			hs_lines_begin(b, &l);
+			hs_line_dec(&l, (uint64_t)i);
+			size_t f = l.len;
+			hs_line_str(&l, i % 97 ? "" : big);
+			hs_line_pad_left(&l, f, check_rand() % 3000);
+			hs_line_char(&l, '\n');
+			fwrite(l.buf, 1, l.len, want);
+			hs_lines_end(b, &l);
+		}
+		hs_lines_free(b);
+		long n = ftell(want);
+		CHECKF(n == ftell(got) && n > 4 * HS_LINES_CHUNK, "%ld bytes through chunks, %ld one by one",
+		       ftell(got), n);
+		rewind(got);
+		rewind(want);
+		int cg, cw, same = 1;
+		do {
+			cg = fgetc(got);
+			cw = fgetc(want);
+			same &= cg == cw;
+		} while (cg != EOF && cw != EOF);
+		CHECK(same);
+		fclose(got);
+		fclose(want);
+	}
 	return check_finish();
 }
