@@ -384,20 +384,24 @@ static bool follow_batch(struct ctx *c, struct slot *b, size_t nb,
 	return true;
 }
 
-/* The pointer slots of a typed object at addr (in a block or a root).
+/* The pointer slots of `count` typed objects side by side from addr (the
+ * elements of an array; one object, in a block or a root), each of limit
+ * bytes at most.
  *
  * Propagation goes depth first: the next block scanned is, most often, the
  * one the last pointer led to, so each step waits for memory that the step
  * before found (the block's words in the core, the address map, the
  * allocation record, the block's type), and on a heap much larger than the
  * cache every such read is a miss.  So the slots' values are read first,
- * up to SLOT_BATCH at a time, and the memory their lookups and the blocks
- * they point to will need is asked for before the first is followed: the
- * misses overlap instead of following one another.  The pointers are
- * followed in the same order as without the batch, so the types are the
- * same. */
+ * up to SLOT_BATCH at a time, from one object or from several elements of
+ * an array (a table of pointers: one slot each), and the memory their
+ * lookups and the blocks they point to will need is asked for before the
+ * first is followed: the misses overlap instead of following one another.
+ * The pointers are followed in the same order as without the batch, so
+ * the types are the same. */
 static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
-				    uint64_t addr, uint64_t limit, uint32_t holder)
+				    uint64_t addr, uint64_t limit, uint64_t count,
+				    uint32_t holder)
 {
 	const struct hs_dptr *p;
 	size_t n;
@@ -406,34 +410,38 @@ static struct hs_error *scan_object(struct ctx *c, struct hs_dtype *d,
 		return err;
 	if (!n)
 		return NULL;
-	/* the object in one piece of the core (the usual case), else word by
-	 * word */
-	const uint8_t *obj = hs_core_ptr(c->core, addr, limit);
+	/* the objects in one piece of the core (the usual case), else each
+	 * on its own, else word by word */
+	const uint8_t *all = count > 1 ? hs_core_ptr(c->core, addr, count * limit) : NULL;
 	struct slot b[SLOT_BATCH];
 	size_t nb = 0;
-	for (size_t i = 0; i < n; i++) {
-		for (uint32_t k = 0; k < p[i].count; k++) {
-			uint64_t off = p[i].offset + k * p[i].stride;
-			if (off + 8 > limit)
-				break;
-			uint64_t v;
-			if (obj)
-				memcpy(&v, obj + off, 8);
-			else if (!hs_core_read_u64(c->core, addr + off, &v))
-				continue;
-			if (v < c->graph->map.lo || v >= c->graph->map.hi)
-				continue;  /* not into the heap: no lookup */
-			b[nb] = (struct slot){.v = v, .pointee = p[i].pointee};
-			hs_graph_prefetch(c->graph, v, &b[nb].probe);
-			nb++;
-			/* the words there, scanned next if v is a block's start */
-			const uint8_t *there = hs_core_ptr(c->core, v, 8);
-			if (there)
-				__builtin_prefetch(there);
-			if (nb == SLOT_BATCH) {
-				if (!follow_batch(c, b, nb, holder))
-					return &hs_error_nomem;
-				nb = 0;
+	for (uint64_t e = 0; e < count; e++) {
+		uint64_t at = addr + e * limit;
+		const uint8_t *obj = all ? all + e * limit : hs_core_ptr(c->core, at, limit);
+		for (size_t i = 0; i < n; i++) {
+			for (uint32_t k = 0; k < p[i].count; k++) {
+				uint64_t off = p[i].offset + k * p[i].stride;
+				if (off + 8 > limit)
+					break;
+				uint64_t v;
+				if (obj)
+					memcpy(&v, obj + off, 8);
+				else if (!hs_core_read_u64(c->core, at + off, &v))
+					continue;
+				if (v < c->graph->map.lo || v >= c->graph->map.hi)
+					continue;  /* not into the heap: no lookup */
+				b[nb] = (struct slot){.v = v, .pointee = p[i].pointee};
+				hs_graph_prefetch(c->graph, v, &b[nb].probe);
+				nb++;
+				/* the words there, scanned next if v is a block's start */
+				const uint8_t *there = hs_core_ptr(c->core, v, 8);
+				if (there)
+					__builtin_prefetch(there);
+				if (nb == SLOT_BATCH) {
+					if (!follow_batch(c, b, nb, holder))
+						return &hs_error_nomem;
+					nb = 0;
+				}
 			}
 		}
 	}
@@ -609,13 +617,13 @@ static struct hs_error *seed_variables(struct ctx *c)
 		if (!v->tls && hs_heap_in_regions(c->heap, v->addr, limit))
 			continue;  /* main_arena, mp_: never a root */
 		if (!v->tls) {
-			err = scan_object(c, v->type, v->addr, limit, HS_NO_ALLOC);
+			err = scan_object(c, v->type, v->addr, limit, 1, HS_NO_ALLOC);
 			continue;
 		}
 		for (size_t k = 0; k < c->core->nthreads && !err; k++) {
 			uint64_t fs = c->core->threads[k].regs[HS_REG_FS_BASE], block;
 			if (fs && hs_dwarf_tls_block(c->dw, c->core, v->mod, fs, &block))
-				err = scan_object(c, v->type, block + v->addr, limit,
+				err = scan_object(c, v->type, block + v->addr, limit, 1,
 						  HS_NO_ALLOC);
 		}
 	}
@@ -633,7 +641,7 @@ static struct hs_error *propagate(struct ctx *c)
 					"objects", scanned, 0);
 		if (!c->work.n) {
 			struct inner in = c->inner[--c->ninner];
-			struct hs_error *err = scan_object(c, in.d, in.addr, in.d->size, in.id);
+			struct hs_error *err = scan_object(c, in.d, in.addr, in.d->size, 1, in.id);
 			if (err)
 				return err;
 			continue;
@@ -655,10 +663,8 @@ static struct hs_error *propagate(struct ctx *c)
 		if (!np)
 			continue;
 		uint64_t k = hs_types_count(t, c->heap, id), at = a->addr + hs_types_start(t, id);
-		for (uint64_t e = 0; e < k; e++) {
-			if ((err = scan_object(c, d, at + e * d->size, d->size, id)))
-				return err;
-		}
+		if ((err = scan_object(c, d, at, d->size, k, id)))
+			return err;
 	}
 	return NULL;
 }
