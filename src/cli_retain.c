@@ -408,24 +408,6 @@ static uint32_t half_of_rows(const struct hs_retain *r, const struct hs_graph *g
 	return r->base + lo;
 }
 
-/* The walked block of rank `rank` (< walked->count). */
-static uint32_t walked_select(const struct hs_rankset *walked, uint32_t rank)
-{
-	size_t lo = 0, hi = walked->nwords;
-	/* the last word whose members before it are at most rank */
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-		if ((uint32_t)(walked->w[mid] >> 32) <= rank)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	uint32_t bits = (uint32_t)walked->w[lo];
-	for (uint32_t left = rank - (uint32_t)(walked->w[lo] >> 32); left; left--)
-		bits &= bits - 1;
-	return (uint32_t)(lo * 32) + (uint32_t)__builtin_ctz(bits);
-}
-
 /* The predecessor rows of the walked blocks (see walked_pass) into
  * *off_ret (nw + 1 starts) and *pred_ret, with up to two threads: when
  * the walked blocks are few, each thread takes half of the sources'
@@ -458,7 +440,7 @@ static struct hs_error *walked_rows(const struct hs_retain *r, const struct hs_g
 		}
 		p[0].src_lo = p[1].src_hi = half_of_rows(r, g);
 	} else if (parts == 2) {
-		p[0].dst_hi = p[1].dst_lo = walked_select(walked, nw / 2);
+		p[0].dst_hi = p[1].dst_lo = hs_rankset_select(walked, nw / 2);
 	}
 	/* part 0 takes the last sources: its entries end each row */
 	p[0].off = off;

@@ -9,6 +9,7 @@
  *   hs_rankset_add(&s, id);  ...           (any order)
  *   hs_rankset_finish(&s);                 (then no more adds)
  *   uint32_t k = hs_rankset_index(&s, id); (HS_RANK_NONE if not a member)
+ *   uint32_t id = hs_rankset_select(&s, k); (k < s.count: the inverse)
  *   hs_rankset_fini(&s);
  *
  * Each 64-bit word holds the bits of 32 ids and, above them, how many
@@ -88,6 +89,25 @@ static inline uint32_t hs_rankset_index(const struct hs_rankset *s, uint32_t id)
 	if (!(w >> (id % 32) & 1))
 		return HS_RANK_NONE;
 	return (uint32_t)(w >> 32) + hs_popcount32((uint32_t)w & ((1u << (id % 32)) - 1));
+}
+
+/* The member of index rank (< s->count): hs_rankset_index's inverse.  A
+ * binary search over the words' ranks, then the word's bits. */
+static inline uint32_t hs_rankset_select(const struct hs_rankset *s, uint32_t rank)
+{
+	size_t lo = 0, hi = s->nwords;
+	/* the last word whose members before it are at most rank */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if ((uint32_t)(s->w[mid] >> 32) <= rank)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	uint32_t bits = (uint32_t)s->w[lo];
+	for (uint32_t left = rank - (uint32_t)(s->w[lo] >> 32); left; left--)
+		bits &= bits - 1;
+	return (uint32_t)(lo * 32) + (uint32_t)__builtin_ctz(bits);
 }
 
 static inline void hs_rankset_fini(struct hs_rankset *s)

@@ -116,7 +116,8 @@ static void tables(void)
 }
 
 /* A rank set's members and ranks against a plain array, at the ends of
- * words (ids 0, 63, 64, n - 1) and in between. */
+ * words (ids 0, 63, 64, n - 1) and in between; each member selected back
+ * from its rank. */
 static void ranksets(void)
 {
 	enum { N = 100003 };
@@ -140,6 +141,8 @@ static void ranksets(void)
 	for (uint32_t id = 0; id < N; id++) {
 		uint32_t want = in[id] ? rank++ : HS_RANK_NONE;
 		bad += hs_rankset_has(&s, id) != in[id] || hs_rankset_index(&s, id) != want;
+		/* and back: the member of that rank */
+		bad += in[id] && hs_rankset_select(&s, want) != id;
 	}
 	CHECKF(!bad && s.count == rank, "rank set: %u wrong of %u, %u members of %u",
 	       bad, (unsigned)N, s.count, rank);
