@@ -1,5 +1,6 @@
 /* Dominator tree of the heap, retained sizes, retainer paths and leak
  * suspects: see analyzers/retain.h. */
+#include "src/parallel.h"
 #include "src/sort.h"
 #include "analyzers/retain.h"
 
@@ -88,6 +89,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 		return &hs_error_nomem;
 	r->nroots = (uint32_t)roots->n;
 	r->heap = heap;
+	r->nthreads = nthreads;
 	r->base = HS_NODE_FIRST_ROOT + r->nroots;
 	struct root_edges re = {.g = graph, .roots = roots, .base = r->base};
 	re.off = calloc((size_t)r->base + 1, sizeof(uint32_t));
@@ -254,57 +256,66 @@ static inline bool is_heavy(const struct hs_domtree *t, uint32_t v, uint32_t p, 
 	return (double)hs_domtree_retained(t, v) >= keep * (double)hs_domtree_retained(t, p);
 }
 
-struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep,
-					  struct hs_heavy *ret)
+/* One part of hs_retain_heavy_children's passes: the nodes [from, to)
+ * (their bits in `heavy` are the part's own words), their dominators'
+ * ranks in `has` (the part's own set until they are merged). */
+struct heavy_part {
+	const struct hs_domtree *t;
+	double keep;
+	uint32_t from, to;
+	uint64_t *heavy;
+	struct hs_rankset *has;
+	uint32_t *child;        /* (the second pass) */
+};
+
+/* The first pass: which nodes are heavy (a bit each), and which inner
+ * nodes have a heavy child.  The nodes in order, their dominators
+ * scattered: the words and slots a dominator's ranks lead to are asked
+ * for in stages, 2 * AHEAD and AHEAD nodes ahead, each stage reading what
+ * the one before asked for. */
+static void *heavy_marks(void *arg)
 {
-	const struct hs_domtree *t = r->tree;
-	memset(ret, 0, sizeof(*ret));
-	ret->keep = keep;
-	/* first which nodes are heavy (a bit each), and which inner nodes
-	 * have a heavy child; then those children, by rank.  Each pass takes
-	 * the nodes in order, their dominators scattered: the words and
-	 * slots a dominator's ranks lead to are asked for in stages (2 * AHEAD
-	 * and AHEAD nodes ahead in the first pass, AHEAD and AHEAD / 2 in the
-	 * second), each stage reading what the one before asked for */
-	uint64_t *heavy = calloc((size_t)t->n / 64 + 1, sizeof(uint64_t));
-	struct hs_error *err = heavy ? hs_rankset_init(&ret->has, (size_t)t->inner.count + 1)
-				     : &hs_error_nomem;
-	if (err)
-		goto fail;
+	struct heavy_part *hp = arg;
+	const struct hs_domtree *t = hp->t;
 	enum { AHEAD = 16 };
-	for (uint32_t v = 1; v < t->n; v++) {
-		if (v + 2 * AHEAD < t->n && t->idom[v + 2 * AHEAD] != HS_DOM_NONE)
+	for (uint32_t v = hp->from ? hp->from : 1; v < hp->to; v++) {
+		if (v + 2 * AHEAD < hp->to && t->idom[v + 2 * AHEAD] != HS_DOM_NONE)
 			__builtin_prefetch(&t->inner.w[t->idom[v + 2 * AHEAD] / 32]);
-		if (v + AHEAD < t->n && t->idom[v + AHEAD] != HS_DOM_NONE) {
+		if (v + AHEAD < hp->to && t->idom[v + AHEAD] != HS_DOM_NONE) {
 			uint32_t k = hs_rankset_index(&t->inner, t->idom[v + AHEAD]);
 			if (k != HS_RANK_NONE) {
 				__builtin_prefetch(&t->inner_sum[k]);
-				__builtin_prefetch(&ret->has.w[k / 32]);
+				__builtin_prefetch(&hp->has->w[k / 32]);
 			}
 		}
 		uint32_t p = t->idom[v];
-		if (p == HS_DOM_NONE || p == v || !is_heavy(t, v, p, keep))
+		if (p == HS_DOM_NONE || p == v || !is_heavy(t, v, p, hp->keep))
 			continue;
-		heavy[v / 64] |= 1ull << (v % 64);
+		hp->heavy[v / 64] |= 1ull << (v % 64);
 		/* (p dominates v: an inner node) */
-		hs_rankset_add(&ret->has, hs_rankset_index(&t->inner, p));
+		hs_rankset_add(hp->has, hs_rankset_index(&t->inner, p));
 	}
-	hs_rankset_finish(&ret->has);
-	ret->child = malloc(((size_t)ret->has.count + 1) * sizeof(uint32_t));
-	if (!ret->child) {
-		err = &hs_error_nomem;
-		goto fail;
-	}
-	memset(ret->child, 0xff, ((size_t)ret->has.count + 1) * sizeof(uint32_t));
-	/* the heavy nodes, taken from the bits into a ring as they come */
-	enum { RING = 2 * AHEAD };
+	return NULL;
+}
+
+/* The second pass: each heavy node filed as its dominator's child, taken
+ * from the bits into a ring as they come (their dominators' words asked
+ * for AHEAD and AHEAD / 2 nodes ahead).  A dominator has one heavy child,
+ * or several when they all retain nothing: then the lowest, which the
+ * slot's atomic minimum keeps whichever part comes first. */
+static void *heavy_children(void *arg)
+{
+	struct heavy_part *hp = arg;
+	const struct hs_domtree *t = hp->t;
+	const struct hs_rankset *has = hp->has;
+	enum { AHEAD = 16, RING = 2 * AHEAD };
 	uint32_t ring[RING];
-	size_t head = 0, count = 0, x = 0, nx = (size_t)t->n / 64 + 1;
-	uint64_t b = heavy[0];
+	size_t head = 0, count = 0, x = hp->from / 64, nx = (hp->to + 63) / 64;
+	uint64_t b = x < nx ? hp->heavy[x] : 0;
 	for (;;) {
 		while (count < RING) {
 			while (!b && ++x < nx)
-				b = heavy[x];
+				b = hp->heavy[x];
 			if (!b)
 				break;
 			uint32_t v = (uint32_t)(x * 64) + (uint32_t)__builtin_ctzll(b);
@@ -317,25 +328,70 @@ struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep
 		if (count > AHEAD) {
 			uint32_t k = hs_rankset_index(&t->inner,
 						      t->idom[ring[(head + AHEAD) % RING]]);
-			__builtin_prefetch(&ret->has.w[k / 32]);
+			__builtin_prefetch(&has->w[k / 32]);
 		}
 		if (count > AHEAD / 2) {
-			uint32_t k = hs_rankset_index(&ret->has, hs_rankset_index(
+			uint32_t k = hs_rankset_index(has, hs_rankset_index(
 				&t->inner, t->idom[ring[(head + AHEAD / 2) % RING]]));
-			__builtin_prefetch(&ret->child[k]);
+			__builtin_prefetch(&hp->child[k]);
 		}
 		uint32_t v = ring[head];
 		head = (head + 1) % RING;
 		count--;
-		uint32_t k = hs_rankset_index(&ret->has, hs_rankset_index(&t->inner, t->idom[v]));
-		/* several only when they all retain nothing: the lowest */
-		if (ret->child[k] == HS_DOM_NONE)
-			ret->child[k] = v;
+		uint32_t k = hs_rankset_index(has, hs_rankset_index(&t->inner, t->idom[v]));
+		uint32_t cur = __atomic_load_n(&hp->child[k], __ATOMIC_RELAXED);
+		while (v < cur && !__atomic_compare_exchange_n(&hp->child[k], &cur, v, false,
+							       __ATOMIC_RELAXED,
+							       __ATOMIC_RELAXED))
+			;
 	}
+	return NULL;
+}
+
+struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep,
+					  struct hs_heavy *ret)
+{
+	const struct hs_domtree *t = r->tree;
+	memset(ret, 0, sizeof(*ret));
+	ret->keep = keep;
+	/* first the heavy nodes, then those children, by rank; with two
+	 * threads, each takes the nodes of one half (split at a word of
+	 * `heavy`), and the second half's dominators go to a set of its own
+	 * until the first pass ends */
+	struct hs_rankset has1 = {0};
+	uint64_t *heavy = calloc((size_t)t->n / 64 + 1, sizeof(uint64_t));
+	struct hs_error *err = heavy ? hs_rankset_init(&ret->has, (size_t)t->inner.count + 1)
+				     : &hs_error_nomem;
+	if (err)
+		goto fail;
+	uint32_t split = t->n / 2 / 64 * 64;
+	unsigned nparts = r->nthreads >= 2 && split >= 64 ? 2 : 1;
+	if (nparts == 2 && (err = hs_rankset_init(&has1, (size_t)t->inner.count + 1)))
+		goto fail;
+	struct heavy_part parts[2] = {
+		{t, keep, 0, nparts == 2 ? split : t->n, heavy, &ret->has, NULL},
+		{t, keep, split, t->n, heavy, &has1, NULL},
+	};
+	hs_run_parts(parts, sizeof(*parts), nparts, heavy_marks);
+	if (nparts == 2) {
+		hs_rankset_merge(&ret->has, &has1);
+		hs_rankset_fini(&has1);
+		parts[1].has = &ret->has;
+	}
+	hs_rankset_finish(&ret->has);
+	ret->child = malloc(((size_t)ret->has.count + 1) * sizeof(uint32_t));
+	if (!ret->child) {
+		err = &hs_error_nomem;
+		goto fail;
+	}
+	memset(ret->child, 0xff, ((size_t)ret->has.count + 1) * sizeof(uint32_t));
+	parts[0].child = parts[1].child = ret->child;
+	hs_run_parts(parts, sizeof(*parts), nparts, heavy_children);
 	free(heavy);
 	return NULL;
 fail:
 	free(heavy);
+	hs_rankset_fini(&has1);
 	hs_retain_heavy_fini(ret);
 	return err;
 }

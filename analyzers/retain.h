@@ -27,6 +27,7 @@ struct hs_retain {
 	uint64_t used_bytes;        /* bytes of the program's used blocks */
 	uint64_t used_count;
 	const struct hs_heap *heap; /* the allocations' sizes: their weights */
+	unsigned nthreads;          /* for the passes over the tree */
 };
 
 struct hs_error *hs_retain_compute(const struct hs_core *core,

@@ -7,6 +7,7 @@
  *   struct hs_rankset s;
  *   if ((err = hs_rankset_init(&s, n))) ...
  *   hs_rankset_add(&s, id);  ...           (any order)
+ *   hs_rankset_merge(&s, &t);              (t's members too; t as s)
  *   hs_rankset_finish(&s);                 (then no more adds)
  *   uint32_t k = hs_rankset_index(&s, id); (HS_RANK_NONE if not a member)
  *   uint32_t id = hs_rankset_select(&s, k); (k < s.count: the inverse)
@@ -63,6 +64,14 @@ static inline struct hs_error *hs_rankset_init(struct hs_rankset *s, size_t n)
 static inline void hs_rankset_add(struct hs_rankset *s, uint32_t id)
 {
 	s->w[id / 32] |= 1ull << (id % 32);
+}
+
+/* Before finishing: adds the members of from, a set over the same range
+ * (filled apart, by another thread). */
+static inline void hs_rankset_merge(struct hs_rankset *s, const struct hs_rankset *from)
+{
+	for (size_t i = 0; i < s->nwords && i < from->nwords; i++)
+		s->w[i] |= from->w[i];
 }
 
 /* Counts the members and fills the rank directory. */

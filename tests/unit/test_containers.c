@@ -116,8 +116,8 @@ static void tables(void)
 }
 
 /* A rank set's members and ranks against a plain array, at the ends of
- * words (ids 0, 63, 64, n - 1) and in between; each member selected back
- * from its rank. */
+ * words (ids 0, 63, 64, n - 1) and in between, half of them added to a
+ * second set merged in; each member selected back from its rank. */
 static void ranksets(void)
 {
 	enum { N = 100003 };
@@ -133,9 +133,14 @@ static void ranksets(void)
 		x ^= x << 17;
 		in[id] = id == 0 || id == 63 || id == 64 || id == N - 1 || x % 3 == 0;
 	}
-	for (uint32_t id = N; id-- > 0;)  /* any order */
+	/* any order; the odd ids filled apart, then merged */
+	struct hs_rankset odd;
+	CHECK(!hs_rankset_init(&odd, N));
+	for (uint32_t id = N; id-- > 0;)
 		if (in[id])
-			hs_rankset_add(&s, id);
+			hs_rankset_add(id % 2 ? &odd : &s, id);
+	hs_rankset_merge(&s, &odd);
+	hs_rankset_fini(&odd);
 	hs_rankset_finish(&s);
 	uint32_t rank = 0, bad = 0;
 	for (uint32_t id = 0; id < N; id++) {
