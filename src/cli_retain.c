@@ -485,6 +485,108 @@ static struct hs_error *walked_rows(const struct hs_retain *r, const struct hs_g
 	return NULL;
 }
 
+/* The walks of hs_cli_sharers, one per block, each taken by the next
+ * thread free (`next`, shared); the blocks' results are their own, so
+ * they do not depend on which thread walked them.  Each thread has its
+ * queue, its bits for the tops its walk has seen and its marks of the
+ * roots the walk has named. */
+struct walk_part {
+	const struct hs_results *res;
+	const struct hs_root_map *tops;
+	const struct hs_rankset *walked;
+	const uint32_t *off;
+	const uint8_t *pred;
+	const uint32_t *nodes;
+	struct hs_sharers *out;
+	size_t n;
+	size_t *next;
+	bool nomem;
+};
+
+static void *walk_part(void *arg)
+{
+	struct walk_part *wp = arg;
+	const struct hs_retain *r = wp->res->retain;
+	const struct hs_rankset *walked = wp->walked;
+	const uint32_t *off = wp->off;
+	const uint8_t *pred = wp->pred;
+	uint32_t nw = walked->count;
+	uint32_t *queue = malloc(SHARER_VISITS * sizeof(*queue));
+	uint64_t *seen = calloc((size_t)nw / 64 + 1, sizeof(*seen));
+	uint32_t *root_mark = calloc(r->base, sizeof(*root_mark));
+	if (!queue || !seen || !root_mark) {
+		wp->nomem = true;
+		goto out;
+	}
+	/* backwards from the block: a root, or a block a root holds alone,
+	 * names a sharer; the top of a block held by several roots is walked
+	 * through */
+	for (;;) {
+		size_t k = __atomic_fetch_add(wp->next, 1, __ATOMIC_RELAXED);
+		if (k >= wp->n)
+			break;
+		uint32_t stamp = (uint32_t)k + 1, qh = 0, qt = 0;
+		queue[qt++] = wp->nodes[k];
+		uint32_t kq = hs_rankset_index(walked, wp->nodes[k]);
+		seen[kq / 64] |= 1ull << (kq % 64);
+		struct hs_sharers *o = &wp->out[k];
+		while (qh < qt) {
+			/* what the blocks a few places ahead in the queue will
+			 * read, asked for in the order it will be read: the
+			 * row's offset, its bytes, its sources' dominators */
+			if (qh + 8 < qt)
+				__builtin_prefetch(&off[hs_rankset_index(walked, queue[qh + 8])]);
+			if (qh + 4 < qt)
+				__builtin_prefetch(pred + off[hs_rankset_index(walked, queue[qh + 4])]);
+			if (qh + 2 < qt) {
+				uint32_t va = queue[qh + 2], ka = hs_rankset_index(walked, va);
+				const uint8_t *at = pred + off[ka], *end = pred + off[ka + 1];
+				for (int i = 0; i < 8 && at < end; i++)
+					__builtin_prefetch(&r->tree->idom[(uint32_t)(va + hs_unzigzag(hs_varint_get(&at)))]);
+			}
+			uint32_t v = queue[qh++], kv = hs_rankset_index(walked, v);
+			const uint8_t *at = pred + off[kv], *end = pred + off[kv + 1];
+			while (at < end) {
+				uint32_t p = (uint32_t)(v + hs_unzigzag(hs_varint_get(&at)));
+				uint32_t holder = p, top = p;
+				if (p >= r->base) {
+					top = hs_root_map_top(wp->tops, p);
+					if (top == v || top == HS_DOM_NONE)
+						continue;  /* from inside v's subtree */
+					holder = r->tree->idom[top];
+				}
+				if (holder >= HS_NODE_FIRST_ROOT && holder < r->base) {
+					if (root_mark[holder] == stamp)
+						continue;
+					root_mark[holder] = stamp;
+					if (wp->res->roots->roots[holder - HS_NODE_FIRST_ROOT].stale)
+						continue;
+					if (o->shown < HS_SHARERS_SHOWN)
+						o->root[o->shown++] = holder - HS_NODE_FIRST_ROOT;
+					o->total++;
+				} else if (holder == HS_NODE_SUPER && p >= r->base &&
+					   qt < SHARER_VISITS) {
+					uint32_t kp = hs_rankset_index(walked, top);
+					if (seen[kp / 64] >> (kp % 64) & 1)
+						continue;
+					seen[kp / 64] |= 1ull << (kp % 64);
+					queue[qt++] = top;
+				}
+			}
+		}
+		/* the next walk starts with nothing seen */
+		for (uint32_t i = 0; i < qt; i++) {
+			uint32_t kv = hs_rankset_index(walked, queue[i]);
+			seen[kv / 64] &= ~(1ull << (kv % 64));
+		}
+	}
+out:
+	free(queue);
+	free(seen);
+	free(root_mark);
+	return NULL;
+}
+
 struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *nodes,
 				size_t n, struct hs_sharers *out)
 {
@@ -504,9 +606,8 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 	 * (`walked`) have their predecessors listed (rows of varints, by
 	 * rank: walked_pass), and a bit for "seen". */
 	struct hs_root_map tops = {0};
-	uint32_t *off = NULL, *queue = NULL, *root_mark = NULL;
+	uint32_t *off = NULL;
 	uint8_t *pred = NULL;
-	uint64_t *seen = NULL;
 	struct hs_rankset walked = {0};
 	struct hs_error *err = hs_root_map_init(r, &tops);
 	if (err || (err = hs_rankset_init(&walked, nn)))
@@ -531,80 +632,23 @@ struct hs_error *hs_cli_sharers(const struct hs_results *res, const uint32_t *no
 		fprintf(stderr, "heapsift: sharers: %u walked blocks, %u bytes of rows, hash %016" PRIx64 "\n",
 			nw, off[nw], h);
 	}
-	err = &hs_error_nomem;
-	queue = malloc(SHARER_VISITS * sizeof(*queue));
-	seen = calloc((size_t)nw / 64 + 1, sizeof(*seen));
-	root_mark = calloc(r->base, sizeof(*root_mark));
-	if (!queue || !seen || !root_mark)
-		goto out;
-	err = NULL;
-	/* backwards from each block: a root, or a block a root holds alone,
-	 * names a sharer; the top of a block held by several roots is walked
-	 * through */
-	for (size_t k = 0; k < n; k++) {
-		uint32_t stamp = (uint32_t)k + 1, qh = 0, qt = 0;
-		queue[qt++] = nodes[k];
-		uint32_t kq = hs_rankset_index(&walked, nodes[k]);
-		seen[kq / 64] |= 1ull << (kq % 64);
-		struct hs_sharers *o = &out[k];
-		while (qh < qt) {
-			/* what the blocks a few places ahead in the queue will
-			 * read, asked for in the order it will be read: the
-			 * row's offset, its bytes, its sources' dominators */
-			if (qh + 8 < qt)
-				__builtin_prefetch(&off[hs_rankset_index(&walked, queue[qh + 8])]);
-			if (qh + 4 < qt)
-				__builtin_prefetch(pred + off[hs_rankset_index(&walked, queue[qh + 4])]);
-			if (qh + 2 < qt) {
-				uint32_t va = queue[qh + 2], ka = hs_rankset_index(&walked, va);
-				const uint8_t *at = pred + off[ka], *end = pred + off[ka + 1];
-				for (int i = 0; i < 8 && at < end; i++)
-					__builtin_prefetch(&r->tree->idom[(uint32_t)(va + hs_unzigzag(hs_varint_get(&at)))]);
-			}
-			uint32_t v = queue[qh++], kv = hs_rankset_index(&walked, v);
-			const uint8_t *at = pred + off[kv], *end = pred + off[kv + 1];
-			while (at < end) {
-				uint32_t p = (uint32_t)(v + hs_unzigzag(hs_varint_get(&at)));
-				uint32_t holder = p, top = p;
-				if (p >= r->base) {
-					top = hs_root_map_top(&tops, p);
-					if (top == v || top == HS_DOM_NONE)
-						continue;  /* from inside v's subtree */
-					holder = r->tree->idom[top];
-				}
-				if (holder >= HS_NODE_FIRST_ROOT && holder < r->base) {
-					if (root_mark[holder] == stamp)
-						continue;
-					root_mark[holder] = stamp;
-					if (res->roots->roots[holder - HS_NODE_FIRST_ROOT].stale)
-						continue;
-					if (o->shown < HS_SHARERS_SHOWN)
-						o->root[o->shown++] = holder - HS_NODE_FIRST_ROOT;
-					o->total++;
-				} else if (holder == HS_NODE_SUPER && p >= r->base &&
-					   qt < SHARER_VISITS) {
-					uint32_t kp = hs_rankset_index(&walked, top);
-					if (seen[kp / 64] >> (kp % 64) & 1)
-						continue;
-					seen[kp / 64] |= 1ull << (kp % 64);
-					queue[qt++] = top;
-				}
-			}
-		}
-		/* the next walk starts with nothing seen */
-		for (uint32_t i = 0; i < qt; i++) {
-			uint32_t kv = hs_rankset_index(&walked, queue[i]);
-			seen[kv / 64] &= ~(1ull << (kv % 64));
-		}
-	}
+	/* backwards from each block (a walk each, the walks taken in turn
+	 * by up to two threads) */
+	size_t next = 0;
+	struct walk_part parts[2];
+	unsigned nparts = res->threads > 1 && n >= 2 ? 2 : 1;
+	for (unsigned i = 0; i < 2; i++)
+		parts[i] = (struct walk_part){.res = res, .tops = &tops, .walked = &walked,
+					      .off = off, .pred = pred, .nodes = nodes,
+					      .out = out, .n = n, .next = &next};
+	hs_run_parts(parts, sizeof(*parts), nparts, walk_part);
+	/* (a part without its memory takes no walk: the other took them) */
+	err = parts[0].nomem && (nparts == 1 || parts[1].nomem) ? &hs_error_nomem : NULL;
 out:
 	hs_rankset_fini(&walked);
 	free(off);
 	free(pred);
 	hs_root_map_fini(&tops);
-	free(queue);
-	free(seen);
-	free(root_mark);
 	return err;
 }
 
