@@ -339,9 +339,9 @@ static void *walked_pass(void *arg)
 	uint32_t *off = wp->off;
 	uint8_t *bytes = wp->bytes;
 	uint32_t dst_lo = wp->dst_lo, span = wp->dst_hi - wp->dst_lo;
-	/* the edges are decoded AHEAD before their use into a ring: the
-	 * membership of a target, then the count of its row, are asked for
-	 * before they are read */
+	/* the edges into walked blocks are decoded AHEAD before their use
+	 * into a ring: the count of a target's row is asked for before it
+	 * is read */
 	enum { AHEAD = 32, RING = 32 };
 	_Static_assert(RING >= AHEAD, "the ring holds the edges ahead");
 	struct {
@@ -358,26 +358,21 @@ static void *walked_pass(void *arg)
 				it = hs_retain_succ(wp->r, wp->g, --v);
 			if (!got)
 				break;
-			if (w - dst_lo >= span)
-				continue;  /* another pass's */
+			/* (the set's words stay in the caches: n / 4 bytes) */
+			if (w - dst_lo >= span || !hs_rankset_has(walked, w))
+				continue;  /* another pass's, or not walked */
 			ring[(head + count) % RING].v = v;
 			ring[(head + count) % RING].w = w;
 			count++;
-			__builtin_prefetch(&walked->w[w / 32]);
 		}
 		if (!count)
 			break;
-		if (count > AHEAD / 2) {
-			uint32_t ka = hs_rankset_index(walked, ring[(head + AHEAD / 2) % RING].w);
-			if (ka != HS_RANK_NONE)
-				__builtin_prefetch(&off[ka]);
-		}
+		if (count > AHEAD / 2)
+			__builtin_prefetch(&off[hs_rankset_index(walked, ring[(head + AHEAD / 2) % RING].w)]);
 		uint32_t src = ring[head].v, dst = ring[head].w;
 		head = (head + 1) % RING;
 		count--;
 		uint32_t k = hs_rankset_index(walked, dst);
-		if (k == HS_RANK_NONE)
-			continue;
 		uint64_t z = hs_zigzag((int64_t)src - dst);
 		uint32_t len = (uint32_t)hs_varint_len(z);
 		if (bytes) {
