@@ -980,17 +980,18 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			hs_rankset_add(&t->inner, d);
 	}
 	/* the sums below walk the numbers backwards: the stream, read from
-	 * its end, gives them without the array */
-	free(vertex);
-	vertex = NULL;
+	 * its end, gives them without the array, whose pages (touched
+	 * already) the sums take */
 	hs_rankset_finish(&t->inner);
 	uint32_t ninner = t->inner.count;
 	t->weight = weight;
 	t->warg = warg;
 	t->cbits = 64 - (unsigned)__builtin_clzll((uint64_t)nr + 1);
-	t->inner_sum = calloc((size_t)ninner + 1, sizeof(uint64_t));
+	t->inner_sum = realloc(vertex, ((size_t)ninner + 1) * sizeof(uint64_t));
 	if (!t->inner_sum)
 		goto out;
+	vertex = NULL;
+	memset(t->inner_sum, 0, ((size_t)ninner + 1) * sizeof(uint64_t));
 	if (!sum_up(t, g->n, nr, &vs, vlast, false)) {
 		/* the total weight needs the counts' bits too */
 		memset(t->inner_sum, 0, ((size_t)ninner + 1) * sizeof(uint64_t));
