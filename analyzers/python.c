@@ -2,6 +2,7 @@
 #include "analyzers/python.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "analyzers/alloc/pymalloc.h"
 #include "analyzers/graph.h"
 #include "analyzers/roots.h"
+#include "src/parallel.h"
 #include "src/vector.h"
 
 /* PyTypeObject (Include/cpython/object.h; the same offsets from 3.8 to
@@ -62,6 +64,9 @@ struct ctx {
 	const uint64_t *head;
 	uint64_t head_addr, head_len;
 	struct hs_core_near near;       /* the blocks come in address order */
+	/* with two threads classifying: the modules' files are read under
+	 * it (their ELF handles are loaded as they are first read) */
+	pthread_mutex_t *file_lock;
 };
 
 /* The word at addr (in the core's mapping: the words there whatever block
@@ -76,10 +81,22 @@ static inline bool head_word(const struct ctx *c, uint64_t addr, uint64_t *v)
 	return hs_core_read_u64(c->core, addr, v);
 }
 
+/* What the core lacks, from the module's file (read-only data). */
+static bool rd_file(struct ctx *c, uint64_t addr, void *buf, size_t len)
+{
+	if (!c->dw)
+		return false;
+	if (c->file_lock)
+		pthread_mutex_lock(c->file_lock);
+	bool ok = hs_dwarf_read_file(c->dw, addr, buf, len);
+	if (c->file_lock)
+		pthread_mutex_unlock(c->file_lock);
+	return ok;
+}
+
 static bool rd(struct ctx *c, uint64_t addr, uint64_t *v)
 {
-	return hs_core_read_u64(c->core, addr, v) ||
-	       (c->dw && hs_dwarf_read_file(c->dw, addr, v, sizeof(*v)));
+	return hs_core_read_u64(c->core, addr, v) || rd_file(c, addr, v, sizeof(*v));
 }
 
 /* A NUL-terminated printable string of at most MAX_NAME bytes. */
@@ -89,7 +106,7 @@ static bool rd_cstr(struct ctx *c, uint64_t addr, char *buf, size_t len)
 	for (; i + 1 < len; i++) {
 		char ch;
 		if (!hs_core_read_quiet(c->core, addr + i, &ch, 1) &&
-		    (!c->dw || !hs_dwarf_read_file(c->dw, addr + i, &ch, 1)))
+		    !rd_file(c, addr + i, &ch, 1))
 			return false;
 		if (!ch)
 			break;
@@ -867,10 +884,76 @@ void hs_python_destroy(struct hs_pyobjects *p)
 	free(p);
 }
 
+/* The used blocks [from, to) classified (their kinds in c->p->kind). */
+struct classify_part {
+	struct ctx *c;
+	size_t from, to;
+	uint64_t objects;
+	struct hs_error *err;
+};
+
+static void *classify_part(void *arg)
+{
+	struct classify_part *cp = arg;
+	struct ctx *c = cp->c;
+	uint32_t *kind = c->p->kind;
+	for (size_t i = cp->from; i < cp->to && !cp->err; i++) {
+		const struct hs_alloc *a = &c->heap->allocs[i];
+		kind[i] = HS_PY_NONE;
+		if (hs_alloc_state(a) != HS_STATE_USED || a->where == HS_WHERE_INTERNAL)
+			continue;
+		cp->err = classify(c, a, &kind[i]);
+		cp->objects += kind[i] != HS_PY_NONE;
+	}
+	return NULL;
+}
+
+/* The second half's types (c1's, in the order it found them) into c's:
+ * a type c found too keeps its index, the others come after c's, in that
+ * order, which is where one thread would have put them; then the second
+ * half's kinds renumbered.  False when memory ran out, or when the types
+ * would pass MAX_TYPES (where one thread would have given up on some of
+ * them): the caller classifies the half again. */
+static bool merge_types(struct ctx *c, struct ctx *c1, size_t from, size_t to,
+			struct hs_error **err)
+{
+	const struct hs_pyobjects *p1 = c1->p;
+	if (c->p->ntypes + p1->ntypes > MAX_TYPES)
+		return false;
+	uint32_t *renum = malloc((p1->ntypes ? p1->ntypes : 1) * sizeof(*renum));
+	if (!renum) {
+		*err = &hs_error_nomem;
+		return false;
+	}
+	for (size_t i = 0; i < p1->ntypes && !*err; i++) {
+		const struct hs_pytype *t = &p1->types[i];
+		struct slot *s = c->mapcap ? slot_of(c, t->addr) : NULL;
+		if (s && s->key) {
+			renum[i] = s->value;
+			continue;
+		}
+		if (!(*err = add_type(c, t->addr, t->name, t->flags, t->basicsize,
+				      t->itemsize, &renum[i])))
+			*err = map_put(c, t->addr, renum[i]);
+	}
+	if (*err) {
+		free(renum);
+		return false;
+	}
+	uint32_t *kind = c->p->kind, low = (1u << HS_PY_TYPE_SHIFT) - 1;
+	for (size_t i = from; i < to; i++)
+		if (kind[i] != HS_PY_NONE)
+			kind[i] = renum[hs_py_type_index(kind[i])] << HS_PY_TYPE_SHIFT |
+				  (kind[i] & low);
+	free(renum);
+	return true;
+}
+
 struct hs_error *hs_python_objects(const struct hs_core *core,
 				   struct hs_dwarf *dw,
 				   const struct hs_heap *heap, uint32_t narrow_max,
-				   struct hs_log *log, struct hs_pyobjects **ret)
+				   unsigned nthreads, struct hs_log *log,
+				   struct hs_pyobjects **ret)
 {
 	*ret = NULL;
 	unsigned minor;
@@ -894,13 +977,46 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 		err = &hs_error_nomem;
 		goto out;
 	}
-	for (size_t i = 0; i < heap->nallocs && !err; i++) {
-		const struct hs_alloc *a = &heap->allocs[i];
-		c.p->kind[i] = HS_PY_NONE;
-		if (hs_alloc_state(a) != HS_STATE_USED || a->where == HS_WHERE_INTERNAL)
-			continue;
-		err = classify(&c, a, &c.p->kind[i]);
-		c.p->objects += c.p->kind[i] != HS_PY_NONE;
+	/* With two threads, the second half of the blocks is classified
+	 * with a context of its own (its own types and their cache), merged
+	 * after (merge_types).  Not while the core's reads are traced (the
+	 * trace is not shared). */
+	size_t n = heap->nallocs, half = n / 2;
+	pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct ctx c1 = c;
+	c1.map = NULL;
+	c1.mapcap = c1.mapn = c1.negatives = c1.typecap = 0;
+	c1.near = (struct hs_core_near){0};
+	c1.p = nthreads >= 2 && n >= 2 && !core->trace ? calloc(1, sizeof(*c1.p)) : NULL;
+	struct classify_part parts_[2] = {{&c, 0, c1.p ? half : n, 0, NULL},
+					  {&c1, half, n, 0, NULL}};
+	if (c1.p) {
+		c1.p->minor = minor;
+		c1.p->kind = c.p->kind;  /* (its own half of it) */
+		c.file_lock = c1.file_lock = &file_lock;
+	}
+	hs_run_parts(parts_, sizeof(*parts_), c1.p ? 2 : 1, classify_part);
+	c.file_lock = NULL;
+	err = parts_[0].err;
+	c.p->objects = parts_[0].objects;
+	if (c1.p) {
+		if (err || parts_[1].err) {
+			if (!err)
+				err = parts_[1].err;
+			else
+				hs_error_destroy(parts_[1].err);
+		} else if (merge_types(&c, &c1, half, n, &err)) {
+			c.p->objects += parts_[1].objects;
+		} else if (!err) {
+			/* one thread's way, for this half too */
+			parts_[1] = (struct classify_part){&c, half, n, 0, NULL};
+			classify_part(&parts_[1]);
+			err = parts_[1].err;
+			c.p->objects += parts_[1].objects;
+		}
+		c1.p->kind = NULL;
+		hs_python_destroy(c1.p);
+		free(c1.map);
 	}
 	if (!err)
 		err = parts(&c);

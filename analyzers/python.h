@@ -236,11 +236,13 @@ static inline struct hs_py_skip hs_py_skip_of(const struct hs_pyobjects *py,
 /* The objects of the heap's used blocks; *ret NULL when the program has
  * no CPython (or its type `type` cannot be found).  narrow_max (0: none)
  * lowers the number of types below which the kinds take 16 bits (the
- * tests compare the two forms). */
+ * tests compare the two forms).  With nthreads >= 2, the blocks are
+ * classified in two halves at once; the result is the same. */
 struct hs_error *hs_python_objects(const struct hs_core *core,
 				   struct hs_dwarf *dw,
 				   const struct hs_heap *heap, uint32_t narrow_max,
-				   struct hs_log *log, struct hs_pyobjects **ret);
+				   unsigned nthreads, struct hs_log *log,
+				   struct hs_pyobjects **ret);
 void hs_python_destroy(struct hs_pyobjects *p);
 
 /* For redaction (analyzers/redact.h): reads again, through the core's

@@ -41,7 +41,7 @@ int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap)
 	core->trace = NULL;
 	struct hs_pyobjects *py = NULL;
 	struct hs_error *perr = hs_python_objects(core, dw, heap, snap->opts.types_narrow_max,
-							  &snap->log, &py);
+							  1, &snap->log, &py);
 	if (perr) {
 		free(trace);
 		int rc = hs_cli_fail(cli, perr);

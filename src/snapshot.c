@@ -297,7 +297,7 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 				if (!snap->graph_err && dw)
 					snap->graph_err = hs_python_objects(snap->core, dw, heap,
 									    snap->opts.types_narrow_max,
-									    &snap->log,
+									    n, &snap->log,
 									    &snap->python);
 				snap->rules.py = snap->python;
 				const struct hs_files *files = NULL;
