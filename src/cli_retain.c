@@ -330,6 +330,9 @@ struct walked_pass {
 	uint32_t *off;          /* per walked rank: its length, or its cursor */
 	uint8_t *bytes;         /* NULL: count */
 	bool fits;              /* (counting) every row's length fits in 32 bits */
+	uint64_t *pairs;        /* (walked_gather) */
+	size_t npairs, cap;
+	bool full;
 };
 
 static void *walked_pass(void *arg)
@@ -387,6 +390,82 @@ static void *walked_pass(void *arg)
 	return NULL;
 }
 
+/* One pass instead of two, when the edges into the walked blocks are
+ * few: each edge of the part's sources into a walked block, gathered as
+ * (target << 32 | source), up to cap; full, the part stops. */
+static void *walked_gather(void *arg)
+{
+	struct walked_pass *wp = arg;
+	struct hs_retain_succ it = {0};  /* (no row yet: it ends at once) */
+	uint32_t v = wp->src_hi, w;
+	for (;;) {
+		bool got;
+		while (!(got = hs_retain_next(&it, &w)) && v > wp->src_lo)
+			it = hs_retain_succ(wp->r, wp->g, --v);
+		if (!got)
+			break;
+		if (!hs_rankset_has(wp->walked, w))
+			continue;
+		if (wp->npairs == wp->cap) {
+			wp->full = true;
+			break;
+		}
+		wp->pairs[wp->npairs++] = (uint64_t)w << 32 | v;
+	}
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The rows from the gathered pairs, sorted by target then source: each
+ * row's entries in source order, the rows in rank order, as the passes
+ * write them. */
+static struct hs_error *rows_of_pairs(const struct hs_rankset *walked, uint64_t *pairs,
+				      size_t n, uint32_t **off_ret, uint8_t **pred_ret)
+{
+	uint32_t nw = walked->count;
+	hs_sort(pairs, n, sizeof(*pairs), cmp_u64);
+	uint32_t *off = calloc((size_t)nw + 1, sizeof(*off));
+	if (!off)
+		return &hs_error_nomem;
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t dst = (uint32_t)(pairs[i] >> 32), src = (uint32_t)pairs[i];
+		uint32_t len = (uint32_t)hs_varint_len(hs_zigzag((int64_t)src - dst));
+		off[hs_rankset_index(walked, dst)] += len;
+		total += len;
+	}
+	if (total > UINT32_MAX) {
+		free(off);
+		return hs_error_create(HS_ERR_UNSUPPORTED,
+				       "too many pointers into the shared blocks to list their holders");
+	}
+	uint32_t run = 0;
+	for (uint32_t k = 0; k < nw; k++) {
+		uint32_t len = off[k];
+		off[k] = run;
+		run += len;
+	}
+	off[nw] = run;
+	uint8_t *pred = malloc(total + 1);
+	if (!pred) {
+		free(off);
+		return &hs_error_nomem;
+	}
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t dst = (uint32_t)(pairs[i] >> 32), src = (uint32_t)pairs[i];
+		at += hs_varint_put(pred + at, hs_zigzag((int64_t)src - dst));
+	}
+	*off_ret = off;
+	*pred_ret = pred;
+	return NULL;
+}
+
 /* The first node whose row (of r's graph) starts at or past half of the
  * allocations' rows' bytes: two parts of about equal bytes to decode. */
 static uint32_t half_of_rows(const struct hs_retain *r, const struct hs_graph *g)
@@ -406,10 +485,12 @@ static uint32_t half_of_rows(const struct hs_retain *r, const struct hs_graph *g
 /* The predecessor rows of the walked blocks (see walked_pass) into
  * *off_ret (nw + 1 starts) and *pred_ret, with up to two threads: when
  * the walked blocks are few, each thread takes half of the sources'
- * rows, and counts into an array of its own (4 bytes per walked block);
- * when they are many, each reads every row and takes the edges into
- * half of the walked blocks, so that the two write apart without a
- * second array.  The rows are the same either way. */
+ * rows, and gathers the edges into walked blocks in one pass
+ * (walked_gather) or, when they are too many for that, counts into an
+ * array of its own (4 bytes per walked block) then fills; when they are
+ * many, each reads every row and takes the edges into half of the walked
+ * blocks, so that the two write apart without a second array.  The rows
+ * are the same every way. */
 static struct hs_error *walked_rows(const struct hs_retain *r, const struct hs_graph *g,
 				    const struct hs_rankset *walked, unsigned nthreads,
 				    enum hs_sharers_split split,
@@ -423,7 +504,34 @@ static struct hs_error *walked_rows(const struct hs_retain *r, const struct hs_g
 	unsigned parts = nthreads > 1 && nw >= 2 && g->n >= 2 &&
 			 split != HS_SHARERS_ONE ? 2 : 1;
 	bool by_source = parts == 2 && (split == HS_SHARERS_AUTO ? nw <= nn / 8 :
-					split == HS_SHARERS_BY_SOURCE);
+					split == HS_SHARERS_BY_SOURCE ||
+					split == HS_SHARERS_BY_PAIRS);
+	if (by_source && split != HS_SHARERS_BY_SOURCE) {
+		/* few walked blocks: the edges into them gathered in one pass,
+		 * half of the sources each, up to a quarter byte a node in
+		 * all; when there are more, counted and filled */
+		size_t cap = nn / 64 + 4096;
+		uint64_t *pairs = malloc(2 * cap * sizeof(*pairs));
+		if (pairs) {
+			p[0].src_lo = p[1].src_hi = half_of_rows(r, g);
+			p[0].pairs = pairs;
+			p[1].pairs = pairs + cap;
+			p[0].cap = p[1].cap = cap;
+			hs_run_parts(p, sizeof(p[0]), 2, walked_gather);
+			struct hs_error *err = NULL;
+			if (!p[0].full && !p[1].full) {
+				memmove(pairs + p[0].npairs, pairs + cap,
+					p[1].npairs * sizeof(*pairs));
+				err = rows_of_pairs(walked, pairs, p[0].npairs + p[1].npairs,
+						    off_ret, pred_ret);
+			}
+			free(pairs);
+			if (err || (!p[0].full && !p[1].full))
+				return err;
+			for (int i = 0; i < 2; i++)
+				p[i].pairs = NULL;
+		}
+	}
 	uint32_t *off = calloc((size_t)nw + 1, sizeof(*off)), *off2 = NULL;
 	if (!off)
 		return &hs_error_nomem;

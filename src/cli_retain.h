@@ -55,6 +55,7 @@ enum hs_sharers_split {
 	HS_SHARERS_ONE,         /* one thread */
 	HS_SHARERS_BY_SOURCE,   /* half of the rows each */
 	HS_SHARERS_BY_TARGET,   /* every row, half of the walked blocks each */
+	HS_SHARERS_BY_PAIRS,    /* half of the rows each, the edges gathered */
 };
 /* "global g in m, thread 1 ... frame #2 f (+3 more)" */
 void hs_cli_sharers_text(const struct hs_results *res, const struct hs_sharers *s,

@@ -900,14 +900,15 @@ static int run(int argc, char **argv)
 		if (!*end && v < UINT16_MAX)
 			cli.opts.types_narrow_max = (uint32_t)v;
 	}
-	/* HEAPSIFT_TEST_SHARERS_SPLIT=sources|targets|none: how `top` splits
-	 * the sharers' passes between two threads (the tests compare the
-	 * output with one thread's) */
+	/* HEAPSIFT_TEST_SHARERS_SPLIT=sources|targets|pairs|none: how `top`
+	 * splits the sharers' passes between two threads (the tests compare
+	 * the output with one thread's) */
 	const char *split = getenv("HEAPSIFT_TEST_SHARERS_SPLIT");
 	if (split && *split)
 		cli.opts.sharers_split = !strcmp(split, "none") ? HS_SHARERS_ONE :
 					 !strcmp(split, "sources") ? HS_SHARERS_BY_SOURCE :
-					 !strcmp(split, "targets") ? HS_SHARERS_BY_TARGET : 0;
+					 !strcmp(split, "targets") ? HS_SHARERS_BY_TARGET :
+					 !strcmp(split, "pairs") ? HS_SHARERS_BY_PAIRS : 0;
 	if (cmd->takes & TAKES_CORES) {
 		rc = cmd->run(&cli, NULL);
 		free(cli.cores);

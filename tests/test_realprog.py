@@ -258,11 +258,13 @@ def check_sharers(name, core):
     """`top` names the roots that share a block no single root holds
     (shared_by, in the order its walk finds them).  With two threads, the
     passes that list the walked blocks' predecessors split the graph's
-    rows (sources) or the walked blocks (targets): the output must be one
-    thread's, byte for byte, and so must the rows (a hash of them on
-    stderr, with HEAPSIFT_TEST_SHARERS_SPLIT set)."""
+    rows (sources; or pairs: the edges gathered in one pass, by sources
+    again when they are too many) or the walked blocks (targets): the
+    output must be one thread's, byte for byte, and so must the rows (a
+    hash of them on stderr, with HEAPSIFT_TEST_SHARERS_SPLIT set)."""
     outs, rows = {}, {}
-    for mode, threads in (("none", "1"), ("sources", "2"), ("targets", "2")):
+    for mode, threads in (("none", "1"), ("sources", "2"), ("targets", "2"),
+                          ("pairs", "2")):
         env = dict(os.environ, HEAPSIFT_TEST_SHARERS_SPLIT=mode)
         r = hstest.run([HS, "top", core, "--format", "json", "--quiet",
                         "--threads", threads, "-n", "40"], timeout=600, env=env)
@@ -281,12 +283,12 @@ def check_sharers(name, core):
     # (and the rows themselves: their sizes and a hash, with the split set)
     if len(rows["none"]) != 1:
         probs.append("no line on the rows: %s" % rows["none"])
-    for mode in ("sources", "targets"):
+    for mode in ("sources", "targets", "pairs"):
         if outs[mode] != outs["none"]:
             probs.append("split by %s: the JSON differs from one thread's" % mode)
         if rows[mode] != rows["none"]:
             probs.append("split by %s: rows %s, one thread's %s" % (mode, rows[mode], rows["none"]))
-    R.case("%s: top's sharers are one thread's with the passes split two ways "
+    R.case("%s: top's sharers are one thread's with the passes split three ways "
            "(shared by up to %s roots; %s)" % (name, max(shared) if shared else 0,
                                                rows["none"][0][19:] if rows["none"] else ""),
            probs)
