@@ -920,6 +920,13 @@ static bool merge_types(struct ctx *c, struct ctx *c1, size_t from, size_t to,
 	const struct hs_pyobjects *p1 = c1->p;
 	if (c->p->ntypes + p1->ntypes > MAX_TYPES)
 		return false;
+	/* (a type to one half and none to the other: the reads disagree,
+	 * and one thread's way decides; checked before c takes any) */
+	for (size_t i = 0; c->mapcap && i < p1->ntypes; i++) {
+		struct slot *s = slot_of(c, p1->types[i].addr);
+		if (s->key && s->value == HS_PY_NONE)
+			return false;
+	}
 	uint32_t *renum = malloc((p1->ntypes ? p1->ntypes : 1) * sizeof(*renum));
 	if (!renum) {
 		*err = &hs_error_nomem;
