@@ -190,8 +190,8 @@ static bool tarjan_run(struct tarjan *t)
 	return true;
 }
 
-/* A bit per allocation (has_in, claimed): n / 8 bytes stay in the caches
- * where n bytes would not, and need fewer fresh pages. */
+/* A bit per allocation (clean, has_in, claimed): n / 8 bytes stay in the
+ * caches where n bytes would not, and need fewer fresh pages. */
 static inline bool bit_has(const uint64_t *b, uint32_t v)
 {
 	return b[v / 64] >> (v % 64) & 1;
@@ -368,12 +368,6 @@ out:
 	return err;
 }
 
-/* Did reach_starts read v's row and find start edges alone there? */
-static inline bool is_clean(const uint64_t *clean, uint32_t v)
-{
-	return clean[v / 64] >> (v % 64) & 1;
-}
-
 /* From the blocks start pointers reach (and the root words in `seeds`, whose
  * via is set), follows the edges a rule accepted, then start and rule
  * edges from there; what is newly reached inherits the rule that led to it. */
@@ -395,7 +389,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 			goto nomem;
 	}
 	for (uint32_t v = 0; v < g->n; v++) {
-		if (reach[v] != HS_REACH_REACHABLE || via[v] || is_clean(clean, v))
+		if (reach[v] != HS_REACH_REACHABLE || via[v] || bit_has(clean, v))
 			continue;
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x;
@@ -560,7 +554,7 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 			}
 		}
 		if (!flags)
-			clean[v / 64] |= 1ull << (v % 64);
+			bit_set(clean, v);
 	}
 	return true;
 }
@@ -600,7 +594,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 	/* 2. interior pointers too: possible */
 	st = &c.interior;
 	for (uint32_t v = 0; v < n; v++) {
-		if (reach[v] != HS_REACH_REACHABLE || is_clean(clean, v))
+		if (reach[v] != HS_REACH_REACHABLE || bit_has(clean, v))
 			continue;
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x;
