@@ -990,10 +990,12 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 	 * trace is not shared). */
 	size_t n = heap->nallocs, half = n / 2;
 	pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
-	struct ctx c1 = c;
-	c1.map = NULL;
-	c1.mapcap = c1.mapn = c1.negatives = c1.typecap = 0;
-	c1.near = (struct hs_core_near){0};
+	/* (what the two share: the inputs and the types found by name) */
+	struct ctx c1 = {.core = core, .dw = dw, .heap = heap, .log = log,
+			 .type_type = c.type_type, .dict_type = c.dict_type,
+			 .list_type = c.list_type, .set_type = c.set_type,
+			 .str_type = c.str_type, .bytes_type = c.bytes_type,
+			 .long_type = c.long_type, .float_type = c.float_type};
 	c1.p = nthreads >= 2 && n >= 2 && !core->trace ? calloc(1, sizeof(*c1.p)) : NULL;
 	struct classify_part parts_[2] = {{&c, 0, c1.p ? half : n, 0, NULL},
 					  {&c1, half, n, 0, NULL}};
