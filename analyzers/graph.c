@@ -198,6 +198,10 @@ struct part {
 	uint32_t *counts;       /* per source, to - from: its row's bytes */
 	uint32_t *edges;        /* the open row's edges, as found */
 	size_t nedges, cap;
+	/* a long open row's targets as bits instead (go_wide): start
+	 * edges, rule edges, interior edges, nwords words each */
+	uint64_t *wide;
+	size_t nwords;
 	uint8_t *rows;          /* the closed rows (src/edgerow.h) */
 	size_t nbytes, capbytes;
 	uint64_t total;         /* edges in them */
@@ -215,9 +219,40 @@ struct part {
 	uint32_t open;          /* the first source whose row is still open */
 };
 
+/* Which of the wide row's bit sets edge e goes to. */
+static inline uint64_t *wide_set(struct part *p, uint32_t e)
+{
+	return p->wide + p->nwords * ((e & HS_EDGE_INTERIOR) ? 2 : (e & HS_EDGE_RULE) ? 1 : 0);
+}
+
+/* A row of very many edges (a hash table's array of a million slots:
+ * 2 M edges) would take 4 bytes an edge here, and as much again for its
+ * sort's scratch; three bits a node take less from about 3/64 of the
+ * nodes on, and make the sort a walk over the bits.  The open row's
+ * edges so far go to the bits; false when memory ran out. */
+static bool go_wide(struct part *p)
+{
+	p->nwords = (size_t)p->g->n / 64 + 1;
+	if (!(p->wide = calloc(3 * p->nwords, sizeof(uint64_t))))
+		return false;
+	for (size_t i = 0; i < p->nedges; i++) {
+		uint32_t id = HS_EDGE_ID(p->edges[i]);
+		wide_set(p, p->edges[i])[id / 64] |= 1ull << (id % 64);
+	}
+	p->nedges = 0;
+	return true;
+}
+
 static bool push_edge(struct part *p, uint32_t e)
 {
+	if (p->wide) {
+		uint32_t id = HS_EDGE_ID(e);
+		wide_set(p, e)[id / 64] |= 1ull << (id % 64);
+		return true;
+	}
 	if (p->nedges == p->cap) {
+		if (p->cap >= 3 * ((size_t)p->g->n / 64) && p->cap >= 4096)
+			return go_wide(p) && push_edge(p, e);
 		size_t cap = p->cap ? p->cap * 2 : 4096;
 		uint32_t *v = realloc(p->edges, cap * sizeof(*v));
 		if (!v)
@@ -273,6 +308,10 @@ static bool close_sources(struct part *p, uint32_t upto)
 	while (p->open < upto) {
 		/* (no row yet: edges may still be NULL) */
 		size_t n = p->nedges ? unique_edges(p->edges, p->nedges) : 0;
+		const uint64_t *ws = p->wide, *wr = ws + p->nwords, *wi = wr + p->nwords;
+		if (ws)
+			for (size_t x = 0; x < p->nwords; x++)
+				n += (size_t)__builtin_popcountll(ws[x] | wr[x] | wi[x]);
 		if (p->capbytes - p->nbytes < n * HS_EDGEROW_MAX) {
 			size_t cap = p->capbytes ? p->capbytes * 2 : 1 << 16;
 			while (cap - p->nbytes < n * HS_EDGEROW_MAX)
@@ -287,7 +326,23 @@ static bool close_sources(struct part *p, uint32_t upto)
 		size_t at = p->nbytes;
 		uint32_t prev = p->open;
 		bool interior = false;
-		for (size_t i = 0; i < n; i++) {
+		if (ws) {
+			/* by target, each once: a start edge, else a rule's,
+			 * else an interior one (as unique_edges keeps) */
+			for (size_t x = 0; x < p->nwords; x++) {
+				for (uint64_t b = ws[x] | wr[x] | wi[x]; b; b &= b - 1) {
+					unsigned k = (unsigned)__builtin_ctzll(b);
+					uint32_t e = (uint32_t)(x * 64 + k);
+					if (!(ws[x] >> k & 1))
+						e |= wr[x] >> k & 1 ? HS_EDGE_RULE : HS_EDGE_INTERIOR;
+					p->nbytes += hs_edgerow_put(p->rows + p->nbytes, &prev, e);
+					interior |= (e & HS_EDGE_INTERIOR) != 0;
+				}
+			}
+			free(p->wide);
+			p->wide = NULL;
+		}
+		for (size_t i = 0; i < (ws ? 0 : n); i++) {
 			p->nbytes += hs_edgerow_put(p->rows + p->nbytes, &prev, p->edges[i]);
 			interior |= (p->edges[i] & HS_EDGE_INTERIOR) != 0;
 		}
@@ -624,6 +679,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 		nedges += parts[t].total;
 		nbytes += parts[t].nbytes;
 		free(parts[t].edges);
+		free(parts[t].wide);
 		parts[t].edges = NULL;
 		nomem |= parts[t].nomem;
 		unreadable += parts[t].unreadable;

@@ -666,6 +666,134 @@ static void test_wide_mark(void)
 	free(bytes);
 }
 
+/* Rows of very many edges: NL blocks of 4 words, each with a few
+ * pointers, then blocks of LONG_WORDS[k] words pointing at random blocks
+ * (some into their interiors, some twice, some to themselves).  A row past
+ * 4,096 edges is sorted through bits (graph.c, go_wide), a shorter one by
+ * a sort; either must hold each target once, flagged interior only when
+ * no pointer hit its start, and no self-pointer.  One thread and two. */
+enum { NL = 20000 };
+static const uint32_t LONG_WORDS[] = {4096, 4098, 30000, 9000};
+enum { NLONG = sizeof(LONG_WORDS) / sizeof(LONG_WORDS[0]) };
+
+static void test_long_rows(void)
+{
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	struct mock_core m = {0};
+	uint64_t span = (uint64_t)NL * (8 + 32);
+	for (int k = 0; k < NLONG; k++)
+		span += 8 + 8 * (uint64_t)LONG_WORDS[k];
+	uint32_t nb = NL + NLONG;
+	uint64_t *addr = malloc(nb * sizeof(*addr));
+	/* the pointers each block holds: target id, 2 bits of kind (0 start,
+	 * 2 interior) */
+	uint32_t **words = calloc(nb, sizeof(*words));
+	uint32_t *nwords = calloc(nb, sizeof(*nwords));
+	CHECK(addr && words && nwords);
+	if (!addr || !words || !nwords) {
+		free(addr);
+		free(words);
+		free(nwords);
+		return;
+	}
+	mock_segment(&m, HEAP, 16 + span, PF_R | PF_W);
+	mock_put64(&m, HEAP, BUMP_MAGIC);
+	mock_put64(&m, HEAP + 8, span);
+	uint64_t at = HEAP + 16;
+	for (uint32_t i = 0; i < nb; i++) {
+		nwords[i] = i < NL ? 4 : LONG_WORDS[i - NL];
+		addr[i] = at + 8;
+		mock_put64(&m, at, 8 * (uint64_t)nwords[i] | 1);
+		at += 8 + 8 * (uint64_t)nwords[i];
+	}
+	for (uint32_t i = 0; i < nb; i++) {
+		words[i] = calloc(nwords[i], sizeof(uint32_t));
+		for (uint32_t w = 0; words[i] && w < nwords[i]; w++) {
+			uint64_t r = wide_next(&x);
+			/* self-pointers in the longest block only: the others
+			 * push each word (4,096 edges fit the vector, 4,098
+			 * do not; a block's words are an even number: the
+			 * bump heap's sizes are multiples of 16) */
+			uint32_t t = (uint32_t)((r >> 8) % nb);
+			if (t == i)
+				t = (t + 1) % nb;
+			if (i >= NL && LONG_WORDS[i - NL] == 30000 && r % 7 == 0)
+				t = i;
+			bool in = r % 5 == 0;
+			/* small blocks: two words of four hold pointers */
+			if (i < NL && w % 2)
+				continue;
+			words[i][w] = (t + 1) << 2 | (in ? 2 : 0);
+			mock_put64(&m, addr[i] + 8 * w, addr[t] + (in ? 16 : 0));
+		}
+	}
+	mock_segment(&m, DATA, 0x1000, PF_R | PF_W);
+	mock_segment(&m, STACK, 0x1000, PF_R | PF_W);
+	uint64_t *regs = mock_thread(&m, 45);
+	regs[HS_REG_RSP] = RSP;
+	regs[HS_REG_RIP] = 0x400000;
+	size_t len;
+	uint8_t *bytes = mock_build(&m, &len);
+	mock_free(&m);
+	/* each row as it should be: one rank per target, the least */
+	uint8_t *rank = malloc(nb);
+	for (unsigned threads = 1; threads <= 2 && rank; threads++) {
+		struct hs_options o = {.threads = threads, .backend = &bump_backend,
+				       .rules_off = "all"};
+		struct hs_snapshot *snap;
+		struct hs_error *err = hs_snapshot_open_memory("long.core", bytes, len, &o, &snap);
+		CHECK(!err);
+		if (err) {
+			hs_error_destroy(err);
+			break;
+		}
+		const struct hs_graph *g;
+		const struct hs_error *e = hs_snapshot_graph(snap, &g);
+		CHECK(!e);
+		size_t wrong = 0, edges = 0, interior = 0;
+		for (uint32_t i = 0; !e && i < nb; i++) {
+			memset(rank, 0xff, nb);
+			for (uint32_t w = 0; w < nwords[i]; w++) {
+				if (!words[i] || !words[i][w])
+					continue;
+				uint32_t t = (words[i][w] >> 2) - 1, r = words[i][w] & 3;
+				if (t != i && r < rank[t])
+					rank[t] = (uint8_t)r;
+			}
+			struct hs_edges it = hs_graph_edges(g, i);
+			uint32_t ed, last = 0;
+			size_t n = 0, want = 0;
+			bool bad = false;
+			while (hs_edges_next(&it, &ed)) {
+				uint32_t t = HS_EDGE_ID(ed);
+				bad |= (n && t <= last) || t >= nb || rank[t] == 0xff ||
+				       ((ed & HS_EDGE_FLAGS) != (rank[t] ? HS_EDGE_INTERIOR : 0));
+				interior += (ed & HS_EDGE_INTERIOR) != 0;
+				last = t;
+				n++;
+			}
+			for (uint32_t t = 0; t < nb; t++)
+				want += rank[t] != 0xff;
+			edges += n;
+			if ((bad || n != want) && !wrong++)
+				fprintf(stderr, "long rows (%u threads): block %u has %zu edges, want %zu%s\n",
+					threads, i, n, want, bad ? ", some wrong" : "");
+		}
+		CHECKF(!wrong, "long rows (%u threads): %zu rows wrong", threads, wrong);
+		/* the long rows are long, and both kinds are there */
+		CHECKF(!e && edges > 40000 && interior > 5000,
+		       "long rows: %zu edges, %zu interior", edges, interior);
+		hs_snapshot_destroy(snap);
+	}
+	free(rank);
+	for (uint32_t i = 0; i < nb; i++)
+		free(words[i]);
+	free(words);
+	free(nwords);
+	free(addr);
+	free(bytes);
+}
+
 /* ---- the program's memory ---- */
 
 enum { A, B, D, E, F, G, K, L1, L2, S, Z, NBLOCKS };
@@ -834,6 +962,7 @@ int main(void)
 	test_interleaved_runs();
 	test_addrmap();
 	test_wide_mark();
+	test_long_rows();
 	o.backend = &bump_backend;
 	o.totals_only = true;
 	err = hs_snapshot_open_memory("bump.core", bytes, len, &o, &snap);
