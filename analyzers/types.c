@@ -267,6 +267,12 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 	if (!set_type(t, id, d->index))
 		return false;
 	c->from[id] = (uint8_t)from;
+	/* a type of no known size has no pointers to follow (propagate), and
+	 * as a vtable's or CPython's it stays the block's (only another of
+	 * those could change it, and each block is seeded once): CPython's
+	 * million objects need no place on the stack */
+	if (!d->size && from == FROM_VTABLE)
+		return true;
 	return !work_vector_push(&c->work, id);
 }
 
