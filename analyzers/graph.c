@@ -450,9 +450,10 @@ static void *work(void *arg)
 	}
 }
 
-static void *scan_part(void *arg)
+static const char SCAN_PHASE[] = "scanning for pointers";
+
+static void scan_rows(struct part *p)
 {
-	struct part *p = arg;
 	const struct hs_graph *g = p->g;
 	const struct hs_alloc *allocs = g->map.heap->allocs;
 	uint64_t lo = g->map.lo, hi = g->map.hi;
@@ -468,7 +469,7 @@ static void *scan_part(void *arg)
 					__atomic_add_fetch(p->done, 0x1000, __ATOMIC_RELAXED) :
 					__atomic_load_n(p->done, __ATOMIC_RELAXED);
 			if (p->log)
-				hs_log_progress(p->log, "scanning for pointers", "blocks",
+				hs_log_progress(p->log, SCAN_PHASE, "blocks",
 						done, p->g->n);
 		}
 		if (!hs_alloc_in_graph(a))
@@ -492,7 +493,7 @@ static void *scan_part(void *arg)
 			if (nb == SCAN_BATCH) {
 				if (!resolve(p, batch, nb)) {
 					p->nomem = true;  /* the one error it gives */
-					return NULL;
+					return;
 				}
 				nb = 0;
 			}
@@ -501,10 +502,22 @@ static void *scan_part(void *arg)
 	}
 	if (!resolve(p, batch, nb)) {
 		p->nomem = true;
-		return NULL;
+		return;
 	}
 	if (!close_sources(p, p->to))
 		p->nomem = true;
+}
+
+static void *scan_part(void *arg)
+{
+	struct part *p = arg;
+	scan_rows(p);
+	/* the blocks past the part's last multiple of 4,096, which the
+	 * progress did not count: all are counted once all parts are done */
+	if (p->to > p->from)
+		__atomic_add_fetch(p->done, (p->to - p->from) -
+				   (uint64_t)((p->to - p->from - 1) / 0x1000) * 0x1000,
+				   __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -600,6 +613,16 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 				struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret)
 {
+	return hs_graph_build_beside(core, heap, rules, nthreads, log, NULL, NULL, ret);
+}
+
+struct hs_error *hs_graph_build_beside(const struct hs_core *core,
+				       const struct hs_heap *heap,
+				       struct hs_rules *rules, unsigned nthreads,
+				       struct hs_log *log,
+				       void (*beside)(void *arg, const struct hs_graph *g),
+				       void *arg, struct hs_graph **ret)
+{
 	if (heap->nallocs >= HS_EDGE_MAX_IDS)
 		return hs_error_create(HS_ERR_UNSUPPORTED,
 				       "%zu allocations: more than the graph can index",
@@ -671,7 +694,26 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 	struct worker workers[HS_PARTS_MAX];
 	for (unsigned t = 0; t < nthreads; t++)
 		workers[t] = (struct worker){parts, nparts, &next, t == 0 ? log : NULL, NULL};
-	hs_run_parts(workers, sizeof(*workers), nthreads, work);
+	if (beside) {
+		/* the other threads take parts while the caller's runs
+		 * beside(); then it takes what is left */
+		struct hs_task tasks[HS_PARTS_MAX];
+		for (unsigned t = 1; t < nthreads; t++)
+			hs_task_start(&tasks[t], work, &workers[t]);
+		/* the scan's progress, until it is done, in place of what
+		 * beside() shows */
+		struct hs_log_relay relay = {SCAN_PHASE, "blocks", &done, g->n};
+		if (log)
+			hs_log_relay(log, &relay);
+		beside(arg, g);
+		if (log)
+			hs_log_relay(log, NULL);
+		work(&workers[0]);
+		for (unsigned t = 1; t < nthreads; t++)
+			hs_task_join(&tasks[t]);
+	} else {
+		hs_run_parts(workers, sizeof(*workers), nthreads, work);
+	}
 	hs_log_progress_end(log);
 	uint64_t nedges = 0, nbytes = 0, unreadable = 0;
 	bool nomem = false;

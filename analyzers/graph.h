@@ -123,6 +123,18 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 				const struct hs_heap *heap,
 				struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret);
+/* hs_graph_build that calls beside(arg, g) on the caller's thread once
+ * g's address map is made, while the other threads scan; the caller's
+ * thread scans too once beside returns.  beside may read g's map (the
+ * hs_graph_*target and hs_graph_prefetch* lookups), n and rules, and
+ * nothing else of g: the rows are being made.  It runs even when the build
+ * fails after it; not when the build fails before (the map). */
+struct hs_error *hs_graph_build_beside(const struct hs_core *core,
+				       const struct hs_heap *heap,
+				       struct hs_rules *rules, unsigned nthreads,
+				       struct hs_log *log,
+				       void (*beside)(void *arg, const struct hs_graph *g),
+				       void *arg, struct hs_graph **ret);
 void hs_graph_destroy(struct hs_graph *g);
 
 /* Frees rule_of, for the snapshot once the mark has read it (1 byte per

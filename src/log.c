@@ -88,7 +88,18 @@ void hs_log_release(struct hs_log *log, bool replay)
 	struct hs_log_held *h = log->held;
 	if (!h)
 		return;
-	log->held = h->outer;
+	hs_log_set_aside(log);
+	hs_log_replay(log, h, replay);
+}
+
+void hs_log_set_aside(struct hs_log *log)
+{
+	if (log->held)
+		log->held = log->held->outer;
+}
+
+void hs_log_replay(struct hs_log *log, struct hs_log_held *h, bool replay)
+{
 	for (size_t i = 0; i < h->n; i++) {
 		if (replay)
 			warn_msg(log, h->msgs[i]);
@@ -126,6 +137,15 @@ void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
 {
 	if (!log->progress)
 		return;
+	if (log->relay) {
+		uint64_t d = __atomic_load_n(log->relay->done, __ATOMIC_RELAXED);
+		if (d < log->relay->total) {
+			phase = log->relay->phase;
+			unit = log->relay->unit;
+			done = d;
+			total = log->relay->total;
+		}
+	}
 	double t = now();
 	if (phase != log->last_phase) {
 		hs_log_progress_end(log);
@@ -170,6 +190,11 @@ void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
 	}
 	fprintf(log->stream, "\r\033[K%s: %s%s", phase, count, rate);
 	fflush(log->stream);
+}
+
+void hs_log_relay(struct hs_log *log, const struct hs_log_relay *r)
+{
+	log->relay = r;
 }
 
 void hs_log_progress_end(struct hs_log *log)

@@ -31,6 +31,16 @@ struct hs_log {
 	size_t nkept;
 	char *kept[HS_LOG_KEEP];
 	struct hs_log_held *held;  /* hs_log_hold */
+	const struct hs_log_relay *relay;  /* hs_log_relay */
+};
+/* A phase whose threads do not show their progress, beside which the
+ * caller's thread runs other work: until its count `done` (read
+ * atomically) reaches total, the caller's progress calls show it
+ * instead of their own. */
+struct hs_log_relay {
+	const char *phase, *unit;
+	const uint64_t *done;
+	uint64_t total;
 };
 
 /* Warnings held back (hs_log_hold), all of them, in order. */
@@ -53,6 +63,9 @@ void hs_log_warn(struct hs_log *log, const char *fmt, ...)
 void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
 		     uint64_t done, uint64_t total);
 void hs_log_progress_end(struct hs_log *log);
+/* From now on (r NULL: no longer), progress shows r's phase while it
+ * runs; r must outlive its use. */
+void hs_log_relay(struct hs_log *log, const struct hs_log_relay *r);
 /* From now on the log's warnings go to h instead of being counted, echoed
  * and kept, for work that may be thrown away; progress still shows.
  * hs_log_release ends the latest hold: with replay, its warnings then go
@@ -60,5 +73,11 @@ void hs_log_progress_end(struct hs_log *log);
  * hold it was within, if any); without, they are dropped. */
 void hs_log_hold(struct hs_log *log, struct hs_log_held *h);
 void hs_log_release(struct hs_log *log, bool replay);
+/* hs_log_release in two steps, for work done beside other work whose
+ * warnings are to come first: hs_log_set_aside ends the latest hold and
+ * keeps its warnings where they are; hs_log_replay(log, h, replay) later
+ * gives them through the log (or drops them) as hs_log_release would. */
+void hs_log_set_aside(struct hs_log *log);
+void hs_log_replay(struct hs_log *log, struct hs_log_held *h, bool replay);
 
 #endif

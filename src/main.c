@@ -909,6 +909,10 @@ static int run(int argc, char **argv)
 					 !strcmp(split, "sources") ? HS_SHARERS_BY_SOURCE :
 					 !strcmp(split, "targets") ? HS_SHARERS_BY_TARGET :
 					 !strcmp(split, "pairs") ? HS_SHARERS_BY_PAIRS : 0;
+	/* HEAPSIFT_TEST_TYPES_AFTER=1: the types come after the graph, not
+	 * beside its scan (the tests compare the output with the default's) */
+	const char *after = getenv("HEAPSIFT_TEST_TYPES_AFTER");
+	cli.opts.types_after = after && *after && strcmp(after, "0");
 	if (cmd->takes & TAKES_CORES) {
 		rc = cmd->run(&cli, NULL);
 		free(cli.cores);

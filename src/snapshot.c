@@ -270,6 +270,23 @@ static unsigned worker_threads(const struct hs_snapshot *snap)
 	return c > 0 ? (unsigned)c : 1;
 }
 
+static void types_run(struct hs_snapshot *snap, const struct hs_graph *graph,
+		      struct hs_dwarf *dw, bool beside);
+
+/* The types' propagation beside the graph's scan (hs_graph_build_beside):
+ * it reads the address map only.  Its warnings are held, to come after
+ * the graph's, where they came when the types followed the graph. */
+static void types_beside(void *arg, const struct hs_graph *g)
+{
+	struct hs_snapshot *snap = arg;
+	double t0 = hs_now();
+	hs_log_hold(&snap->log, &snap->types_held);
+	types_run(snap, g, snap->dwarf, true);
+	hs_log_set_aside(&snap->log);
+	/* (the graph's time is the build's less this) */
+	snap->t_graph -= hs_now() - t0;
+}
+
 const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 					 const struct hs_graph **ret)
 {
@@ -306,11 +323,33 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 				    (fe = hs_snapshot_files(snap, &files)))
 					snap->graph_err = copy_error(fe);
 				snap->rules.files = files;
+				/* the types beside the scan: when they are
+				 * wanted, and their reads and the scan's can
+				 * go on at once (not while the reads are
+				 * traced: the trace is not shared) */
+				bool beside = !snap->graph_err && dw && n >= 2 &&
+					      !snap->opts.types_after &&
+					      !snap->core->trace && !snap->types_done &&
+					      (snap->types_beside == HS_TYPES_BESIDE ||
+					       (snap->types_beside == HS_TYPES_BESIDE_TYPED &&
+						snap->rules.enabled & 1u << HS_RULE_TYPED));
+				snap->t_graph = 0;
 				if (!snap->graph_err)
-					snap->graph_err = hs_graph_build(snap->core, heap,
-									 &snap->rules, n,
-									 &snap->log, &snap->graph);
-				snap->t_graph = hs_now() - t0;
+					snap->graph_err = hs_graph_build_beside(
+						snap->core, heap, &snap->rules, n, &snap->log,
+						beside ? types_beside : NULL, snap, &snap->graph);
+				snap->t_graph += hs_now() - t0;
+				if (snap->types_done && beside) {
+					/* as if they had come after the graph */
+					hs_log_replay(&snap->log, &snap->types_held,
+						      !snap->graph_err);
+					if (snap->graph_err) {
+						hs_types_destroy(snap->types);
+						snap->types = NULL;
+						hs_error_destroy(snap->types_err);
+						snap->types_err = copy_error(snap->graph_err);
+					}
+				}
 			}
 			/* the scan's counts of references to CPython's
 			 * objects are used up now, before the types and the
@@ -386,6 +425,9 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 {
 	if (!snap->mark_done) {
 		snap->mark_done = true;
+		/* the typed rule's types come beside the graph */
+		if (snap->types_beside == HS_TYPES_AFTER)
+			snap->types_beside = HS_TYPES_BESIDE_TYPED;
 		const struct hs_heap *heap;
 		const struct hs_roots *roots;
 		const struct hs_graph *graph;
@@ -464,24 +506,36 @@ const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 
 /* The types without the leaked blocks' inference (which needs the mark,
  * which needs these for the typed rule). */
+static void types_run(struct hs_snapshot *snap, const struct hs_graph *graph,
+		      struct hs_dwarf *dw, bool beside)
+{
+	snap->types_done = true;
+	double t0 = hs_now();
+	snap->types_err = hs_types_compute(snap->core, dw, snap->heap, graph,
+					   snap->python, snap->opts.types_narrow_max,
+					   &snap->log, &snap->types);
+	/* (beside the scan, its line may be the scan's, which goes on) */
+	if (!beside)
+		hs_log_progress_end(&snap->log);
+	snap->t_types = hs_now() - t0;
+}
+
 static const struct hs_error *types_base(struct hs_snapshot *snap)
 {
 	if (!snap->types_done) {
-		snap->types_done = true;
 		const struct hs_graph *graph;
 		struct hs_dwarf *dw;
 		const struct hs_error *e;
+		if (snap->types_beside == HS_TYPES_AFTER)
+			snap->types_beside = HS_TYPES_BESIDE;
 		if ((e = hs_snapshot_dwarf(snap, &dw)) ||
 		    (e = hs_snapshot_graph(snap, &graph))) {
-			snap->types_err = copy_error(e);
-		} else {
-			double t0 = hs_now();
-			snap->types_err = hs_types_compute(snap->core, dw, snap->heap,
-							   graph, snap->python,
-							   snap->opts.types_narrow_max,
-							   &snap->log, &snap->types);
-			hs_log_progress_end(&snap->log);
-			snap->t_types = hs_now() - t0;
+			/* (made beside the graph, they went with it) */
+			if (!snap->types_done)
+				snap->types_err = copy_error(e);
+			snap->types_done = true;
+		} else if (!snap->types_done) {
+			types_run(snap, graph, dw, false);
 		}
 	}
 	return snap->types_err;

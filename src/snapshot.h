@@ -57,6 +57,9 @@ struct hs_options {
 	 * threads (enum hs_sharers_split; 0: by the count of blocks; for
 	 * the tests) */
 	unsigned sharers_split;
+	/* the types after the graph, never beside its scan (for the tests:
+	 * the output must be the same either way) */
+	bool types_after;
 };
 
 struct hs_snapshot {
@@ -91,6 +94,11 @@ struct hs_snapshot {
 	struct hs_types *types;
 	struct hs_error *types_err;
 	bool types_done, infer_done;
+	/* the types (without the inference) made beside the graph's scan,
+	 * by whoever asks for the graph first (see hs_snapshot_graph):
+	 * never, when the typed rule wants them, always */
+	enum { HS_TYPES_AFTER, HS_TYPES_BESIDE_TYPED, HS_TYPES_BESIDE } types_beside;
+	struct hs_log_held types_held;  /* their warnings, after the graph's */
 	bool dwarf_done, heap_done, roots_done, graph_done, mark_done,
 		retain_done;
 	bool retain_order;  /* the dominator tree keeps its order (HS_WANT_ORDER) */

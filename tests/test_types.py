@@ -652,7 +652,9 @@ def check_same_ways(res, name, core):
     to 32 bits as soon as an index reaches 2
     (HEAPSIFT_TEST_TYPES_NARROW_MAX=2), which also keeps the packed table
     in 16 bits where a byte a block would do (at most 255 types in use,
-    as on these cores)."""
+    as on these cores).  With two threads the types' propagation runs
+    beside the graph's scan: the same output and warnings, in the same
+    order, as with it after the scan (HEAPSIFT_TEST_TYPES_AFTER=1)."""
     both = (["leaks"], ["leaks", "--format", "json"], ["top"],
             ["top", "--format", "json"])
     same_output(res, name, core, "HEAPSIFT_TEST_KEEP_DEBUG", "1",
@@ -661,6 +663,12 @@ def check_same_ways(res, name, core):
                 "the same types with the table widened midway",
                 both + (["types", "--format", "json"],
                         ["list", "--state", "all", "--format", "json"]))
+    # with two threads the types are made beside the graph's scan, their
+    # warnings held until the graph's are given
+    same_output(res, name, core, "HEAPSIFT_TEST_TYPES_AFTER", "1",
+                "the same output and warnings with the types after the graph",
+                tuple(a + ["--threads", "2"] for a in
+                      both + (["types"], ["types", "--format", "json"])))
 
 
 def copy_heapsift():
