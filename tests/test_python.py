@@ -428,39 +428,38 @@ def check_summary(core):
             "found %s" % planted)
 
 
+def same_with(core, env, what, commands):
+    """commands' output and warnings, the same with env as without."""
+    for args in commands:
+        runs = [hstest.run([HS] + args + [core], timeout=600, env=e) for e in (None, env)]
+        label = "%s: %s" % (" ".join(args), what)
+        if not R.check(label + " (both ran)", runs[0].rc == 0 and runs[1].rc == 0,
+                       runs[0].describe() + " / " + runs[1].describe()):
+            continue
+        R.check(label, runs[0].out == runs[1].out and runs[0].err == runs[1].err,
+                "output differs" if runs[0].out != runs[1].out else
+                "%r against %r" % (runs[0].err[:300], runs[1].err[:300]))
+
+
 def check_types_after(core):
     """With two threads the types (CPython's objects' among them) are made
     beside the graph's scan: the same output and warnings as with them
     made after it (HEAPSIFT_TEST_TYPES_AFTER=1)."""
-    env = dict(os.environ, HEAPSIFT_TEST_TYPES_AFTER="1")
-    for args in (["leaks"], ["leaks", "--format", "json"], ["top", "--format", "json"],
-                 ["types", "--format", "json"]):
-        args = args + ["--threads", "2"]
-        runs = [hstest.run([HS] + args + [core], timeout=600, env=e) for e in (None, env)]
-        what = "%s: the same with the types after the graph" % " ".join(args)
-        if not R.check(what + " (both ran)", runs[0].rc == 0 and runs[1].rc == 0,
-                       runs[0].describe() + " / " + runs[1].describe()):
-            continue
-        R.check(what, runs[0].out == runs[1].out and runs[0].err == runs[1].err,
-                "output differs" if runs[0].out != runs[1].out else
-                "%r against %r" % (runs[0].err[:300], runs[1].err[:300]))
+    same_with(core, dict(os.environ, HEAPSIFT_TEST_TYPES_AFTER="1"),
+              "the same with the types after the graph",
+              [a + ["--threads", "2"] for a in
+               (["leaks"], ["leaks", "--format", "json"], ["top", "--format", "json"],
+                ["types", "--format", "json"])])
 
 
 def check_narrow(core):
     """The objects' kinds take 16 bits a block when the types are few (as
     here): the same output, text and JSON, as with them kept in 32 bits
     (HEAPSIFT_TEST_TYPES_NARROW_MAX=2, fewer types than this heap has)."""
-    env = dict(os.environ, HEAPSIFT_TEST_TYPES_NARROW_MAX="2")
-    for args in (["leaks"], ["leaks", "--format", "json"], ["top", "--format", "json"],
-                 ["types", "--format", "json"], ["list", "--state", "all", "--format", "json"]):
-        runs = [hstest.run([HS] + args + [core], timeout=600, env=e) for e in (None, env)]
-        what = "%s: the same with the kinds in 32 bits" % " ".join(args)
-        if not R.check(what + " (both ran)", runs[0].rc == 0 and runs[1].rc == 0,
-                       runs[0].describe() + " / " + runs[1].describe()):
-            continue
-        R.check(what, runs[0].out == runs[1].out and runs[0].err == runs[1].err,
-                "output differs" if runs[0].out != runs[1].out else
-                "%r against %r" % (runs[0].err[:300], runs[1].err[:300]))
+    same_with(core, dict(os.environ, HEAPSIFT_TEST_TYPES_NARROW_MAX="2"),
+              "the same with the kinds in 32 bits",
+              (["leaks"], ["leaks", "--format", "json"], ["top", "--format", "json"],
+               ["types", "--format", "json"], ["list", "--state", "all", "--format", "json"]))
 
 
 def find_chap():

@@ -560,6 +560,19 @@ static void test_addrmap(void)
 	hs_heap_destroy(h);
 }
 
+/* m with a stack and thread tid stopped on it, as a core's bytes (m is
+ * freed). */
+static uint8_t *with_stack(struct mock_core *m, int tid, size_t *len)
+{
+	mock_segment(m, STACK, 0x1000, PF_R | PF_W);
+	uint64_t *regs = mock_thread(m, tid);
+	regs[HS_REG_RSP] = RSP;
+	regs[HS_REG_RIP] = 0x400000;
+	uint8_t *bytes = mock_build(m, len);
+	mock_free(m);
+	return bytes;
+}
+
 static void test_wide_mark(void)
 {
 	static uint32_t to[NW][WORDS];     /* target + 1, 0 for none */
@@ -592,13 +605,8 @@ static void test_wide_mark(void)
 	mock_segment(&m, DATA, 0x1000, PF_R | PF_W);
 	for (int k = 0; k < 3; k++)
 		mock_put64(&m, DATA + 8 * k, HEAP + 16 + held[k] * (8 + bsize) + 8);
-	mock_segment(&m, STACK, 0x1000, PF_R | PF_W);
-	uint64_t *regs = mock_thread(&m, 43);
-	regs[HS_REG_RSP] = RSP;
-	regs[HS_REG_RIP] = 0x400000;
 	size_t len;
-	uint8_t *bytes = mock_build(&m, &len);
-	mock_free(&m);
+	uint8_t *bytes = with_stack(&m, 43, &len);
 
 	/* the classes, by search: start pointers from the roots, then
 	 * interior ones too from what they reached */
@@ -728,13 +736,8 @@ static void test_long_rows(void)
 		}
 	}
 	mock_segment(&m, DATA, 0x1000, PF_R | PF_W);
-	mock_segment(&m, STACK, 0x1000, PF_R | PF_W);
-	uint64_t *regs = mock_thread(&m, 45);
-	regs[HS_REG_RSP] = RSP;
-	regs[HS_REG_RIP] = 0x400000;
 	size_t len;
-	uint8_t *bytes = mock_build(&m, &len);
-	mock_free(&m);
+	uint8_t *bytes = with_stack(&m, 45, &len);
 	/* each row as it should be: one rank per target, the least */
 	uint8_t *rank = malloc(nb);
 	for (unsigned threads = 1; threads <= 2 && rank; threads++) {
