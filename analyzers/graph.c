@@ -208,7 +208,7 @@ struct part {
 	uint64_t words;
 	bool nomem;
 	uint64_t unreadable;    /* sources not (wholly) in the core */
-	struct hs_log *log;     /* progress, from the caller's thread only */
+	struct hs_log *log;     /* progress (the workers that show it) */
 	uint64_t *done;         /* blocks scanned by all parts (progress) */
 	struct hs_offstats stats;       /* interior pointers, for learning */
 	bool learn;
@@ -428,7 +428,7 @@ struct worker {
 	struct part *parts;
 	unsigned nparts;
 	unsigned *next;         /* the next part to take, shared */
-	struct hs_log *log;     /* the caller's thread's (progress) */
+	struct hs_log *log;     /* progress: the caller's, and beside() a helper's */
 	uint64_t *held;
 };
 
@@ -693,15 +693,18 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	unsigned next = 0;
 	struct worker workers[HS_PARTS_MAX];
 	for (unsigned t = 0; t < nthreads; t++)
-		workers[t] = (struct worker){parts, nparts, &next, t == 0 ? log : NULL, NULL};
+		/* progress from the caller's thread, and beside() from the
+		 * first other one too (the log takes its lock) */
+		workers[t] = (struct worker){parts, nparts, &next,
+					     t == 0 || (beside && t == 1) ? log : NULL, NULL};
 	if (beside) {
 		/* the other threads take parts while the caller's runs
 		 * beside(); then it takes what is left */
 		struct hs_task tasks[HS_PARTS_MAX];
 		for (unsigned t = 1; t < nthreads; t++)
 			hs_task_start(&tasks[t], work, &workers[t]);
-		/* the scan's progress, until it is done, in place of what
-		 * beside() shows */
+		/* the scan's progress (the first other thread's calls show
+		 * it), until it is done, in place of what beside() shows */
 		struct hs_log_relay relay = {SCAN_PHASE, "blocks", &done, g->n};
 		if (log)
 			hs_log_relay(log, &relay);

@@ -14,6 +14,7 @@ void hs_log_init(struct hs_log *log, FILE *stream, bool progress)
 	log->stream = stream;
 	log->progress = progress && stream;
 	log->progress_delay = 1.0;
+	pthread_mutex_init(&log->progress_lock, NULL);
 }
 
 void hs_log_fini(struct hs_log *log)
@@ -23,6 +24,7 @@ void hs_log_fini(struct hs_log *log)
 	for (size_t i = 0; i < log->nkept; i++)
 		free(log->kept[i]);
 	log->nkept = 0;
+	pthread_mutex_destroy(&log->progress_lock);
 }
 
 /* Counts, echoes and keeps msg (NULL: memory ran out for it); takes it. */
@@ -132,11 +134,11 @@ static void si(char *buf, size_t len, double x)
 		snprintf(buf, len, "%.*f%c", x < 9.95 ? 1 : 0, x, suffix[i]);
 }
 
-void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
+static void progress_end(struct hs_log *log);
+
+static void progress(struct hs_log *log, const char *phase, const char *unit,
 		     uint64_t done, uint64_t total)
 {
-	if (!log->progress)
-		return;
 	if (log->relay) {
 		uint64_t d = __atomic_load_n(log->relay->done, __ATOMIC_RELAXED);
 		if (d < log->relay->total) {
@@ -148,7 +150,7 @@ void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
 	}
 	double t = now();
 	if (phase != log->last_phase) {
-		hs_log_progress_end(log);
+		progress_end(log);
 		log->last_phase = phase;
 		log->phase_start = log->rate_t = t;
 		log->rate_done = done;
@@ -192,12 +194,24 @@ void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
 	fflush(log->stream);
 }
 
-void hs_log_relay(struct hs_log *log, const struct hs_log_relay *r)
+void hs_log_progress(struct hs_log *log, const char *phase, const char *unit,
+		     uint64_t done, uint64_t total)
 {
-	log->relay = r;
+	if (!log->progress)
+		return;
+	pthread_mutex_lock(&log->progress_lock);
+	progress(log, phase, unit, done, total);
+	pthread_mutex_unlock(&log->progress_lock);
 }
 
-void hs_log_progress_end(struct hs_log *log)
+void hs_log_relay(struct hs_log *log, const struct hs_log_relay *r)
+{
+	pthread_mutex_lock(&log->progress_lock);
+	log->relay = r;
+	pthread_mutex_unlock(&log->progress_lock);
+}
+
+static void progress_end(struct hs_log *log)
 {
 	if (log->progress && log->shown) {
 		fprintf(log->stream, "\r\033[K");
@@ -205,4 +219,11 @@ void hs_log_progress_end(struct hs_log *log)
 	}
 	log->last_phase = NULL;
 	log->shown = false;
+}
+
+void hs_log_progress_end(struct hs_log *log)
+{
+	pthread_mutex_lock(&log->progress_lock);
+	progress_end(log);
+	pthread_mutex_unlock(&log->progress_lock);
 }

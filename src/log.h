@@ -9,6 +9,7 @@
 #ifndef HS_LOG_H
 #define HS_LOG_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,11 +33,15 @@ struct hs_log {
 	char *kept[HS_LOG_KEEP];
 	struct hs_log_held *held;  /* hs_log_hold */
 	const struct hs_log_relay *relay;  /* hs_log_relay */
+	/* progress may be shown from several threads (the graph's scan
+	 * beside the types): its calls take this lock; warnings are one
+	 * thread's at a time */
+	pthread_mutex_t progress_lock;
 };
-/* A phase whose threads do not show their progress, beside which the
- * caller's thread runs other work: until its count `done` (read
- * atomically) reaches total, the caller's progress calls show it
- * instead of their own. */
+/* A phase run by other threads, beside which the caller's thread runs
+ * other work: until its count `done` (read atomically) reaches total,
+ * every progress call shows it instead of its own phase, so that the two
+ * do not take the line in turn. */
 struct hs_log_relay {
 	const char *phase, *unit;
 	const uint64_t *done;
