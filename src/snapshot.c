@@ -504,8 +504,8 @@ const struct hs_error *hs_snapshot_retain(struct hs_snapshot *snap,
 	return snap->retain_err;
 }
 
-/* The types without the leaked blocks' inference (which needs the mark,
- * which needs these for the typed rule). */
+/* The types' propagation (see types_base), beside the graph's scan or
+ * after it. */
 static void types_run(struct hs_snapshot *snap, const struct hs_graph *graph,
 		      struct hs_dwarf *dw, bool beside)
 {
@@ -520,6 +520,8 @@ static void types_run(struct hs_snapshot *snap, const struct hs_graph *graph,
 	snap->t_types = hs_now() - t0;
 }
 
+/* The types without the leaked blocks' inference (which needs the mark,
+ * which needs these for the typed rule). */
 static const struct hs_error *types_base(struct hs_snapshot *snap)
 {
 	if (!snap->types_done) {
