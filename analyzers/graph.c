@@ -219,10 +219,13 @@ struct part {
 	uint32_t open;          /* the first source whose row is still open */
 };
 
-/* Which of the wide row's bit sets edge e goes to. */
-static inline uint64_t *wide_set(struct part *p, uint32_t e)
+/* Edge e into the wide row's bit set of its kind. */
+static inline void wide_add(struct part *p, uint32_t e)
 {
-	return p->wide + p->nwords * ((e & HS_EDGE_INTERIOR) ? 2 : (e & HS_EDGE_RULE) ? 1 : 0);
+	uint64_t *set = p->wide + p->nwords * ((e & HS_EDGE_INTERIOR) ? 2 :
+					       (e & HS_EDGE_RULE) ? 1 : 0);
+	uint32_t id = HS_EDGE_ID(e);
+	set[id / 64] |= 1ull << (id % 64);
 }
 
 /* A row of very many edges (a hash table's array of a million slots:
@@ -235,10 +238,8 @@ static bool go_wide(struct part *p)
 	p->nwords = (size_t)p->g->n / 64 + 1;
 	if (!(p->wide = calloc(3 * p->nwords, sizeof(uint64_t))))
 		return false;
-	for (size_t i = 0; i < p->nedges; i++) {
-		uint32_t id = HS_EDGE_ID(p->edges[i]);
-		wide_set(p, p->edges[i])[id / 64] |= 1ull << (id % 64);
-	}
+	for (size_t i = 0; i < p->nedges; i++)
+		wide_add(p, p->edges[i]);
 	p->nedges = 0;
 	return true;
 }
@@ -246,8 +247,7 @@ static bool go_wide(struct part *p)
 static bool push_edge(struct part *p, uint32_t e)
 {
 	if (p->wide) {
-		uint32_t id = HS_EDGE_ID(e);
-		wide_set(p, e)[id / 64] |= 1ull << (id % 64);
+		wide_add(p, e);
 		return true;
 	}
 	if (p->nedges == p->cap) {
@@ -341,10 +341,12 @@ static bool close_sources(struct part *p, uint32_t upto)
 			}
 			free(p->wide);
 			p->wide = NULL;
-		}
-		for (size_t i = 0; i < (ws ? 0 : n); i++) {
-			p->nbytes += hs_edgerow_put(p->rows + p->nbytes, &prev, p->edges[i]);
-			interior |= (p->edges[i] & HS_EDGE_INTERIOR) != 0;
+		} else {
+			for (size_t i = 0; i < n; i++) {
+				p->nbytes += hs_edgerow_put(p->rows + p->nbytes, &prev,
+							    p->edges[i]);
+				interior |= (p->edges[i] & HS_EDGE_INTERIOR) != 0;
+			}
 		}
 		if (interior && p->interior_rows)
 			__atomic_fetch_or(&p->interior_rows[p->open / 64],
