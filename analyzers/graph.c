@@ -210,6 +210,7 @@ struct part {
 	uint64_t unreadable;    /* sources not (wholly) in the core */
 	struct hs_log *log;     /* progress (the workers that show it) */
 	uint64_t *done;         /* blocks scanned by all parts (progress) */
+	uint64_t counted;       /* what this part added to *done */
 	struct hs_offstats stats;       /* interior pointers, for learning */
 	bool learn;
 	/* learning: the rows with an interior edge (shared: a row's bit is
@@ -467,9 +468,11 @@ static void scan_rows(struct part *p)
 	for (uint32_t src = p->from; src < p->to; src++) {
 		const struct hs_alloc *a = &allocs[src];
 		if (!((src - p->from) & 0xfff)) {
-			uint64_t done = src > p->from ?
-					__atomic_add_fetch(p->done, 0x1000, __ATOMIC_RELAXED) :
-					__atomic_load_n(p->done, __ATOMIC_RELAXED);
+			uint64_t done = __atomic_load_n(p->done, __ATOMIC_RELAXED);
+			if (src > p->from) {
+				done = __atomic_add_fetch(p->done, 0x1000, __ATOMIC_RELAXED);
+				p->counted += 0x1000;
+			}
 			if (p->log)
 				hs_log_progress(p->log, SCAN_PHASE, "blocks",
 						done, p->g->n);
@@ -514,12 +517,10 @@ static void *scan_part(void *arg)
 {
 	struct part *p = arg;
 	scan_rows(p);
-	/* the blocks past the part's last multiple of 4,096, which the
-	 * progress did not count: all are counted once all parts are done */
-	if (p->to > p->from)
-		__atomic_add_fetch(p->done, (p->to - p->from) -
-				   (uint64_t)((p->to - p->from - 1) / 0x1000) * 0x1000,
-				   __ATOMIC_RELAXED);
+	/* the blocks the progress did not count (past the part's last
+	 * multiple of 4,096, or not scanned: memory ran out): all are
+	 * counted once all parts are done */
+	__atomic_add_fetch(p->done, (p->to - p->from) - p->counted, __ATOMIC_RELAXED);
 	return NULL;
 }
 
