@@ -388,6 +388,15 @@ struct hs_error *hs_core_open(const char *path, struct hs_log *log,
 		}
 		core->data = map;
 		core->mapped = true;
+#ifdef MADV_HUGEPAGE
+		/* Pages of the core that are not in the page cache yet are
+		 * read in 2 MiB folios, which the kernel maps with one entry
+		 * each (in this run and the next ones: the page cache keeps
+		 * them).  Pages already cached stay as they were.  A hint:
+		 * where it is refused (no transparent huge pages), nothing
+		 * changes. */
+		(void)madvise(map, core->size, MADV_HUGEPAGE);
+#endif
 	}
 	return core_finish(core, log, ret);
 }

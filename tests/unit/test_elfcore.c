@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "formats/elfcore.h"
@@ -248,9 +249,62 @@ static void test_find_segment(void)
 	}
 }
 
+/* The VmFlags of the mapping that starts at addr, in /proc/self/smaps
+ * (into flags); false: not found. */
+static bool mapping_flags(const void *addr, char *flags, size_t n)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	if (!f)
+		return false;
+	char line[512];
+	bool in = false, found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = lo == (unsigned long)addr;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			snprintf(flags, n, "%s", line + 8);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The mapped core asks for huge pages (formats/elfcore.c), where the
+ * kernel takes the advice at all. */
+static void test_huge_advice(void)
+{
+	size_t len = 4 << 20;
+	void *probe = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool offered = probe != MAP_FAILED && madvise(probe, len, MADV_HUGEPAGE) == 0;
+	if (probe != MAP_FAILED)
+		munmap(probe, len);
+	if (!offered) {
+		printf("test_huge_advice: skipped, the kernel takes no MADV_HUGEPAGE\n");
+		return;
+	}
+	struct mock_buf b = make_core();
+	char *path = write_tmp(&b, b.len);
+	struct hs_log log;
+	hs_log_init(&log, NULL, false);
+	struct hs_core *core = NULL;
+	CHECK(hs_core_open(path, &log, &core) == NULL && core && core->mapped);
+	char flags[512] = "";
+	if (core)
+		CHECK(mapping_flags(core->data, flags, sizeof(flags)) &&
+		      strstr(flags, " hg"));
+	hs_core_destroy(core);
+	hs_log_fini(&log);
+	unlink(path);
+	free(path);
+	free(b.p);
+}
+
 int main(void)
 {
 	test_good();
+	test_huge_advice();
 	test_find_segment();
 	test_truncated();
 	test_not_core();
