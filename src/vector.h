@@ -61,6 +61,24 @@ static inline void *hs_vector_grow(void *v, size_t n, size_t *cap,
 	return p;
 }
 
+/* bytes of zeroed memory, zeroed by writing it here rather than by
+ * calloc.  A fresh page from the kernel that is first read is mapped to
+ * the shared zero page; its first write then replaces it and flushes the
+ * TLB of every CPU running a thread of this process (an interrupt to each,
+ * costly in a virtual machine).  For a table read before it is written,
+ * at random, while other threads run: written once here, each page takes
+ * one fault and no flush.  NULL when memory runs out. */
+static inline void *hs_zalloc_written(size_t bytes)
+{
+	void *p = malloc(bytes ? bytes : 1);
+	if (p) {
+		/* keeps the compiler from making malloc + memset a calloc */
+		__asm__ volatile("" : : "r"(p) : "memory");
+		memset(p, 0, bytes);
+	}
+	return p;
+}
+
 /* Asks the kernel to back the 2 MiB-aligned part of [p, p + bytes) with
  * huge pages (transparent huge pages in "madvise" mode, as Debian ships
  * them): a table of tens of megabytes that is filled front to back then

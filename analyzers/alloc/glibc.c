@@ -151,8 +151,8 @@ static struct hs_error *specials_add(struct specials *s, uint64_t chunk,
 		if (!s->map && !(s->map = calloc(s->core->nsegs, sizeof(*s->map))))
 			return &hs_error_nomem;
 		if (!s->map[i] &&
-		    !(s->map[i] = calloc(sg->avail / (ALIGN * 32) + 1,
-					 sizeof(uint64_t))))
+		    !(s->map[i] = hs_zalloc_written((sg->avail / (ALIGN * 32) + 1) *
+						    sizeof(uint64_t))))
 			return &hs_error_nomem;
 		uint64_t k = (chunk - sg->vaddr) / ALIGN;
 		uint64_t *w = &s->map[i][k / 32];
