@@ -64,6 +64,7 @@ take_core() {
 	child="${child:-$pid}"
 	gcore -o "$OUT/$name.gcore" "$child" >"$OUT/$name.gcore.log" 2>&1
 	mv "$OUT/$name.gcore.$child" "$core"
+	bench_evict "$core"
 	exec 9>&-
 	kill "$pid" "$child" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true

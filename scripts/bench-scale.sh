@@ -86,6 +86,7 @@ make_core() {
 		{ echo "gcore failed:" >&2; tail -n 5 "$OUT/gcore.log" >&2; exit 1; }
 	t2=$(date +%s.%N)
 	mv "$OUT/bench_heap-$n.gcore.$pid" "$core"
+	bench_evict "$core"
 	kill -KILL "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 	trap - EXIT

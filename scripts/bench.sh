@@ -97,6 +97,7 @@ if [ -z "$CORE" ]; then
 	gcore -o "$OUT/$NAME.core" "$PID" >"$OUT/gcore.log" 2>&1
 	t1=$(date +%s.%N)
 	mv "$OUT/$NAME.core.$PID" "$CORE"
+	bench_evict "$CORE"
 	kill -KILL "$PID" 2>/dev/null || true
 	wait "$PID" 2>/dev/null || true
 	trap - EXIT

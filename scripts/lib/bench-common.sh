@@ -3,6 +3,18 @@
 # sourced by them, not run.  The caller sets RUNS (runs per command) and OUT
 # (a directory for the time logs) and has /usr/bin/time (GNU time).
 
+# bench_evict CORE: writes out the core gcore has just made and drops it
+# from the page cache, so that the first run reads it as a core on the
+# disk is read.  heapsift maps a core asking for huge pages
+# (formats/elfcore.c): read that way, the page cache keeps it in 2 MiB
+# folios, which later runs (and chap's) map with one page-table entry
+# each.  Left as gcore wrote it, it stays in 4 KiB pages, whose first
+# touch in each run costs about 2 us on a virtual machine with shadow
+# page tables (docs/performance.md).
+bench_evict() {
+	sync "$1" && dd if="$1" iflag=nocache count=0 status=none
+}
+
 # The wall time (s), user time (s) and max RSS (KiB) in a /usr/bin/time -v
 # log.
 bench_time_wall() {
