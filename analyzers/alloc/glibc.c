@@ -29,6 +29,7 @@
  * fastbins and thread caches, which keep the bit set.  Fastbin fd and tcache
  * next pointers are safe-linked (glibc >= 2.32): stored = (&field >> 12) ^ p.
  */
+#include "analyzers/alloc/disasm.h"
 #include "analyzers/alloc/glibc.h"
 #include "formats/gllayout.h"
 #include "src/fmt.h"
@@ -36,7 +37,6 @@
 #include "src/vector.h"
 #include "src/sort.h"
 
-#include <capstone/capstone.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1398,7 +1398,8 @@ struct refs {
 
 /* The RIP-relative addresses inside libc that the code of exported
  * function fn refers to, in order (data and GOT slots alike). */
-static bool fn_refs(struct gl *g, csh cs, const char *fn, struct refs *r)
+static bool fn_refs(struct gl *g, struct hs_disasm *cs, const char *fn,
+		    struct refs *r)
 {
 	uint64_t addr = 0, size = 0;
 	struct hs_error *err = hs_dwarf_symbol(g->dw, g->libc, fn, &addr, &size,
@@ -1416,7 +1417,7 @@ static bool fn_refs(struct gl *g, csh cs, const char *fn, struct refs *r)
 		return false;
 	}
 	cs_insn *insn = NULL;
-	size_t n = cs_disasm(cs, code, size, addr, 0, &insn);
+	size_t n = hs_disasm_run(cs, code, size, addr, &insn);
 	for (size_t i = 0; i < n && r->n < sizeof(r->a) / sizeof(r->a[0]); i++) {
 		const cs_x86 *x = &insn[i].detail->x86;
 		for (uint8_t o = 0; o < x->op_count; o++) {
@@ -1429,8 +1430,7 @@ static bool fn_refs(struct gl *g, csh cs, const char *fn, struct refs *r)
 				r->a[r->n++] = t;
 		}
 	}
-	if (n)
-		cs_free(insn, n);
+	hs_disasm_free(cs, insn, n);
 	free(code);
 	return n > 0;
 }
@@ -1532,13 +1532,12 @@ static struct hs_error *find_by_code(struct gl *g, bool need_arena,
 		"malloc_trim", "mallinfo2", "mallinfo", "malloc_stats",
 		"mallopt", "malloc", "free", "realloc", "calloc",
 	};
-	csh cs;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
-		return hs_error_create(HS_ERR_UNSUPPORTED, "capstone: cannot open an x86-64 disassembler");
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	struct hs_disasm *cs;
+	struct hs_error *err = hs_disasm_open(&cs);
+	if (err)
+		return err;
 	struct refs *r = calloc(1, sizeof(*r));
 	uint8_t *buf = malloc(g->ms_size);
-	struct hs_error *err = NULL;
 	if (!r || !buf) {
 		err = &hs_error_nomem;
 		goto out;
@@ -1627,7 +1626,7 @@ static struct hs_error *find_by_code(struct gl *g, bool need_arena,
 out:
 	free(buf);
 	free(r);
-	cs_close(&cs);
+	hs_disasm_close(cs);
 	return err;
 }
 
@@ -1662,14 +1661,16 @@ static void find_tpoff_by_code(struct gl *g)
 {
 	uint64_t slots[64];
 	size_t ns = hs_dwarf_tpoff_slots(g->dw, g->libc, slots, 64);
-	csh cs;
-	if (!ns || cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+	struct hs_disasm *cs = NULL;
+	struct hs_error *err = ns ? hs_disasm_open(&cs) : NULL;
+	if (!cs) {
+		hs_error_destroy(err);
 		return;
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	}
 	struct refs *r = calloc(1, sizeof(*r));
 	if (r && !fn_refs(g, cs, "malloc", r))
 		r->n = 0;
-	cs_close(&cs);
+	hs_disasm_close(cs);
 	bool have_zero = false;
 	int64_t zero = 0;
 	for (size_t i = 0; r && i < r->n; i++) {

@@ -108,13 +108,13 @@
  * used for another build of its version.  No layouts, a size table that
  * is not jemalloc's, or no extent map: an error, and no heap.
  */
+#include "analyzers/alloc/disasm.h"
 #include "analyzers/alloc/jemalloc.h"
 #include "formats/jelayout.h"
 #include "src/fmt.h"
 #include "src/hashtab.h"
 #include "src/sort.h"
 
-#include <capstone/capstone.h>
 #include <inttypes.h>
 #include <gelf.h>
 #include <stdio.h>
@@ -638,8 +638,8 @@ static bool in_lib_data(const struct je *j, uint64_t addr)
 }
 
 /* RIP-relative data addresses that exported function fn refers to. */
-static size_t rip_targets(struct je *j, csh cs, const char *fn, uint64_t *out,
-			  size_t max)
+static size_t rip_targets(struct je *j, struct hs_disasm *cs, const char *fn,
+			  uint64_t *out, size_t max)
 {
 	static const char *const pub[] = {"", "je_"};
 	uint64_t addr = 0, size = 0;
@@ -661,7 +661,7 @@ static size_t rip_targets(struct je *j, csh cs, const char *fn, uint64_t *out,
 		return 0;
 	}
 	cs_insn *insn = NULL;
-	size_t n = cs_disasm(cs, code, size, addr, 0, &insn), k = 0;
+	size_t n = hs_disasm_run(cs, code, size, addr, &insn), k = 0;
 	for (size_t i = 0; i < n && k < max; i++) {
 		const cs_x86 *x = &insn[i].detail->x86;
 		for (uint8_t o = 0; o < x->op_count && k < max; o++) {
@@ -674,8 +674,7 @@ static size_t rip_targets(struct je *j, csh cs, const char *fn, uint64_t *out,
 				out[k++] = t;
 		}
 	}
-	if (n)
-		cs_free(insn, n);
+	hs_disasm_free(cs, insn, n);
 	free(code);
 	return k;
 }
@@ -703,10 +702,10 @@ static struct hs_error *find_emap(struct je *j)
 				       (unsigned long long)a, (unsigned long long)c.good,
 				       (unsigned long long)(c.good + c.bad));
 	}
-	csh cs;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
-		return hs_error_create(HS_ERR_UNSUPPORTED, "capstone: cannot open an x86-64 disassembler");
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	struct hs_disasm *cs;
+	struct hs_error *derr = hs_disasm_open(&cs);
+	if (derr)
+		return derr;
 	static const char *const fns[] = {
 		"malloc_usable_size", "sallocx", "free", "sdallocx", "dallocx",
 		"rallocx", "xallocx", "realloc",
@@ -715,7 +714,7 @@ static struct hs_error *find_emap(struct je *j)
 	size_t nc = 0;
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 		nc += rip_targets(j, cs, fns[i], cand + nc, 512 - nc);
-	cs_close(&cs);
+	hs_disasm_close(cs);
 	hs_sort(cand, nc, sizeof(*cand), cmp_u64);
 	uint64_t best = 0, best_good = 0;
 	for (size_t i = 0; i < nc; i++) {

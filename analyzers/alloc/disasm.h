@@ -1,0 +1,33 @@
+/* x86-64 disassembly for the allocators' fallbacks (glibc's and jemalloc's
+ * variables found from the code of exported functions), with capstone.
+ *
+ * capstone is loaded when a disassembler is first opened (dlopen of the
+ * library whose major version the build's header names), not when heapsift
+ * starts: its 80,000 relocations cost every start about 5 ms, and most
+ * runs never disassemble (docs/dependencies.md).  Each hs_disasm holds the
+ * library and its own handle; nothing is shared between them.
+ */
+#ifndef HS_ALLOC_DISASM_H
+#define HS_ALLOC_DISASM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <capstone/capstone.h>
+
+#include "src/error.h"
+
+struct hs_disasm;
+
+/* An x86-64 disassembler with instruction details on; an error when
+ * capstone cannot be loaded or opened. */
+struct hs_error *hs_disasm_open(struct hs_disasm **ret);
+/* Disassembles size bytes of code at addr: the number of instructions in
+ * *insn (0: none, *insn untouched), freed by hs_disasm_free. */
+size_t hs_disasm_run(struct hs_disasm *d, const uint8_t *code, size_t size,
+		     uint64_t addr, cs_insn **insn);
+void hs_disasm_free(struct hs_disasm *d, cs_insn *insn, size_t n);
+/* Closes d and lets the library go; NULL is nothing. */
+void hs_disasm_close(struct hs_disasm *d);
+
+#endif
