@@ -1,6 +1,7 @@
 /* capstone loaded on first use (analyzers/alloc/disasm.h). */
 #include "analyzers/alloc/disasm.h"
 
+#include <capstone/capstone.h>
 #include <dlfcn.h>
 #include <stdlib.h>
 
@@ -60,16 +61,31 @@ fail:
 	return err;
 }
 
-size_t hs_disasm_run(struct hs_disasm *d, const uint8_t *code, size_t size,
-		     uint64_t addr, cs_insn **insn)
+size_t hs_disasm_rip_refs(struct hs_disasm *d, const uint8_t *code,
+			  size_t size, uint64_t addr,
+			  bool (*keep)(const void *arg, uint64_t address),
+			  const void *arg, uint64_t *out, size_t max,
+			  size_t *ninsn)
 {
-	return d->disasm(d->cs, code, size, addr, 0, insn);
-}
-
-void hs_disasm_free(struct hs_disasm *d, cs_insn *insn, size_t n)
-{
+	cs_insn *insn = NULL;
+	size_t n = d->disasm(d->cs, code, size, addr, 0, &insn), k = 0;
+	for (size_t i = 0; i < n && k < max; i++) {
+		const cs_x86 *x = &insn[i].detail->x86;
+		for (uint8_t o = 0; o < x->op_count && k < max; o++) {
+			if (x->operands[o].type != X86_OP_MEM ||
+			    x->operands[o].mem.base != X86_REG_RIP)
+				continue;
+			uint64_t t = insn[i].address + insn[i].size +
+				     (uint64_t)x->operands[o].mem.disp;
+			if (keep(arg, t))
+				out[k++] = t;
+		}
+	}
 	if (n)
 		d->free(insn, n);
+	if (ninsn)
+		*ninsn = n;
+	return k;
 }
 
 void hs_disasm_close(struct hs_disasm *d)

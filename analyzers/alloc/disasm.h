@@ -10,10 +10,9 @@
 #ifndef HS_ALLOC_DISASM_H
 #define HS_ALLOC_DISASM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <capstone/capstone.h>
 
 #include "src/error.h"
 
@@ -22,11 +21,15 @@ struct hs_disasm;
 /* An x86-64 disassembler with instruction details on; an error when
  * capstone cannot be loaded or opened. */
 struct hs_error *hs_disasm_open(struct hs_disasm **ret);
-/* Disassembles size bytes of code at addr: the number of instructions in
- * *insn (0: none, *insn untouched), freed by hs_disasm_free. */
-size_t hs_disasm_run(struct hs_disasm *d, const uint8_t *code, size_t size,
-		     uint64_t addr, cs_insn **insn);
-void hs_disasm_free(struct hs_disasm *d, cs_insn *insn, size_t n);
+/* The addresses that the RIP-relative memory operands of size bytes of
+ * code at addr refer to, in order, those keep(arg, address) takes: at
+ * most max in out, their number returned.  *ninsn (unless NULL): how many
+ * instructions the code disassembled to (0: none). */
+size_t hs_disasm_rip_refs(struct hs_disasm *d, const uint8_t *code,
+			  size_t size, uint64_t addr,
+			  bool (*keep)(const void *arg, uint64_t address),
+			  const void *arg, uint64_t *out, size_t max,
+			  size_t *ninsn);
 /* Closes d and lets the library go; NULL is nothing. */
 void hs_disasm_close(struct hs_disasm *d);
 

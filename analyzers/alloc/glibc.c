@@ -1384,6 +1384,12 @@ static bool in_libc(const struct gl *g, uint64_t a)
 	return a >= g->libc->start && a < g->libc->end;
 }
 
+/* in_libc, as hs_disasm_rip_refs' filter */
+static bool in_libc_ref(const void *g, uint64_t a)
+{
+	return in_libc(g, a);
+}
+
 static bool in_libc_data(const struct gl *g, uint64_t a)
 {
 	const struct hs_core_segment *s;
@@ -1416,21 +1422,10 @@ static bool fn_refs(struct gl *g, struct hs_disasm *cs, const char *fn,
 		free(code);
 		return false;
 	}
-	cs_insn *insn = NULL;
-	size_t n = hs_disasm_run(cs, code, size, addr, &insn);
-	for (size_t i = 0; i < n && r->n < sizeof(r->a) / sizeof(r->a[0]); i++) {
-		const cs_x86 *x = &insn[i].detail->x86;
-		for (uint8_t o = 0; o < x->op_count; o++) {
-			if (x->operands[o].type != X86_OP_MEM ||
-			    x->operands[o].mem.base != X86_REG_RIP)
-				continue;
-			uint64_t t = insn[i].address + insn[i].size +
-				     (uint64_t)x->operands[o].mem.disp;
-			if (in_libc(g, t) && r->n < sizeof(r->a) / sizeof(r->a[0]))
-				r->a[r->n++] = t;
-		}
-	}
-	hs_disasm_free(cs, insn, n);
+	size_t n;
+	r->n += hs_disasm_rip_refs(cs, code, size, addr, in_libc_ref, g,
+				   r->a + r->n, sizeof(r->a) / sizeof(r->a[0]) - r->n,
+				   &n);
 	free(code);
 	return n > 0;
 }

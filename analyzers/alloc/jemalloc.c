@@ -637,6 +637,12 @@ static bool in_lib_data(const struct je *j, uint64_t addr)
 	return s && (s->flags & HS_SEG_W);
 }
 
+/* in_lib_data, as hs_disasm_rip_refs' filter */
+static bool in_lib_data_ref(const void *j, uint64_t addr)
+{
+	return in_lib_data(j, addr);
+}
+
 /* RIP-relative data addresses that exported function fn refers to. */
 static size_t rip_targets(struct je *j, struct hs_disasm *cs, const char *fn,
 			  uint64_t *out, size_t max)
@@ -660,21 +666,8 @@ static size_t rip_targets(struct je *j, struct hs_disasm *cs, const char *fn,
 		free(code);
 		return 0;
 	}
-	cs_insn *insn = NULL;
-	size_t n = hs_disasm_run(cs, code, size, addr, &insn), k = 0;
-	for (size_t i = 0; i < n && k < max; i++) {
-		const cs_x86 *x = &insn[i].detail->x86;
-		for (uint8_t o = 0; o < x->op_count && k < max; o++) {
-			if (x->operands[o].type != X86_OP_MEM ||
-			    x->operands[o].mem.base != X86_REG_RIP)
-				continue;
-			uint64_t t = insn[i].address + insn[i].size +
-				     (uint64_t)x->operands[o].mem.disp;
-			if (in_lib_data(j, t))
-				out[k++] = t;
-		}
-	}
-	hs_disasm_free(cs, insn, n);
+	size_t k = hs_disasm_rip_refs(cs, code, size, addr, in_lib_data_ref, j,
+				      out, max, NULL);
 	free(code);
 	return k;
 }
