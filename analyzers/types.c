@@ -5,6 +5,7 @@
 #include "analyzers/types.h"
 #include "analyzers/python.h"
 
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +16,20 @@
 #include "src/rankset.h"
 #include "src/vector.h"
 
-/* libstdc++'s demangler (the C++ ABI's own): heapsift links libstdc++
- * for this one function. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
-			    int *status);
+/* libstdc++'s demangler (the C++ ABI's own), the one function heapsift
+ * needs from it.  The library is loaded when a C++ name is first to be
+ * demangled, not at start: mapping and relocating it (and libm and
+ * libgcc_s with it) cost every start about 1.5 ms, and programs in C have
+ * no vtable symbols (docs/dependencies.md).  Each computation loads it
+ * for itself and lets it go at its end. */
+#define CXXABI_SONAME "libstdc++.so.6"
+
+struct demangler {
+	bool tried;
+	void *lib;
+	char *(*demangle)(const char *mangled, char *buf, size_t *len, int *status);
+	struct hs_log *log;
+};
 
 struct vtable {
 	uint64_t start, end;
@@ -56,6 +67,7 @@ struct ctx {
 	 * confidence of the block being scanned */
 	const uint8_t *reach;
 	uint8_t cur_conf;
+	struct demangler *dm;
 };
 
 static int cmp_vt(const void *a, const void *b)
@@ -64,11 +76,34 @@ static int cmp_vt(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static char *demangle(const char *mangled)
+/* The demangled name (malloc'd), or NULL: not a name, or no demangler
+ * (said once). */
+static char *demangle(struct demangler *dm, const char *mangled)
 {
+	if (!dm->tried) {
+		dm->tried = true;
+		dm->lib = dlopen(CXXABI_SONAME, RTLD_NOW | RTLD_LOCAL);
+		if (dm->lib)
+			dm->demangle = (__typeof__(dm->demangle))dlsym(dm->lib, "__cxa_demangle");
+		if (!dm->demangle) {
+			/* dlerror names the file or the symbol */
+			const char *why = dlerror();
+			hs_log_warn(dm->log, "C++ classes left unnamed: %s",
+				    why ? why : CXXABI_SONAME);
+		}
+	}
+	if (!dm->demangle)
+		return NULL;
 	int status = 0;
-	char *s = __cxa_demangle(mangled, NULL, NULL, &status);
+	char *s = dm->demangle(mangled, NULL, NULL, &status);
 	return status == 0 ? s : NULL;
+}
+
+static void demangler_fini(struct demangler *dm)
+{
+	if (dm->lib)
+		dlclose(dm->lib);
+	*dm = (struct demangler){0};
 }
 
 static struct hs_error *collect_vtables(struct ctx *c)
@@ -85,7 +120,7 @@ static struct hs_error *collect_vtables(struct ctx *c)
 			const char *name = syms[k].name;
 			if (strncmp(name, "_ZTV", 4))
 				continue;
-			char *d = demangle(name);
+			char *d = demangle(c->dm, name);
 			if (!d)
 				continue;
 			/* "vtable for shop::Cart" */
@@ -160,7 +195,7 @@ static char *rtti_class(const struct ctx *c, uint64_t vptr)
 	name[n] = 0;
 	if (name[0] == '*')  /* local classes: "*N..." */
 		memmove(name, name + 1, n);
-	return demangle(name);
+	return demangle(c->dm, name);
 }
 
 
@@ -717,8 +752,9 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	struct hs_types *t = calloc(1, sizeof(*t));
 	if (!t)
 		return &hs_error_nomem;
+	struct demangler dm = {.log = log};
 	struct ctx c = {.core = core, .dw = dw, .heap = heap, .graph = graph,
-			.py = py, .log = log, .t = t};
+			.py = py, .log = log, .t = t, .dm = &dm};
 	struct hs_error *err = hs_dtypes_create(dw, &t->reg);
 	if (err)
 		goto out;
@@ -744,6 +780,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 			    (unsigned long long)t->conflicts,
 			    t->conflict_example ? t->conflict_example : "");
 out:
+	demangler_fini(&dm);
 	for (size_t i = 0; i < c.nvt; i++)
 		free(c.vt[i].class_name);
 	free(c.vt);
