@@ -14,6 +14,10 @@ Cases:
     tcache loop, impossible chunk sizes, main_arena.top out of range): exit 0
     with a warning naming the problem, and the allocations before the
     corruption still listed;
+  - capstone missing (empty libcapstone.so.N files first in the library
+    path): leaks --no-system-debug exits 1 with one line naming the file,
+    info says why the allocator is unknown, and with libc's debug info
+    leaks gives the same output as with capstone;
   - impossible thread ids (NT_PRSTATUS pr_pid 0, -1, 2^31-1, -2^31, another
     thread's) in the two-thread rc_stack core: leaks exits 0 with one
     warning naming the thread, and every thread's stack is still unwound
@@ -567,6 +571,43 @@ def test_missing_debuginfo(core):
 LOOP = r"loop|cycle|circular|repeat|revisit|duplicate"
 
 
+def test_no_capstone(core):
+    """capstone is loaded only by the fallbacks that disassemble (glibc
+    without libc's debug info: --no-system-debug).  With a broken
+    libcapstone first in the library path: leaks fails with one line
+    naming the file, info says why the allocator is unknown, and with
+    libc's debug info leaks gives the same output as without the broken
+    library."""
+    name = "capstone missing"
+    bad = os.path.join(WORK, "badlib")
+    os.makedirs(bad, exist_ok=True)
+    # every major version a build may name (CS_API_MAJOR), each empty: the
+    # loader says "file too short"
+    for major in range(3, 7):
+        with open(os.path.join(bad, "libcapstone.so.%d" % major), "w"):
+            pass
+    env = dict(os.environ, LD_LIBRARY_PATH=bad)
+    r = hs("leaks", core, "--no-system-debug", env=env)
+    R.case(name + ": leaks without libc's debug info",
+           expect_error(r, 1, [r"capstone", re.escape(bad) + r"/libcapstone\.so\.\d"]))
+    r = hs("info", core, "--no-system-debug", "--format", "json", env=env)
+    probs, doc = expect_ok(r)
+    if doc is not None:
+        alloc = doc.get("allocator") or {}
+        if alloc.get("name") is not None or bad not in str(alloc.get("error")):
+            probs.append("allocator %r: want no name and an error naming %s" % (alloc, bad))
+    elif not probs:
+        probs.append("no JSON")
+    R.case(name + ": info says why the allocator is unknown", probs)
+    plain = hs("leaks", core, "--format", "json")
+    r = hs("leaks", core, "--format", "json", env=env)
+    probs, _ = expect_ok(r)
+    if not probs and (r.out != plain.out or r.err != plain.err):
+        probs.append("output differs from the run with capstone: %r against %r"
+                     % (r.err[:300], plain.err[:300]))
+    R.case(name + ": leaks with libc's debug info needs no capstone", probs)
+
+
 def test_control(core, rec):
     """The uncorrupted core: everything the fixture recorded is listed."""
     r = hs("list", core, "--state", "all", "--format", "json")
@@ -802,6 +843,7 @@ def main():
     test_truncated(core, rec)
     test_hostile_headers(core)
     test_missing_debuginfo(core)
+    test_no_capstone(core)
     test_control(core, rec)
     test_corrupted(core, rec)
     test_thread_ids()

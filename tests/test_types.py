@@ -20,7 +20,11 @@ described at the top of ty_c.c and ty_cxx.cpp).
   - `leaks` and `top`, text and JSON, the same whether the modules' debug
     info is let go before the dominators (as it is) or kept to the end;
     `leaks`, `top`, `types` and `list` the same whether the types' table
-    stays 16-bit while computing (as it does) or widens to 32 bits midway.
+    stays 16-bit while computing (as it does) or widens to 32 bits midway;
+  - ty_cxx's `types` with a broken libstdc++.so.6 first in the library
+    path (heapsift loads it only to demangle): one warning naming it, no
+    class named by a vtable, the same blocks (skipped where the binary
+    itself links libstdc++, as the sanitized build does).
 In the stripped build only vtable types are expected (named by RTTI), DWARF
 types and field names are not.
 
@@ -606,12 +610,69 @@ def check_one(res, name, core, rec_path, copies):
         res.case("%s: types" % name, [e2])
     else:
         check_types(res, name, rec, exps, lst, by_addr, types, stripped, binary)
+        if name == "ty_cxx":
+            check_no_demangler(res, name, core, types)
     check_show(res, name, exps, core)
     check_same_ways(res, name, core)
     if e3:
         res.case("%s: leaks" % name, [e3])
     else:
         check_leaks(res, name, exps, leaks)
+
+
+def links_libstdcxx():
+    """Whether the heapsift binary itself needs libstdc++ to start (the
+    sanitizers' runtime does), so that a broken one cannot be put first
+    in its library path."""
+    try:
+        r = subprocess.run(["ldd", HEAPSIFT], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return True
+    return r.returncode != 0 or "libstdc++" in r.stdout
+
+
+def check_no_demangler(res, name, core, types):
+    """libstdc++ is loaded only to demangle C++ names (analyzers/types.c).
+    With a broken libstdc++.so.6 first in the library path, types still
+    runs: one warning naming the file, no class named by a vtable, and the
+    blocks and their sizes as before."""
+    case = "%s: types without libstdc++" % name
+    if links_libstdcxx():
+        res.skip(case, "this heapsift links libstdc++ itself (sanitized build)")
+        return
+    if types is None or not types.get("sources", {}).get("vtable"):
+        res.case(case, ["the plain run named no class by its vtable: %r"
+                        % (types or {}).get("sources")])
+        return
+    bad = os.path.join(WORKDIR, "badlib")
+    os.makedirs(bad, exist_ok=True)
+    broken = os.path.join(bad, "libstdc++.so.6")
+    with open(broken, "w"):
+        pass  # empty: the loader says "file too short"
+    env = dict(os.environ, LD_LIBRARY_PATH=bad)
+    r = hstest.run([HEAPSIFT, "types", "--format", "json", core], env=env)
+    problems = []
+    warned = [ln for ln in r.err.splitlines() if "C++ classes left unnamed" in ln]
+    if r.rc != 0:
+        problems.append("exit %s: %s" % (r.rc, r.describe()))
+    elif len(warned) != 1 or broken not in warned[0]:
+        problems.append("wanted one warning naming %s, got %r" % (broken, r.err[:400]))
+    else:
+        try:
+            doc = json.loads(r.out)
+        except ValueError as e:
+            doc = None
+            problems.append("not JSON: %s" % e)
+        if doc is not None:
+            if doc.get("sources", {}).get("vtable") != 0:
+                problems.append("classes named by vtable without a demangler: %r"
+                                % doc.get("sources"))
+            for k in ("used_count", "used_bytes"):
+                if doc.get(k) != types.get(k):
+                    problems.append("%s %r, against %r with libstdc++"
+                                    % (k, doc.get(k), types.get(k)))
+    res.case(case, problems)
 
 
 def same_output(res, name, core, var, value, what, commands):
