@@ -693,6 +693,11 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 #undef BIT
 #undef SET_BIT
 
+	/* the numbers and parents, written by the search, are read at
+	 * random from here on: in huge pages, whatever pages the kernel had
+	 * at hand when they were written */
+	hs_vector_collapse(num, ((size_t)n + 1) * sizeof(uint32_t));
+	hs_vector_collapse(parent, ((size_t)n + 1) * sizeof(uint32_t));
 	/* 2. predecessors in number space (reached nodes only), without the
 	 * edges from a node's DFS parent: the semi-dominator search starts
 	 * from the parent anyway, and on a heap most edges are tree edges.
@@ -807,6 +812,10 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * page the kernel gives afresh costs more than its fill (on this
 	 * machine's virtual machines, from 8 to 500 ms for 150 MB) */
 
+	/* the lists, filled at random, are read at random (with the
+	 * numbers and parents): in huge pages, whatever pages the kernel had
+	 * at hand when they were written */
+	hs_vector_collapse(radj, (size_t)m * rw);
 	/* 3. semi-dominators, reverse preorder, eval with path compression
 	 * over the parent links (LLVM's SemiNCAInfo::runSemiNCA).  A node
 	 * without a row has its DFS parent alone for a predecessor: that is
@@ -992,6 +1001,11 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	vertex = NULL;
 	memset(t->inner_sum, 0, ((size_t)ninner + 1) * sizeof(uint64_t));
+	/* the sums read these at random, each node's and its dominator's:
+	 * in huge pages, whatever pages they were given */
+	hs_vector_collapse(t->inner_sum, ((size_t)ninner + 1) * sizeof(uint64_t));
+	hs_vector_collapse(t->idom, ((size_t)n + 1) * sizeof(uint32_t));
+	hs_vector_collapse(t->inner.w, t->inner.nwords * sizeof(uint64_t));
 	if (!sum_up(t, g->n, nr, &vs, vlast, false)) {
 		/* the total weight needs the counts' bits too */
 		memset(t->inner_sum, 0, ((size_t)ninner + 1) * sizeof(uint64_t));
