@@ -28,7 +28,6 @@ struct demangler {
 	bool tried;
 	void *lib;
 	char *(*demangle)(const char *mangled, char *buf, size_t *len, int *status);
-	struct hs_log *log;
 };
 
 struct vtable {
@@ -78,8 +77,9 @@ static int cmp_vt(const void *a, const void *b)
 
 /* The demangled name (malloc'd), or NULL: not a name, or no demangler
  * (said once). */
-static char *demangle(struct demangler *dm, const char *mangled)
+static char *demangle(const struct ctx *c, const char *mangled)
 {
+	struct demangler *dm = c->dm;
 	if (!dm->tried) {
 		dm->tried = true;
 		dm->lib = dlopen(CXXABI_SONAME, RTLD_NOW | RTLD_LOCAL);
@@ -88,7 +88,7 @@ static char *demangle(struct demangler *dm, const char *mangled)
 		if (!dm->demangle) {
 			/* dlerror names the file or the symbol */
 			const char *why = dlerror();
-			hs_log_warn(dm->log, "C++ classes left unnamed: %s",
+			hs_log_warn(c->log, "C++ classes left unnamed: %s",
 				    why ? why : CXXABI_SONAME);
 		}
 	}
@@ -120,7 +120,7 @@ static struct hs_error *collect_vtables(struct ctx *c)
 			const char *name = syms[k].name;
 			if (strncmp(name, "_ZTV", 4))
 				continue;
-			char *d = demangle(c->dm, name);
+			char *d = demangle(c, name);
 			if (!d)
 				continue;
 			/* "vtable for shop::Cart" */
@@ -195,7 +195,7 @@ static char *rtti_class(const struct ctx *c, uint64_t vptr)
 	name[n] = 0;
 	if (name[0] == '*')  /* local classes: "*N..." */
 		memmove(name, name + 1, n);
-	return demangle(c->dm, name);
+	return demangle(c, name);
 }
 
 
@@ -752,7 +752,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	struct hs_types *t = calloc(1, sizeof(*t));
 	if (!t)
 		return &hs_error_nomem;
-	struct demangler dm = {.log = log};
+	struct demangler dm = {0};
 	struct ctx c = {.core = core, .dw = dw, .heap = heap, .graph = graph,
 			.py = py, .log = log, .t = t, .dm = &dm};
 	struct hs_error *err = hs_dtypes_create(dw, &t->reg);
