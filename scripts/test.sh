@@ -34,7 +34,9 @@ build() {
 run_ctest() {
 	local dir="$1"
 	say "ctest in $dir"
-	(cd "$dir" && ctest --output-on-failure --no-tests=error "${EXTRA[@]}")
+	# as many tests at once as there are processors; the ones that time
+	# themselves (perf, snapshot) are RUN_SERIAL and run alone
+	(cd "$dir" && ctest -j"$JOBS" --output-on-failure --no-tests=error "${EXTRA[@]}")
 }
 
 case "$WHICH" in
