@@ -48,12 +48,13 @@ all | normal | asan) ;;
 esac
 
 status=0
+failed_trees=()
 case "$WHICH" in
 all | normal)
 	roots=OFF
 	[ "${HS_ROOTS:-0}" = 1 ] && roots=ON
 	build "$ROOT/build" -DHS_ROOTS="$roots"
-	run_ctest "$ROOT/build" || status=1
+	run_ctest "$ROOT/build" || { status=1; failed_trees+=("$ROOT/build"); }
 	# the README's first command, end to end
 	say "scripts/demo.sh"
 	if "$ROOT/scripts/demo.sh" >"$ROOT/build/demo.log" 2>&1 &&
@@ -71,7 +72,7 @@ all | asan)
 	build "$ROOT/build-asan" -DHS_SANITIZE=ON
 	ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}" \
 	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
-		run_ctest "$ROOT/build-asan" || status=1
+		run_ctest "$ROOT/build-asan" || { status=1; failed_trees+=("$ROOT/build-asan"); }
 	;;
 esac
 if [ "${HS_FUZZ_CI:-0}" = 1 ]; then
@@ -79,6 +80,11 @@ if [ "${HS_FUZZ_CI:-0}" = 1 ]; then
 	"$ROOT/scripts/fuzz.sh" all 60 || status=1
 fi
 if [ "$status" -ne 0 ]; then
+	# each failed test's FAIL lines again, last, where a log cut short
+	# still has them
+	if [ "${#failed_trees[@]}" -gt 0 ]; then
+		python3 "$ROOT/scripts/lib/ctest_failures.py" "${failed_trees[@]}" || true
+	fi
 	say "FAILED (see the ctest output above)"
 else
 	say "all tests passed"

@@ -9,7 +9,9 @@ times, time per allocation, growth from the smallest size).  Checks:
     holds (at most 64);
   - each table has a row per size (the growth table one per larger size),
     with a number in every phase's cell;
-  - a size that is not a number is refused with one line and exit 2.
+  - a size that is not a number is refused with one line and exit 2;
+  - scripts/lib/ctest_failures.py, which scripts/test.sh runs last when a
+    test failed, prints a failed test's FAIL lines from ctest's log.
 The figures themselves are not checked here: they are timings, and the
 perf test (tests/test_perf.py) watches those.
 
@@ -93,7 +95,50 @@ def main():
             bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
             and "12x" in bad.stderr, "exit %d: %r" % (bad.returncode, bad.stderr))
     shutil.rmtree(out, ignore_errors=True)
+    check_ctest_failures()
     return R.finish()
+
+
+def check_ctest_failures():
+    """scripts/lib/ctest_failures.py (what scripts/test.sh prints last when
+    a test failed) on a made-up tree: ctest's LastTest.log with a passed and
+    a failed test, LastTestsFailed.log naming the failed one."""
+    script = os.path.join(hstest.SRCDIR, "scripts", "lib", "ctest_failures.py")
+    tree = os.path.join(hstest.WORKDIR, "ctest_failures")
+    tmp = os.path.join(tree, "Testing", "Temporary")
+    shutil.rmtree(tree, ignore_errors=True)
+    os.makedirs(tmp)
+
+    def section(i, name, out):
+        return ("%d/2 Testing: %s\n%d/2 Test: %s\nCommand: \"x\"\nDirectory: /\n"
+                "\"%s\" start time: Dec 06 02:44 UTC\nOutput:\n%s\n%s<end of output>\n"
+                "Test time =   1.00 sec\n%s\nTest Passed.\n"
+                % (i, name, i, name, name, "-" * 58, out, "-" * 58))
+    with open(os.path.join(tmp, "LastTest.log"), "w") as f:
+        f.write("Start testing: Dec 06 02:44 UTC\n" + "-" * 58 + "\n")
+        f.write(section(1, "quiet", "FAIL nothing: this test passed\n"))
+        f.write(section(2, "loud", "ok 1\nFAIL loud: the block is possible\n"
+                        "     memcheck 1 possible\nfailures:\n  loud: the block\n"
+                        "1 passed, 1 failed\n"))
+    with open(os.path.join(tmp, "LastTestsFailed.log"), "w") as f:
+        f.write("2:loud\n")
+    p = subprocess.run([sys.executable, script, tree], capture_output=True,
+                       text=True, timeout=60)
+    lines = p.stdout.splitlines()
+    R.check("ctest_failures.py: exit 0", p.returncode == 0,
+            "exit %d: %s" % (p.returncode, p.stderr))
+    R.check("ctest_failures.py: names the failed test and prints its FAIL line",
+            any(l.startswith("==> failed in") and l.endswith(": loud") for l in lines)
+            and "    FAIL loud: the block is possible" in lines
+            and "      loud: the block" in lines, p.stdout)
+    R.check("ctest_failures.py: nothing of the test that passed",
+            "this test passed" not in p.stdout, p.stdout)
+    os.unlink(os.path.join(tmp, "LastTestsFailed.log"))
+    p = subprocess.run([sys.executable, script, tree], capture_output=True,
+                       text=True, timeout=60)
+    R.check("ctest_failures.py: silent for a tree with no failed test",
+            p.returncode == 0 and p.stdout == "", repr(p.stdout))
+    shutil.rmtree(tree, ignore_errors=True)
 
 
 if __name__ == "__main__":
