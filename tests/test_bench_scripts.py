@@ -127,9 +127,12 @@ def check_ctest_failures():
     lines = p.stdout.splitlines()
     R.check("ctest_failures.py: exit 0", p.returncode == 0,
             "exit %d: %s" % (p.returncode, p.stderr))
-    R.check("ctest_failures.py: names the failed test and prints its FAIL line",
+    R.check("ctest_failures.py: names the failed test, prints its FAIL line, the "
+            "line under it and its summary",
             any(l.startswith("==> failed in") and l.endswith(": loud") for l in lines)
             and "    FAIL loud: the block is possible" in lines
+            and lines[lines.index("    FAIL loud: the block is possible") + 1]
+            == "         memcheck 1 possible"
             and "      loud: the block" in lines, p.stdout)
     R.check("ctest_failures.py: nothing of the test that passed",
             "this test passed" not in p.stdout, p.stdout)

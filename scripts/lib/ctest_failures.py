@@ -8,8 +8,9 @@ the failed checks are the last thing printed:
 
   ctest_failures.py BUILD_DIR [BUILD_DIR ...]
 
-For each failed test: its "FAIL" lines and its "failures:" summary (at most
-MAX_LINES lines), then the last TAIL lines of its output.  Nothing is
+For each failed test: its "FAIL" lines with the indented lines under each,
+and its "failures:" summary (at most MAX_LINES lines), then the last TAIL
+lines of its output.  Nothing is
 printed for a tree with no failed test.
 """
 
@@ -19,6 +20,7 @@ import sys
 
 MAX_LINES = 60
 TAIL = 15
+DETAIL = 10  # indented lines kept under a FAIL line
 
 
 def outputs(log_path):
@@ -57,12 +59,19 @@ def report(build):
             print("    (no output recorded in LastTest.log)")
             continue
         lines = out.splitlines()
-        keep, in_summary = [], False
+        keep, in_summary, after_fail = [], False, 0
         for ln in lines:
             if ln.startswith("failures:"):
                 in_summary = True
             if in_summary or "FAIL" in ln:
                 keep.append(ln)
+                after_fail = DETAIL
+            elif after_fail and ln[:1].isspace():
+                # what a check printed under its FAIL line
+                keep.append(ln)
+                after_fail -= 1
+            else:
+                after_fail = 0
         for ln in keep[:MAX_LINES]:
             print("    " + ln)
         if len(keep) > MAX_LINES:
