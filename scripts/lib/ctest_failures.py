@@ -10,8 +10,7 @@ the failed checks are the last thing printed:
 
 For each failed test: its "FAIL" lines with the indented lines under each,
 and its "failures:" summary (at most MAX_LINES lines), then the last TAIL
-lines of its output.  Nothing is
-printed for a tree with no failed test.
+lines of its output.  Nothing is printed for a tree with no failed test.
 """
 
 import os
@@ -75,7 +74,7 @@ def report(build):
         for ln in keep[:MAX_LINES]:
             print("    " + ln)
         if len(keep) > MAX_LINES:
-            print("    ... %d more FAIL lines" % (len(keep) - MAX_LINES))
+            print("    ... %d more lines" % (len(keep) - MAX_LINES))
         print("    -- the last %d lines:" % min(TAIL, len(lines)))
         for ln in lines[-TAIL:]:
             print("    " + ln)
