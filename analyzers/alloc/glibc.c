@@ -1516,21 +1516,30 @@ static bool mp_valid(struct gl *g, uint64_t p, const uint8_t *arena)
 	return top >= sbrk && top - sbrk <= sys;
 }
 
+/* The disassembler in *cs, opened on its first use: discovery asks for
+ * it for main_arena and mp_, then for the tcache's offset, and capstone
+ * is loaded and opened once for both.  The caller closes it. */
+static struct hs_error *disasm_get(struct hs_disasm **cs)
+{
+	return *cs ? NULL : hs_disasm_open(cs);
+}
+
 /* main_arena and mp_ from the code of libc's exported malloc functions:
  * every libc data address they refer to (and, for mp_, every address a
  * member of the row's layout can be at) is a candidate; the candidates
- * the core's memory agrees with, most referred to first. */
-static struct hs_error *find_by_code(struct gl *g, bool need_arena,
-				     bool need_mp)
+ * the core's memory agrees with, most referred to first.  *cs: the
+ * disassembler (disasm_get). */
+static struct hs_error *find_by_code(struct gl *g, struct hs_disasm **csp,
+				     bool need_arena, bool need_mp)
 {
 	static const char *const fns[] = {
 		"malloc_trim", "mallinfo2", "mallinfo", "malloc_stats",
 		"mallopt", "malloc", "free", "realloc", "calloc",
 	};
-	struct hs_disasm *cs;
-	struct hs_error *err = hs_disasm_open(&cs);
+	struct hs_error *err = disasm_get(csp);
 	if (err)
 		return err;
+	struct hs_disasm *cs = *csp;
 	struct refs *r = calloc(1, sizeof(*r));
 	uint8_t *buf = malloc(g->ms_size);
 	if (!r || !buf) {
@@ -1621,7 +1630,6 @@ static struct hs_error *find_by_code(struct gl *g, bool need_arena,
 out:
 	free(buf);
 	free(r);
-	hs_disasm_close(cs);
 	return err;
 }
 
@@ -1652,20 +1660,18 @@ static bool tpoff_valid(struct gl *g, int64_t tpoff, bool *used)
  * (R_X86_64_TPOFF64, no symbol) that malloc's code loads, in its order
  * (its fast path reads tcache first); the first whose value, in every
  * thread, is NULL or a tcache. */
-static void find_tpoff_by_code(struct gl *g)
+static void find_tpoff_by_code(struct gl *g, struct hs_disasm **csp)
 {
 	uint64_t slots[64];
 	size_t ns = hs_dwarf_tpoff_slots(g->dw, g->libc, slots, 64);
-	struct hs_disasm *cs = NULL;
-	struct hs_error *err = ns ? hs_disasm_open(&cs) : NULL;
-	if (!cs) {
+	struct hs_error *err = ns ? disasm_get(csp) : NULL;
+	if (!ns || err) {
 		hs_error_destroy(err);
 		return;
 	}
 	struct refs *r = calloc(1, sizeof(*r));
-	if (r && !fn_refs(g, cs, "malloc", r))
+	if (r && !fn_refs(g, *csp, "malloc", r))
 		r->n = 0;
-	hs_disasm_close(cs);
 	bool have_zero = false;
 	int64_t zero = 0;
 	for (size_t i = 0; r && i < r->n; i++) {
@@ -1756,6 +1762,7 @@ static void cross_check(struct gl *g)
 static struct hs_error *discover(struct gl *g, uint64_t *mp_size)
 {
 	struct hs_error *err;
+	struct hs_disasm *cs = NULL;  /* (disasm_get) */
 	hs_dwarf_check_debug(g->dw, g->libc);
 	bool syms = find_main_arena(g->dw, g->libc, &g->main_arena, &g->mp);
 	*mp_size = 0;
@@ -1804,7 +1811,7 @@ static struct hs_error *discover(struct gl *g, uint64_t *mp_size)
 		hs_heap_found(g->heap, "mp_", "symbol", "libc+%#llx",
 			      (unsigned long long)(g->mp - g->libc->bias));
 	} else {
-		if ((err = find_by_code(g, true, true)))
+		if ((err = find_by_code(g, &cs, true, true)))
 			goto fail;
 		*mp_size = g->mp_sizeof;
 	}
@@ -1817,13 +1824,15 @@ static struct hs_error *discover(struct gl *g, uint64_t *mp_size)
 			hs_heap_found(g->heap, "tcache", "symbol", "TLS offset %lld",
 				      (long long)g->tpoff);
 		else
-			find_tpoff_by_code(g);
+			find_tpoff_by_code(g, &cs);
 		if (!g->tpoff_known)
 			hs_heap_found(g->heap, "tcache", "not_found", NULL);
 	}
+	hs_disasm_close(cs);
 	g->heap->version = ver;
 	return NULL;
 fail:
+	hs_disasm_close(cs);
 	free(pkg);
 	free(ver);
 	return err;
@@ -2130,8 +2139,11 @@ static struct hs_error *walk_ahead(struct gl *g,
 		if (s.tpoff_known)
 			hs_heap_found(s.heap, "tcache", "symbol", "TLS offset %lld",
 				      (long long)s.tpoff);
-		else
-			find_tpoff_by_code(&s);
+		else {
+			struct hs_disasm *cs = NULL;
+			find_tpoff_by_code(&s, &cs);
+			hs_disasm_close(cs);
+		}
 		if (!s.tpoff_known)
 			hs_heap_found(s.heap, "tcache", "not_found", NULL);
 	}
