@@ -550,7 +550,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * threads; with one, after the search (its bytes then too) */
 	bool two = g->nthreads >= 2 && nt >= 2;
 	cp.g = g;
-	if (two && (cp.c8 = calloc((size_t)n + 1, 1)))
+	if (two && (cp.c8 = hs_zalloc_written((size_t)n + 1)))
 		hs_task_start(&count_task, count_pass, &cp);
 	uint64_t *seen = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	uint64_t *leaf = calloc((size_t)n / 64 + 1, sizeof(uint64_t));

@@ -646,7 +646,7 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		g->rule_of = calloc((size_t)g->n + 1, 1);
 		/* (without rules the scan reads CPython's GC heads too: its
 		 * counts would not be hs_python_refs') */
-		if (rules->py && !(g->pystarts = calloc((size_t)g->n + 1, sizeof(uint32_t))))
+		if (rules->py && !(g->pystarts = hs_zalloc_written(((size_t)g->n + 1) * sizeof(uint32_t))))
 			g->rule_of = (free(g->rule_of), NULL);
 	}
 	if (!starts || (g->rules && !g->rule_of)) {

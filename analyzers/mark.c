@@ -568,8 +568,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 	if (!m)
 		return &hs_error_nomem;
 	uint32_t n = g->n;
-	m->reach = calloc(n ? n : 1, 1);
-	hs_vector_hugepages(m->reach, n ? n : 1);
+	m->reach = hs_zalloc_written(n ? n : 1);
 	/* the rule per allocation while marking; kept for the few it holds */
 	uint8_t *via = g->rule_of ? calloc(n ? n : 1, 1) : NULL;
 	struct mark_ctx c = {.g = g, .reach = m->reach, .via = via};

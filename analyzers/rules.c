@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "src/sort.h"
+#include "src/vector.h"
 
 const char *const hs_rule_names[HS_RULE_COUNT] = {
 	[HS_RULE_NONE] = "none",
@@ -112,7 +113,7 @@ struct hs_error *hs_rules_init(struct hs_rules *r, const struct hs_core *core,
 	}
 	hs_sort(r->exec, r->nexec, sizeof(*r->exec), cmp_range);
 	/* (without it, each check reads the block's first words itself) */
-	r->summary = calloc(heap->nallocs ? heap->nallocs : 1, 1);
+	r->summary = hs_zalloc_written(heap->nallocs ? heap->nallocs : 1);
 	return NULL;
 }
 

@@ -761,8 +761,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	err = &hs_error_nomem;
 	t->nallocs = graph->n;
 	t->narrow_max = narrow_max && narrow_max < UINT16_MAX ? narrow_max : UINT16_MAX;
-	t->type_of16 = calloc((size_t)graph->n + 1, sizeof(uint16_t));
-	hs_vector_hugepages(t->type_of16, ((size_t)graph->n + 1) * sizeof(uint16_t));
+	t->type_of16 = hs_zalloc_written(((size_t)graph->n + 1) * sizeof(uint16_t));
 	c.from = calloc((size_t)graph->n + 1, 1);
 	c.inner_seen = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
 	t->cookie = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));

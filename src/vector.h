@@ -61,24 +61,6 @@ static inline void *hs_vector_grow(void *v, size_t n, size_t *cap,
 	return p;
 }
 
-/* bytes of zeroed memory, zeroed by writing it here rather than by
- * calloc.  A fresh page from the kernel that is first read is mapped to
- * the shared zero page; its first write then replaces it and flushes the
- * TLB of every CPU running a thread of this process (an interrupt to each,
- * costly in a virtual machine).  For a table read before it is written,
- * at random, while other threads run: written once here, each page takes
- * one fault and no flush.  NULL when memory runs out. */
-static inline void *hs_zalloc_written(size_t bytes)
-{
-	void *p = malloc(bytes ? bytes : 1);
-	if (p) {
-		/* keeps the compiler from making malloc + memset a calloc */
-		__asm__ volatile("" : : "r"(p) : "memory");
-		memset(p, 0, bytes);
-	}
-	return p;
-}
-
 /* madvise(advice) over the 2 MiB-aligned part of [p, p + bytes), if any;
  * a refusal changes nothing. */
 static inline void hs_vector_advise_huge(void *p, size_t bytes, int advice)
@@ -104,6 +86,26 @@ static inline void hs_vector_hugepages(void *p, size_t bytes)
 	(void)p;
 	(void)bytes;
 #endif
+}
+
+/* bytes of zeroed memory, zeroed by writing it here rather than by
+ * calloc.  A fresh page from the kernel that is first read is mapped to
+ * the shared zero page; its first write then replaces it and flushes the
+ * TLB of every CPU running a thread of this process (an interrupt to each,
+ * costly in a virtual machine).  For a table read before it is written,
+ * at random, while other threads run: written once here, each page takes
+ * one fault and no flush (in huge pages where it is large enough:
+ * hs_vector_hugepages).  NULL when memory runs out. */
+static inline void *hs_zalloc_written(size_t bytes)
+{
+	void *p = malloc(bytes ? bytes : 1);
+	if (p) {
+		hs_vector_hugepages(p, bytes);
+		/* keeps the compiler from making malloc + memset a calloc */
+		__asm__ volatile("" : : "r"(p) : "memory");
+		memset(p, 0, bytes);
+	}
+	return p;
 }
 
 /* MADV_COLLAPSE (Linux 6.1), which Debian 12's headers do not name */
