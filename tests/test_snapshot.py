@@ -21,9 +21,10 @@ and the main thread in read(2) on a pipe, answering commands.
       fault while heapsift unregisters the write tracking wait for it,
       after the printed pause);
       HS_SNAPSHOT_BIG=1 adds a 2 GiB heap (tracked: under 50 ms there too,
-      and what the target saw beyond the printed pause shown, not checked;
-      fork: under 250 ms, the clone copies the page tables, which grow
-      with the resident heap);
+      and what the target saw beyond the printed pause under what it sees
+      while dd writes as many bytes to the page cache, plus
+      PAUSE_UNSEEN_MS: the machine's own stalls; fork: under 250 ms, the
+      clone copies the page tables, which grow with the resident heap);
   (c) after a snapshot, and after heapsift is SIGKILLed in the middle of
       one (HEAPSIFT_TEST_SNAPSHOT_SLEEP_MS: in tracked mode while the
       target runs with its writes tracked), the target runs, answers, has
@@ -382,10 +383,36 @@ def best_pause(ck, t, mib, label, mode, extra, says, attempts):
     return inside, printed
 
 
-def test_pause(ck, mib, label, fork_limit_ms=PAUSE_LIMIT_MS, attempts=8, unseen_checked=True):
+def machine_stall_ms(t, mib, rounds=2):
+    """The largest gap the target sees, beyond its waits for a CPU, while
+    another process (dd) writes what a tracked snapshot writes (the copy
+    and the core: twice the heap) to the page cache, over `rounds` runs.
+    On the 2-vCPU test machine, giving a process fresh memory (page cache
+    or its own) stalls the target's threads 10-35 ms at a time, with no
+    lock or stop of ours involved (docs/performance.md)."""
+    ref = os.path.join(WORK, "pause-reference")
+    worst = 0.0
+    for _ in range(rounds):
+        t.ask("reset")
+        subprocess.run(["dd", "if=/dev/zero", "of=" + ref, "bs=1M",
+                        "count=%d" % (2 * mib), "conv=fsync", "status=none"], check=True)
+        worst = max(worst, t.gap_us() / 1000.0)
+        os.remove(ref)
+    return worst
+
+
+def test_pause(ck, mib, label, fork_limit_ms=PAUSE_LIMIT_MS, attempts=8, machine_reference=False):
+    """machine_reference: the tracked pause's excess over the printed one is
+    checked against machine_stall_ms, not PAUSE_UNSEEN_MS alone."""
     t = Target(mib, "pause-%s" % label)
     figures = []
     try:
+        allowed = PAUSE_UNSEEN_MS
+        if machine_reference:
+            stall = machine_stall_ms(t, mib)
+            allowed = stall + PAUSE_UNSEEN_MS
+            print("pause %s MiB: the target saw %.1f ms at most while dd wrote %d MiB"
+                  % (mib, stall, 2 * mib))
         modes = [("fork", ["--fork"], "copied from a fork", fork_limit_ms)]
         if TRACKS:
             modes.insert(0, ("tracked", [], "its writes tracked", PAUSE_LIMIT_MS))
@@ -402,11 +429,10 @@ def test_pause(ck, mib, label, fork_limit_ms=PAUSE_LIMIT_MS, attempts=8, unseen_
                          default=float("inf"))
             print("pause %s MiB: %s pause seen by the target %.1f ms more than printed, "
                   "at least" % (mib, mode, unseen))
-            if unseen_checked:
-                ck.check("pause %s MiB: %s pause seen by the target under %.0f ms more than "
-                         "the pause printed" % (mib, mode, PAUSE_UNSEEN_MS),
-                         unseen < PAUSE_UNSEEN_MS,
-                         "seen %s ms, printed %s ms" % got)
+            if mode == "tracked" or not machine_reference:
+                ck.check("pause %s MiB: %s pause seen by the target under %.1f ms more than "
+                         "the pause printed" % (mib, mode, allowed),
+                         unseen < allowed, "seen %s ms, printed %s ms" % got)
             ck.case("pause %s: target well after %s snapshots" % (label, mode),
                     alive_and_well(t))
         out = os.path.join(WORK, "pause-%s.core" % label)
@@ -906,9 +932,9 @@ def main():
         # the clone copies the page tables: about 45 ms per GiB resident
         # on the 2-core test machine (docs/performance.md)
         # at 2 GiB the target sees 20-100 ms more than printed in tracked
-        # mode, for a cause not found yet (docs/performance.md): shown,
-        # not checked
-        test_pause(ck, 2048, "big", fork_limit_ms=250, attempts=3, unseen_checked=False)
+        # mode: the machine's stalls while 4 GiB of fresh page cache is
+        # written, which dd writing as much shows too (machine_stall_ms)
+        test_pause(ck, 2048, "big", fork_limit_ms=250, attempts=3, machine_reference=True)
     test_late_changes(ck)
     test_churn(ck)
     test_killed(ck)
