@@ -1527,7 +1527,7 @@ static struct hs_error *disasm_get(struct hs_disasm **cs)
 /* main_arena and mp_ from the code of libc's exported malloc functions:
  * every libc data address they refer to (and, for mp_, every address a
  * member of the row's layout can be at) is a candidate; the candidates
- * the core's memory agrees with, most referred to first.  *cs: the
+ * the core's memory agrees with, most referred to first.  *csp: the
  * disassembler (disasm_get). */
 static struct hs_error *find_by_code(struct gl *g, struct hs_disasm **csp,
 				     bool need_arena, bool need_mp)
@@ -2136,10 +2136,10 @@ static struct hs_error *walk_ahead(struct gl *g,
 	s.safe_linking = version_at_least(ver, 2, 32);
 	if (s.has_tcache) {
 		s.tpoff_known = tcache_tpoff(&s, &s.tpoff);
-		if (s.tpoff_known)
+		if (s.tpoff_known) {
 			hs_heap_found(s.heap, "tcache", "symbol", "TLS offset %lld",
 				      (long long)s.tpoff);
-		else {
+		} else {
 			struct hs_disasm *cs = NULL;
 			find_tpoff_by_code(&s, &cs);
 			hs_disasm_close(cs);
