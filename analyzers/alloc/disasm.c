@@ -98,3 +98,29 @@ void hs_disasm_close(struct hs_disasm *d)
 		dlclose(d->lib);
 	free(d);
 }
+
+bool hs_disasm_function_refs(struct hs_disasm *d, struct hs_dwarf *dw,
+			     struct hs_module *mod, const struct hs_core *core,
+			     const char *name,
+			     bool (*keep)(const void *arg, uint64_t address),
+			     const void *arg, uint64_t *out, size_t max,
+			     size_t *nrefs, size_t *ninsn)
+{
+	uint64_t addr = 0, size = 0;
+	struct hs_error *err = hs_dwarf_symbol(dw, mod, name, &addr, &size, NULL);
+	bool found = !err;
+	hs_error_destroy(err);
+	if (!found || !size || size > 65536)
+		return false;
+	uint8_t *code = malloc(size);
+	if (!code)
+		return false;
+	if (!hs_dwarf_read_file(dw, addr, code, size) &&
+	    !hs_core_read_quiet(core, addr, code, size)) {
+		free(code);
+		return false;
+	}
+	*nrefs = hs_disasm_rip_refs(d, code, size, addr, keep, arg, out, max, ninsn);
+	free(code);
+	return true;
+}

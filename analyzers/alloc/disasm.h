@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/dwarf.h"
+#include "formats/elfcore.h"
 #include "src/error.h"
 
 struct hs_disasm;
@@ -30,6 +32,18 @@ size_t hs_disasm_rip_refs(struct hs_disasm *d, const uint8_t *code,
 			  bool (*keep)(const void *arg, uint64_t address),
 			  const void *arg, uint64_t *out, size_t max,
 			  size_t *ninsn);
+/* hs_disasm_rip_refs over the code of function `name` of module mod: its
+ * symbol's bytes, read from the module's file, else from the core.  False,
+ * with nothing in out, when the symbol is not found or its code cannot be
+ * had (no size, over 64 KiB, not readable, out of memory); else *nrefs
+ * (the addresses in out) and *ninsn (unless NULL) as hs_disasm_rip_refs
+ * gives them. */
+bool hs_disasm_function_refs(struct hs_disasm *d, struct hs_dwarf *dw,
+			     struct hs_module *mod, const struct hs_core *core,
+			     const char *name,
+			     bool (*keep)(const void *arg, uint64_t address),
+			     const void *arg, uint64_t *out, size_t max,
+			     size_t *nrefs, size_t *ninsn);
 /* Closes d and lets the library go; NULL is nothing. */
 void hs_disasm_close(struct hs_disasm *d);
 

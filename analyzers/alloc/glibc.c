@@ -1407,26 +1407,12 @@ struct refs {
 static bool fn_refs(struct gl *g, struct hs_disasm *cs, const char *fn,
 		    struct refs *r)
 {
-	uint64_t addr = 0, size = 0;
-	struct hs_error *err = hs_dwarf_symbol(g->dw, g->libc, fn, &addr, &size,
-					       NULL);
-	if (err || !size || size > 65536) {
-		hs_error_destroy(err);
+	size_t k = 0, n = 0;
+	if (!hs_disasm_function_refs(cs, g->dw, g->libc, g->core, fn, in_libc_ref, g,
+				     r->a + r->n, sizeof(r->a) / sizeof(r->a[0]) - r->n,
+				     &k, &n))
 		return false;
-	}
-	uint8_t *code = malloc(size);
-	if (!code)
-		return false;
-	if (!hs_dwarf_read_file(g->dw, addr, code, size) &&
-	    !hs_core_read_quiet(g->core, addr, code, size)) {
-		free(code);
-		return false;
-	}
-	size_t n;
-	r->n += hs_disasm_rip_refs(cs, code, size, addr, in_libc_ref, g,
-				   r->a + r->n, sizeof(r->a) / sizeof(r->a[0]) - r->n,
-				   &n);
-	free(code);
+	r->n += k;
 	return n > 0;
 }
 

@@ -648,28 +648,15 @@ static size_t rip_targets(struct je *j, struct hs_disasm *cs, const char *fn,
 			  uint64_t *out, size_t max)
 {
 	static const char *const pub[] = {"", "je_"};
-	uint64_t addr = 0, size = 0;
-	bool found = false;
-	for (size_t i = 0; i < 2 && !found; i++) {
+	for (size_t i = 0; i < 2; i++) {
 		char name[64];
 		snprintf(name, sizeof(name), "%s%s", pub[i], fn);
-		HS_AUTO_ERROR *err = hs_dwarf_symbol(j->dw, j->lib, name, &addr, &size, NULL);
-		found = !err;
+		size_t k = 0;
+		if (hs_disasm_function_refs(cs, j->dw, j->lib, j->core, name, in_lib_data_ref, j,
+					    out, max, &k, NULL))
+			return k;
 	}
-	if (!found || !size || size > 65536)
-		return 0;
-	uint8_t *code = malloc(size);
-	if (!code)
-		return 0;
-	if (!hs_dwarf_read_file(j->dw, addr, code, size) &&
-	    !hs_core_read_quiet(j->core, addr, code, size)) {
-		free(code);
-		return 0;
-	}
-	size_t k = hs_disasm_rip_refs(cs, code, size, addr, in_lib_data_ref, j,
-				      out, max, NULL);
-	free(code);
-	return k;
+	return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
