@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/hashtab.h"
 #include "src/sort.h"
 #include "analyzers/containers.h"
@@ -338,7 +339,7 @@ static struct hs_error *row_for(struct cx *c, const struct hs_dcontainer *dc,
 		struct hs_containers *o = c->out;
 		if (o->nrows == c->caprows) {
 			size_t cap = c->caprows ? 2 * c->caprows : 16;
-			struct hs_container_row *v = realloc(o->rows, cap * sizeof(*v));
+			struct hs_container_row *v = hs_realloc(o->rows, cap * sizeof(*v));
 			if (!v)
 				return &hs_error_nomem;
 			o->rows = v;
@@ -550,7 +551,7 @@ struct hs_error *hs_containers_compute(const struct hs_core *core,
 				       const struct hs_types *types,
 				       struct hs_containers **ret)
 {
-	struct hs_containers *out = calloc(1, sizeof(*out));
+	struct hs_containers *out = hs_calloc(1, sizeof(*out));
 	if (!out)
 		return &hs_error_nomem;
 	struct cx c = {.core = core, .heap = heap, .graph = graph, .types = types,

@@ -1,6 +1,7 @@
 /* Comparison of snapshots: see analyzers/diff.h (matching rules, rows,
  * series and trends). */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "analyzers/diff.h"
 #include "src/strmap.h"
 
@@ -81,7 +82,7 @@ static struct hs_diff_type *type_row(struct builder *b, const char *label)
 		return &d->types[idx];
 	if (d->ntypes == b->tcap) {
 		size_t cap = b->tcap ? 2 * b->tcap : 64;
-		struct hs_diff_type *v = realloc(d->types, cap * sizeof(*v));
+		struct hs_diff_type *v = hs_realloc(d->types, cap * sizeof(*v));
 		if (!v)
 			return NULL;
 		d->types = v;
@@ -90,7 +91,7 @@ static struct hs_diff_type *type_row(struct builder *b, const char *label)
 	struct hs_diff_type *row = &d->types[d->ntypes];
 	memset(row, 0, sizeof(*row));
 	row->label = strdup(label);
-	row->bytes = calloc(b->n, sizeof(uint64_t));
+	row->bytes = hs_calloc(b->n, sizeof(uint64_t));
 	if (!row->label || !row->bytes ||
 	    hs_strmap_put(&b->tmap, row->label, d->ntypes)) {
 		free(row->label);
@@ -110,7 +111,7 @@ static struct hs_diff_root *root_row(struct builder *b, const char *name,
 		return &d->roots[idx];
 	if (d->nroots == b->rcap) {
 		size_t cap = b->rcap ? 2 * b->rcap : 64;
-		struct hs_diff_root *v = realloc(d->roots, cap * sizeof(*v));
+		struct hs_diff_root *v = hs_realloc(d->roots, cap * sizeof(*v));
 		if (!v)
 			return NULL;
 		d->roots = v;
@@ -122,7 +123,7 @@ static struct hs_diff_root *root_row(struct builder *b, const char *name,
 	memset(row, 0, sizeof(*row));
 	row->name = name;
 	row->kind = kind;
-	row->retained = calloc(b->n, sizeof(uint64_t));
+	row->retained = hs_calloc(b->n, sizeof(uint64_t));
 	return row->retained ? row : NULL;
 }
 
@@ -232,8 +233,8 @@ static struct hs_error *compare_ends(struct builder *b,
 				size_t cap = hcap ? 2 * hcap : 64;
 				while (cap <= r)
 					cap *= 2;
-				struct holder **h = realloc(holders, cap * sizeof(*h));
-				size_t *nh = realloc(nholders, cap * sizeof(*nh));
+				struct holder **h = hs_realloc(holders, cap * sizeof(*h));
+				size_t *nh = hs_realloc(nholders, cap * sizeof(*nh));
 				if (h)
 					holders = h;
 				if (nh)
@@ -249,7 +250,7 @@ static struct hs_error *compare_ends(struct builder *b,
 			while (k < nholders[r] && holders[r][k].root != root)
 				k++;
 			if (k == nholders[r]) {
-				struct holder *h = realloc(holders[r], (k + 1) * sizeof(*h));
+				struct holder *h = hs_realloc(holders[r], (k + 1) * sizeof(*h));
 				if (!h)
 					goto out;
 				holders[r] = h;
@@ -286,7 +287,7 @@ out:
 struct hs_error *hs_diff_rows_of(const struct hs_diff_snapshot *s,
 				 struct hs_diff_rows **ret)
 {
-	struct hs_diff_rows *r = calloc(1, sizeof(*r));
+	struct hs_diff_rows *r = hs_calloc(1, sizeof(*r));
 	if (!r)
 		return &hs_error_nomem;
 	struct hs_type_row *rows = NULL;
@@ -298,7 +299,7 @@ struct hs_error *hs_diff_rows_of(const struct hs_diff_snapshot *s,
 	if (err)
 		goto fail;
 	err = &hs_error_nomem;
-	r->types = calloc(nrows ? nrows : 1, sizeof(*r->types));
+	r->types = hs_calloc(nrows ? nrows : 1, sizeof(*r->types));
 	if (!r->types)
 		goto fail;
 	for (size_t i = 0; i < nrows; i++) {
@@ -311,7 +312,7 @@ struct hs_error *hs_diff_rows_of(const struct hs_diff_snapshot *s,
 	if ((err = hs_root_rows(s->retain, s->roots, &rr, &nrr)))
 		goto fail;
 	err = &hs_error_nomem;
-	r->roots = calloc(nrr ? nrr : 1, sizeof(*r->roots));
+	r->roots = hs_calloc(nrr ? nrr : 1, sizeof(*r->roots));
 	if (!r->roots)
 		goto fail;
 	for (size_t i = 0; i < nrr; i++) {
@@ -358,7 +359,7 @@ void hs_diff_rows_destroy(struct hs_diff_rows *r)
 struct hs_error *hs_diff_compute(const struct hs_diff_input *in, size_t n,
 				 struct hs_diff **ret)
 {
-	struct hs_diff *d = calloc(1, sizeof(*d));
+	struct hs_diff *d = hs_calloc(1, sizeof(*d));
 	if (!d)
 		return &hs_error_nomem;
 	d->nsnaps = n;
@@ -367,7 +368,7 @@ struct hs_error *hs_diff_compute(const struct hs_diff_input *in, size_t n,
 		d->by_blocks &= !in[k].summary;
 	struct builder b = {.d = d, .n = n};
 	struct hs_error *err = &hs_error_nomem;
-	d->leaked = calloc(n, sizeof(uint64_t));
+	d->leaked = hs_calloc(n, sizeof(uint64_t));
 	if (!d->leaked)
 		goto fail;
 	/* series: bytes per type row, retained per root, leaked bytes; the

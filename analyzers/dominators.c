@@ -1,6 +1,7 @@
 /* Semi-NCA dominators over the two-block graph: see
  * analyzers/dominators.h. */
 #include "analyzers/dominators.h"
+#include "src/alloc.h"
 #include "src/edgerow.h"
 #include "src/hashtab.h"
 #include "src/parallel.h"
@@ -255,7 +256,7 @@ struct ustream {
 
 static struct hs_error *ustream_reserve(struct ustream *s, size_t bytes)
 {
-	uint8_t *b = malloc(bytes + 16);
+	uint8_t *b = hs_malloc(bytes + 16);
 	if (!b)
 		return &hs_error_nomem;
 	hs_vector_hugepages(b, bytes + 16);
@@ -495,19 +496,19 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	static const char PHASE[] = "computing dominators";
 	uint64_t total = 3 * (uint64_t)n;
 	struct hs_error *err = &hs_error_nomem;
-	struct hs_domtree *t = calloc(1, sizeof(*t));
+	struct hs_domtree *t = hs_calloc(1, sizeof(*t));
 	struct count_part cp = {0};
 	struct hs_task count_task = {0};
 	/* DFS numbers are 1-based; 0 means "not reached" */
-	uint32_t *num = calloc((size_t)n + 1, sizeof(uint32_t));
+	uint32_t *num = hs_calloc((size_t)n + 1, sizeof(uint32_t));
 	uint32_t *vertex = NULL;
-	uint32_t *parent = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint32_t *parent = hs_malloc(((size_t)n + 1) * sizeof(uint32_t));
 	/* read at random: huge pages spare a TLB miss per read */
 	hs_vector_hugepages(num, ((size_t)n + 1) * sizeof(uint32_t));
 	hs_vector_hugepages(parent, ((size_t)n + 1) * sizeof(uint32_t));
 	/* the DFS stack grows with the depth, not with n */
 	size_t stcap = 4096;
-	struct frame *stack = malloc(stcap * sizeof(*stack));
+	struct frame *stack = hs_malloc(stcap * sizeof(*stack));
 	uint32_t *least = NULL, *idom = NULL, *roff = NULL,
 		 *evs = NULL, *big = NULL;
 	uint8_t *radj = NULL;
@@ -552,10 +553,10 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	cp.g = g;
 	if (two && (cp.c8 = hs_zalloc_written((size_t)n + 1)))
 		hs_task_start(&count_task, count_pass, &cp);
-	uint64_t *seen = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	uint64_t *leaf = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	uint64_t *one = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	entered = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	uint64_t *seen = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	uint64_t *leaf = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	uint64_t *one = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	entered = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	if (!seen || !leaf || !one || !entered) {
 		free(seen);
 		free(leaf);
@@ -640,7 +641,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 					break;
 				if (!single) {
 					if (sp == stcap) {
-						struct frame *ns = realloc(stack, 2 * stcap * sizeof(*ns));
+						struct frame *ns = hs_realloc(stack, 2 * stcap * sizeof(*ns));
 						if (!ns) {
 							free(seen);
 							free(leaf);
@@ -709,12 +710,12 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	 * per edge.  With two threads, each fills the rows of the nodes of
 	 * half of the numbers (`upper` takes the upper half out of
 	 * `entered`): their rows are apart in one array. */
-	roff = calloc((size_t)np + 2, sizeof(uint32_t));
+	roff = hs_calloc((size_t)np + 2, sizeof(uint32_t));
 	if (!roff)
 		goto out;
 	uint64_t m = 0;
 	hs_task_join(&count_task);
-	if (!two && (cp.c8 = calloc((size_t)n + 1, 1))) {
+	if (!two && (cp.c8 = hs_calloc((size_t)n + 1, 1))) {
 		cp.entered = entered;
 		count_pass(&cp);
 	}
@@ -727,7 +728,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		 .cnt = roff},
 	};
 	unsigned nparts = 1;
-	if (two && (upper = calloc((size_t)n / 64 + 1, sizeof(uint64_t)))) {
+	if (two && (upper = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t)))) {
 		for (size_t x = 0; x < (size_t)n / 64 + 1; x++) {
 			for (uint64_t b = entered[x]; b; b &= b - 1) {
 				uint32_t y = (uint32_t)(x * 64) + (uint32_t)__builtin_ctzll(b);
@@ -749,7 +750,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	}
 	unsigned rw = nr < (1u << 24) && !g->wide_lists ? 3 : 4;
-	radj = malloc((m ? m : 1) * rw + sizeof(uint32_t));
+	radj = hs_malloc((m ? m : 1) * rw + sizeof(uint32_t));
 	hs_vector_hugepages(radj, (m ? m : 1) * rw);
 	if (!radj)
 		goto out;
@@ -792,7 +793,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	size_t nbig = 0;
 	for (uint32_t k = 0; k < np; k++)
 		nbig += roff[k + 1] - roff[k] >= 255;
-	big = malloc((nbig ? nbig : 1) * sizeof(uint32_t));
+	big = hs_malloc((nbig ? nbig : 1) * sizeof(uint32_t));
 	if (!big)
 		goto out;
 	uint8_t *l8 = (uint8_t *)roff;
@@ -803,7 +804,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			big[b++] = len;
 		at = end;
 	}
-	len8 = realloc(l8, (size_t)np + 1);
+	len8 = hs_realloc(l8, (size_t)np + 1);
 	if (!len8)
 		len8 = l8;  /* (the offsets' memory, kept) */
 	roff = NULL;
@@ -838,7 +839,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	least = num;  /* n + 1 numbers, nr + 1 needed */
 	num = NULL;
 	size_t evcap = 1024;
-	evs = malloc(evcap * sizeof(uint32_t));
+	evs = hs_malloc(evcap * sizeof(uint32_t));
 	if (!least || !evs)
 		goto out;
 	/* row k is [start, end); the lookahead's row ak is [astart, aend) */
@@ -880,7 +881,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 				uint32_t x = v;
 				do {
 					if (es == evcap) {
-						uint32_t *ne = realloc(evs, 2 * evcap * sizeof(uint32_t));
+						uint32_t *ne = hs_realloc(evs, 2 * evcap * sizeof(uint32_t));
 						if (!ne)
 							goto out;
 						evs = ne;
@@ -996,7 +997,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	t->weight = weight;
 	t->warg = warg;
 	t->cbits = 64 - (unsigned)__builtin_clzll((uint64_t)nr + 1);
-	t->inner_sum = realloc(vertex, ((size_t)ninner + 1) * sizeof(uint64_t));
+	t->inner_sum = hs_realloc(vertex, ((size_t)ninner + 1) * sizeof(uint64_t));
 	if (!t->inner_sum)
 		goto out;
 	vertex = NULL;
@@ -1009,13 +1010,13 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	if (!sum_up(t, g->n, nr, &vs, vlast, false)) {
 		/* the total weight needs the counts' bits too */
 		memset(t->inner_sum, 0, ((size_t)ninner + 1) * sizeof(uint64_t));
-		t->inner_count = calloc((size_t)ninner + 1, sizeof(uint32_t));
+		t->inner_count = hs_calloc((size_t)ninner + 1, sizeof(uint32_t));
 		if (!t->inner_count)
 			goto out;
 		sum_up(t, g->n, nr, &vs, vlast, true);
 	}
 	if (g->keep_order) {
-		uint8_t *b = realloc(vs.b, vs.n ? vs.n : 1);
+		uint8_t *b = hs_realloc(vs.b, vs.n ? vs.n : 1);
 		t->order = b ? b : vs.b;
 		t->order_len = vs.n;
 		vs = (struct ustream){0};

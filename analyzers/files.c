@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/hashtab.h"
 
 const char *const hs_file_kind_names[] = {
@@ -153,7 +154,7 @@ static struct hs_error *push(struct finder *s, const struct hs_file *file)
 {
 	if (s->f->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct hs_file *v = realloc(s->f->v, cap * sizeof(*v));
+		struct hs_file *v = hs_realloc(s->f->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		s->f->v = v;
@@ -286,7 +287,7 @@ static struct hs_error *mark_blocks(struct finder *s)
 		if (id == UINT32_MAX)
 			continue;
 		if (!f->is_file &&
-		    !(f->is_file = calloc(f->nblocks / 64 + 1, sizeof(uint64_t))))
+		    !(f->is_file = hs_calloc(f->nblocks / 64 + 1, sizeof(uint64_t))))
 			return &hs_error_nomem;
 		f->is_file[id / 64] |= 1ull << (id % 64);
 	}
@@ -303,7 +304,7 @@ struct hs_error *hs_files_find(const struct hs_core *core, struct hs_dwarf *dw,
 			       const struct hs_heap *heap, struct hs_log *log,
 			       struct hs_files **ret)
 {
-	struct hs_files *f = calloc(1, sizeof(*f));
+	struct hs_files *f = hs_calloc(1, sizeof(*f));
 	if (!f)
 		return &hs_error_nomem;
 	struct finder s = {.core = core, .dw = dw, .heap = heap, .log = log, .f = f};

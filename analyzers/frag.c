@@ -1,6 +1,7 @@
 /* Fragmentation and footprint per arena and per mapping: see
  * analyzers/frag.h. */
 #include "analyzers/frag.h"
+#include "src/alloc.h"
 #include "src/sort.h"
 
 #include <stdio.h>
@@ -144,7 +145,7 @@ static struct hs_error *classes_part(struct hs_frag *f, const struct hs_heap *he
 			while (k < ar->nclasses && ar->classes[k].size != c->size)
 				k++;
 			if (k == ar->nclasses) {
-				struct hs_frag_class *v = realloc(ar->classes, (k + 1) * sizeof(*v));
+				struct hs_frag_class *v = hs_realloc(ar->classes, (k + 1) * sizeof(*v));
 				if (!v)
 					return &hs_error_nomem;
 				ar->classes = v;
@@ -193,11 +194,11 @@ static uint64_t pymalloc_bytes(const struct hs_pymalloc *py, uint64_t lo,
 struct hs_error *hs_frag_compute(const struct hs_core *core, struct hs_dwarf *dw,
 				 const struct hs_heap *heap, struct hs_frag **ret)
 {
-	struct hs_frag *f = calloc(1, sizeof(*f));
+	struct hs_frag *f = hs_calloc(1, sizeof(*f));
 	if (!f)
 		return &hs_error_nomem;
 	f->narenas = heap->narenas;
-	f->arenas = calloc(heap->narenas ? heap->narenas : 1, sizeof(*f->arenas));
+	f->arenas = hs_calloc(heap->narenas ? heap->narenas : 1, sizeof(*f->arenas));
 	if (!f->arenas) {
 		free(f);
 		return &hs_error_nomem;
@@ -590,7 +591,7 @@ static void json_arenas(struct hs_jsonw *w, const struct hs_frag *f,
 	hs_jsonw_key(w, "arenas");
 	hs_jsonw_array_begin(w);
 	struct arena_rank *rank = f->narenas > max_arenas ?
-		malloc(f->narenas * sizeof(*rank)) : NULL;
+		hs_malloc(f->narenas * sizeof(*rank)) : NULL;
 	if (rank) {
 		for (size_t i = 0; i < f->narenas; i++)
 			rank[i] = (struct arena_rank){f->arenas[i].system, i};

@@ -1,5 +1,6 @@
 /* The address map and the pointer graph it builds: see analyzers/graph.h. */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "analyzers/graph.h"
 #include "src/parallel.h"
 #include "src/vector.h"
@@ -40,7 +41,7 @@ static struct hs_error *addrmap_build(struct hs_addrmap *m,
 	m->lo = a[0].addr;
 	m->hi = alloc_end(&a[n - 1]);
 	size_t cap = 16;
-	m->spans = malloc(cap * sizeof(*m->spans));
+	m->spans = hs_malloc(cap * sizeof(*m->spans));
 	if (!m->spans)
 		return &hs_error_nomem;
 	size_t i = 0;
@@ -54,7 +55,7 @@ static struct hs_error *addrmap_build(struct hs_addrmap *m,
 		}
 		if (m->nspans == cap) {
 			cap *= 2;
-			struct hs_addrmap_span *s = realloc(m->spans, cap * sizeof(*s));
+			struct hs_addrmap_span *s = hs_realloc(m->spans, cap * sizeof(*s));
 			if (!s)
 				return &hs_error_nomem;
 			m->spans = s;
@@ -65,9 +66,9 @@ static struct hs_error *addrmap_build(struct hs_addrmap *m,
 		s->first_id = (uint32_t)i;
 		s->last_id = (uint32_t)j;
 		uint64_t ngran = ((end - s->base) >> GRAN_SHIFT) + 1;
-		s->rel = malloc(ngran * sizeof(*s->rel));
+		s->rel = hs_malloc(ngran * sizeof(*s->rel));
 		hs_vector_hugepages(s->rel, ngran * sizeof(*s->rel));
-		s->group_first = malloc(((ngran >> HS_ADDRMAP_GROUP_SHIFT) + 1) *
+		s->group_first = hs_malloc(((ngran >> HS_ADDRMAP_GROUP_SHIFT) + 1) *
 					sizeof(*s->group_first));
 		m->nspans++;  /* (freed with the map, whatever failed) */
 		if (!s->rel || !s->group_first)
@@ -237,7 +238,7 @@ static inline void wide_add(struct part *p, uint32_t e)
 static bool go_wide(struct part *p)
 {
 	p->nwords = (size_t)p->g->n / 64 + 1;
-	if (!(p->wide = calloc(3 * p->nwords, sizeof(uint64_t))))
+	if (!(p->wide = hs_calloc(3 * p->nwords, sizeof(uint64_t))))
 		return false;
 	for (size_t i = 0; i < p->nedges; i++)
 		wide_add(p, p->edges[i]);
@@ -255,7 +256,7 @@ static bool push_edge(struct part *p, uint32_t e)
 		if (p->cap >= 3 * ((size_t)p->g->n / 64) && p->cap >= 4096)
 			return go_wide(p) && push_edge(p, e);
 		size_t cap = p->cap ? p->cap * 2 : 4096;
-		uint32_t *v = realloc(p->edges, cap * sizeof(*v));
+		uint32_t *v = hs_realloc(p->edges, cap * sizeof(*v));
 		if (!v)
 			return false;
 		p->edges = v;
@@ -317,7 +318,7 @@ static bool close_sources(struct part *p, uint32_t upto)
 			size_t cap = p->capbytes ? p->capbytes * 2 : 1 << 16;
 			while (cap - p->nbytes < n * HS_EDGEROW_MAX)
 				cap *= 2;
-			uint8_t *b = realloc(p->rows, cap);
+			uint8_t *b = hs_realloc(p->rows, cap);
 			if (!b)
 				return false;
 			hs_vector_hugepages(b, cap);
@@ -593,7 +594,7 @@ static struct hs_error *apply_learned(const struct hs_core *core, struct hs_grap
 					continue;
 				if (nhit == cap) {
 					size_t nc = cap ? 2 * cap : 64;
-					uint32_t *h = realloc(hit, nc * sizeof(*h));
+					uint32_t *h = hs_realloc(hit, nc * sizeof(*h));
 					if (!h) {
 						free(hit);
 						return &hs_error_nomem;
@@ -630,7 +631,7 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		return hs_error_create(HS_ERR_UNSUPPORTED,
 				       "%zu allocations: more than the graph can index",
 				       heap->nallocs);
-	struct hs_graph *g = calloc(1, sizeof(*g));
+	struct hs_graph *g = hs_calloc(1, sizeof(*g));
 	if (!g)
 		return &hs_error_nomem;
 	/* each row's bytes, then where it starts; then the index of that */
@@ -640,10 +641,10 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	if (err)
 		goto fail;
 	g->n = (uint32_t)heap->nallocs;
-	starts = malloc(((size_t)g->n + 1) * sizeof(*starts));
+	starts = hs_malloc(((size_t)g->n + 1) * sizeof(*starts));
 	if (rules && rules->enabled) {
 		g->rules = rules;
-		g->rule_of = calloc((size_t)g->n + 1, 1);
+		g->rule_of = hs_calloc((size_t)g->n + 1, 1);
 		/* (without rules the scan reads CPython's GC heads too: its
 		 * counts would not be hs_python_refs') */
 		if (rules->py && !(g->pystarts = hs_zalloc_written(((size_t)g->n + 1) * sizeof(uint32_t))))
@@ -686,7 +687,7 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		parts[t].counts = starts + parts[t].from + 1;
 	}
 	if (parts[0].learn) {
-		if (!(interior_rows = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)))) {
+		if (!(interior_rows = hs_calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)))) {
 			err = &hs_error_nomem;
 			goto fail;
 		}
@@ -737,7 +738,7 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		/* the blocks a start pointer (or a rule's) from another block
 		 * holds: learning is about the others */
 		for (unsigned t = 0; t < nthreads && !nomem; t++)
-			nomem = !(workers[t].held = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)));
+			nomem = !(workers[t].held = hs_calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)));
 		if (!nomem) {
 			next = 0;
 			hs_run_parts(workers, sizeof(*workers), nthreads, work);
@@ -766,7 +767,7 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	}
 	/* concatenate: part 0's buffer grows to hold the others (and the
 	 * bytes a decoder may read past a row's last edge) */
-	g->rows = realloc(parts[0].rows, nbytes + HS_EDGEROW_MAX);
+	g->rows = hs_realloc(parts[0].rows, nbytes + HS_EDGEROW_MAX);
 	if (!g->rows) {
 		for (unsigned t = 0; t < nparts; t++)
 			free(parts[t].rows);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/rankset.h"
 #include "src/vector.h"
 
@@ -128,8 +129,8 @@ static uint32_t local_of(const struct tarjan *t, uint32_t id)
 static bool tarjan_run(struct tarjan *t)
 {
 	/* call stack of (node, the rest of its row) */
-	uint32_t *cs_node = malloc(t->n * sizeof(uint32_t));
-	struct hs_edges *cs_edge = malloc(t->n * sizeof(*cs_edge));
+	uint32_t *cs_node = hs_malloc(t->n * sizeof(uint32_t));
+	struct hs_edges *cs_edge = hs_malloc(t->n * sizeof(*cs_edge));
 	if (!cs_node || !cs_edge) {
 		free(cs_node);
 		free(cs_edge);
@@ -244,8 +245,8 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 	struct hs_error *err = &hs_error_nomem;
 	uint32_t n = g->n;
 	/* leaked: no class yet; has_in from another leaked allocation */
-	uint64_t *has_in = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	uint64_t *claimed = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	uint64_t *has_in = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	uint64_t *claimed = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	struct stack st = {0};
 	uint32_t *left = NULL;
 	struct tarjan t = {0};
@@ -264,7 +265,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 		}
 	}
 	size_t nroots = 0, cap = 64;
-	struct hs_leak_root *roots = malloc(cap * sizeof(*roots));
+	struct hs_leak_root *roots = hs_malloc(cap * sizeof(*roots));
 	if (!roots)
 		goto out;
 	m->leak_roots = roots;
@@ -274,7 +275,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 		reach[v] = HS_REACH_LEAK_ROOT;
 		if (nroots == cap) {
 			cap *= 2;
-			roots = realloc(m->leak_roots, cap * sizeof(*roots));
+			roots = hs_realloc(m->leak_roots, cap * sizeof(*roots));
 			if (!roots)
 				goto out;
 			m->leak_roots = roots;
@@ -295,14 +296,14 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 		if ((err = hs_rankset_init(&local, n)))
 			goto out;
 		err = &hs_error_nomem;
-		left = malloc(nleft * sizeof(*left));
+		left = hs_malloc(nleft * sizeof(*left));
 		t.g = g;
 		t.n = nleft;
-		t.index = malloc(nleft * sizeof(uint32_t));
-		t.low = malloc(nleft * sizeof(uint32_t));
-		t.onstack = calloc(nleft, 1);
-		t.stack = malloc(nleft * sizeof(uint32_t));
-		t.comp = malloc(nleft * sizeof(uint32_t));
+		t.index = hs_malloc(nleft * sizeof(uint32_t));
+		t.low = hs_malloc(nleft * sizeof(uint32_t));
+		t.onstack = hs_calloc(nleft, 1);
+		t.stack = hs_malloc(nleft * sizeof(uint32_t));
+		t.comp = hs_malloc(nleft * sizeof(uint32_t));
 		if (!left || !t.index || !t.low || !t.onstack || !t.stack || !t.comp)
 			goto out;
 		size_t k = 0;
@@ -321,7 +322,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 		 * first.  A component none of whose members is claimed yet has
 		 * no leaked predecessor outside it: its lowest address member
 		 * is a leak root. */
-		uint32_t *lowest = malloc(t.ncomp * sizeof(uint32_t));
+		uint32_t *lowest = hs_malloc(t.ncomp * sizeof(uint32_t));
 		if (!lowest)
 			goto out;
 		memset(lowest, 0xff, t.ncomp * sizeof(uint32_t));
@@ -335,7 +336,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 			reach[v] = HS_REACH_LEAK_ROOT;
 			if (m->nleak_roots == cap) {
 				cap *= 2;
-				roots = realloc(m->leak_roots, cap * sizeof(*roots));
+				roots = hs_realloc(m->leak_roots, cap * sizeof(*roots));
 				if (!roots) {
 					free(lowest);
 					goto out;
@@ -455,7 +456,7 @@ static struct hs_error *stale_refs(const struct hs_core *core,
 				   const struct hs_roots *roots,
 				   const struct hs_graph *g, struct hs_mark *m)
 {
-	m->stale_ref = calloc((size_t)g->n / 64 + 1, sizeof(uint64_t));
+	m->stale_ref = hs_calloc((size_t)g->n / 64 + 1, sizeof(uint64_t));
 	if (!m->stale_ref)
 		return &hs_error_nomem;
 	struct stale_ctx c = {g, m};
@@ -474,7 +475,7 @@ static struct hs_error *pack_via(struct hs_mark *m, const uint8_t *via, uint32_t
 		if (via[v])
 			hs_rankset_add(&m->via_set, v);
 	hs_rankset_finish(&m->via_set);
-	m->via = malloc((size_t)m->via_set.count + 1);
+	m->via = hs_malloc((size_t)m->via_set.count + 1);
 	if (!m->via)
 		return &hs_error_nomem;
 	for (uint32_t v = 0, k = 0; v < n; v++)
@@ -488,7 +489,7 @@ static struct hs_error *pack_via(struct hs_mark *m, const uint8_t *via, uint32_t
 static bool ring_grow(struct stack *q, size_t *head, size_t count)
 {
 	size_t cap = q->cap, ncap = 2 * cap;
-	uint32_t *v = malloc(ncap * sizeof(*v));
+	uint32_t *v = hs_malloc(ncap * sizeof(*v));
 	if (!v)
 		return false;
 	size_t first = cap - *head < count ? cap - *head : count;
@@ -564,13 +565,13 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 				 const struct hs_roots *roots,
 				 const struct hs_graph *g, struct hs_mark **ret)
 {
-	struct hs_mark *m = calloc(1, sizeof(*m));
+	struct hs_mark *m = hs_calloc(1, sizeof(*m));
 	if (!m)
 		return &hs_error_nomem;
 	uint32_t n = g->n;
 	m->reach = hs_zalloc_written(n ? n : 1);
 	/* the rule per allocation while marking; kept for the few it holds */
-	uint8_t *via = g->rule_of ? calloc(n ? n : 1, 1) : NULL;
+	uint8_t *via = g->rule_of ? hs_calloc(n ? n : 1, 1) : NULL;
 	struct mark_ctx c = {.g = g, .reach = m->reach, .via = via};
 	uint64_t *clean = NULL;  /* rows of start edges alone (reach_starts) */
 	struct hs_error *err = &hs_error_nomem;
@@ -581,7 +582,7 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 		goto fail;
 	/* 1. start pointers only: reachable */
 	uint8_t *reach = m->reach;
-	clean = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	clean = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	if (!clean || !reach_starts(g, reach, &c.start, clean))
 		goto fail;
 	struct stack *st;

@@ -11,6 +11,7 @@
 #include "analyzers/alloc/pymalloc.h"
 #include "analyzers/graph.h"
 #include "analyzers/roots.h"
+#include "src/alloc.h"
 #include "src/parallel.h"
 #include "src/vector.h"
 
@@ -187,7 +188,7 @@ static struct hs_error *map_put(struct ctx *c, uint64_t key, uint32_t value)
 		size_t cap = c->mapcap ? 2 * c->mapcap : 1024;
 		struct slot *old = c->map;
 		size_t oldcap = c->mapcap;
-		c->map = calloc(cap, sizeof(*c->map));
+		c->map = hs_calloc(cap, sizeof(*c->map));
 		if (!c->map) {
 			c->map = old;
 			return &hs_error_nomem;
@@ -216,7 +217,7 @@ static struct hs_error *add_type(struct ctx *c, uint64_t addr, const char *name,
 	}
 	if (p->ntypes == c->typecap) {
 		size_t cap = c->typecap ? 2 * c->typecap : 64;
-		struct hs_pytype *v = realloc(p->types, cap * sizeof(*v));
+		struct hs_pytype *v = hs_realloc(p->types, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		p->types = v;
@@ -484,7 +485,7 @@ static struct hs_error *list_tail(struct ctx *c, int64_t b, uint64_t n)
 		return NULL;
 	if (c->ntails == c->tailcap) {
 		size_t cap = c->tailcap ? 2 * c->tailcap : 64;
-		struct hs_py_tail *v = realloc(c->p->tails, cap * sizeof(*v));
+		struct hs_py_tail *v = hs_realloc(c->p->tails, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		c->p->tails = v;
@@ -621,7 +622,7 @@ static struct hs_error *add_stack(struct stacks *st, uint64_t chunk, uint64_t to
 		return NULL;    /* a corrupt core's: the rest stay unexplained */
 	if (st->n == st->cap) {
 		size_t cap = st->cap ? 2 * st->cap : 8;
-		struct hs_root_stack *v = realloc(st->v, cap * sizeof(*v));
+		struct hs_root_stack *v = hs_realloc(st->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		st->v = v;
@@ -927,7 +928,7 @@ static bool merge_types(struct ctx *c, struct ctx *c1, size_t from, size_t to,
 		if (s->key && s->value == HS_PY_NONE)
 			return false;
 	}
-	uint32_t *renum = malloc((p1->ntypes ? p1->ntypes : 1) * sizeof(*renum));
+	uint32_t *renum = hs_malloc((p1->ntypes ? p1->ntypes : 1) * sizeof(*renum));
 	if (!renum) {
 		*err = &hs_error_nomem;
 		return false;
@@ -975,11 +976,11 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 	c.set_type = symbol(dw, m, "PySet_Type");
 	value_types(&c, dw, m);
 	struct hs_error *err = NULL;
-	c.p = calloc(1, sizeof(*c.p));
+	c.p = hs_calloc(1, sizeof(*c.p));
 	if (!c.p)
 		return &hs_error_nomem;
 	c.p->minor = minor;
-	c.p->kind = malloc((heap->nallocs ? heap->nallocs : 1) * sizeof(*c.p->kind));
+	c.p->kind = hs_malloc((heap->nallocs ? heap->nallocs : 1) * sizeof(*c.p->kind));
 	if (!c.p->kind) {
 		err = &hs_error_nomem;
 		goto out;
@@ -996,7 +997,7 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 			 .list_type = c.list_type, .set_type = c.set_type,
 			 .str_type = c.str_type, .bytes_type = c.bytes_type,
 			 .long_type = c.long_type, .float_type = c.float_type};
-	c1.p = nthreads >= 2 && n >= 2 && !core->trace ? calloc(1, sizeof(*c1.p)) : NULL;
+	c1.p = nthreads >= 2 && n >= 2 && !core->trace ? hs_calloc(1, sizeof(*c1.p)) : NULL;
 	struct classify_part parts_[2] = {{&c, 0, c1.p ? half : n, 0, NULL},
 					  {&c1, half, n, 0, NULL}};
 	if (c1.p) {
@@ -1049,7 +1050,7 @@ struct hs_error *hs_python_objects(const struct hs_core *core,
 	uint32_t narrow = narrow_max && narrow_max < HS_PY_NARROW_TYPES ?
 			  narrow_max : HS_PY_NARROW_TYPES;
 	uint16_t *k16 = c.p->ntypes < narrow ?
-			malloc((heap->nallocs ? heap->nallocs : 1) * sizeof(*k16)) : NULL;
+			hs_malloc((heap->nallocs ? heap->nallocs : 1) * sizeof(*k16)) : NULL;
 	if (k16) {
 		for (size_t i = 0; i < heap->nallocs; i++)
 			k16[i] = c.p->kind[i] == HS_PY_NONE ? UINT16_MAX : (uint16_t)c.p->kind[i];
@@ -1098,8 +1099,8 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 				struct hs_pyrefs **ret)
 {
 	*ret = NULL;
-	struct hs_pyrefs *r = calloc(1, sizeof(*r));
-	uint32_t *counts = starts ? starts : calloc(g->n ? g->n : 1, sizeof(*counts));
+	struct hs_pyrefs *r = hs_calloc(1, sizeof(*r));
+	uint32_t *counts = starts ? starts : hs_calloc(g->n ? g->n : 1, sizeof(*counts));
 	if (!r || !counts) {
 		free(r);
 		if (!starts)
@@ -1152,7 +1153,7 @@ struct hs_error *hs_python_refs(const struct hs_pyobjects *py,
 			continue;
 		if (r->n == cap) {
 			size_t c = cap ? 2 * cap : 64;
-			struct hs_py_outside *v = realloc(r->v, c * sizeof(*v));
+			struct hs_py_outside *v = hs_realloc(r->v, c * sizeof(*v));
 			if (!v) {
 				err = &hs_error_nomem;
 				break;

@@ -1,5 +1,6 @@
 /* Redaction of a core (which words are kept): see analyzers/redact.h. */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "analyzers/redact.h"
 
 #include <elf.h>
@@ -120,7 +121,7 @@ static bool printable(uint8_t c)
 /* Words covered by NUL-terminated runs of at least 4 printable bytes. */
 static uint64_t *string_words(const struct hs_core *core)
 {
-	uint64_t *bits = calloc(core->size / 512 + 2, sizeof(uint64_t));
+	uint64_t *bits = hs_calloc(core->size / 512 + 2, sizeof(uint64_t));
 	if (!bits)
 		return NULL;
 	for (size_t i = 0; i < core->nsegs; i++) {
@@ -151,7 +152,7 @@ struct hs_error *hs_redact_write(const struct hs_core *core,
 				 const char *out, struct hs_redact_stats *stats)
 {
 	struct policy p = {.core = core, .trace = trace};
-	p.mapped = malloc((core->nsegs + core->nfiles + 1) * sizeof(*p.mapped));
+	p.mapped = hs_malloc((core->nsegs + core->nfiles + 1) * sizeof(*p.mapped));
 	if (!p.mapped)
 		return &hs_error_nomem;
 	for (size_t i = 0; i < core->nsegs; i++)

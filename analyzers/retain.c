@@ -1,6 +1,7 @@
 /* Dominator tree of the heap, retained sizes, retainer paths and leak
  * suspects: see analyzers/retain.h. */
 #include "src/parallel.h"
+#include "src/alloc.h"
 #include "src/sort.h"
 #include "analyzers/retain.h"
 
@@ -54,7 +55,7 @@ static bool root_word(uint64_t v, const struct hs_root *root, uint64_t where,
 		return true;
 	if (re->n == re->cap) {
 		size_t cap = re->cap ? 2 * re->cap : 4096;
-		uint32_t *a = realloc(re->adj, cap * sizeof(*a));
+		uint32_t *a = hs_realloc(re->adj, cap * sizeof(*a));
 		if (!a) {
 			re->nomem = true;
 			return false;
@@ -84,7 +85,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 {
 	if ((uint64_t)roots->n + HS_NODE_FIRST_ROOT + graph->n >= HS_EDGE_MAX_IDS)
 		return hs_error_create(HS_ERR_UNSUPPORTED, "too many roots and allocations");
-	struct hs_retain *r = calloc(1, sizeof(*r));
+	struct hs_retain *r = hs_calloc(1, sizeof(*r));
 	if (!r)
 		return &hs_error_nomem;
 	r->nroots = (uint32_t)roots->n;
@@ -92,7 +93,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 	r->nthreads = nthreads;
 	r->base = HS_NODE_FIRST_ROOT + r->nroots;
 	struct root_edges re = {.g = graph, .roots = roots, .base = r->base};
-	re.off = calloc((size_t)r->base + 1, sizeof(uint32_t));
+	re.off = hs_calloc((size_t)r->base + 1, sizeof(uint32_t));
 	struct hs_error *err = &hs_error_nomem;
 	if (!re.off)
 		goto fail;
@@ -100,7 +101,7 @@ struct hs_error *hs_retain_compute(const struct hs_core *core,
 	 * roots; then each root's targets */
 	size_t need = 1 + r->nroots + mark->nleak_roots;
 	re.cap = need + 4096;
-	re.adj = malloc(re.cap * sizeof(uint32_t));
+	re.adj = hs_malloc(re.cap * sizeof(uint32_t));
 	if (!re.adj)
 		goto fail;
 	re.off[0] = 0;
@@ -175,7 +176,7 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 	if (threshold == 0)
 		threshold = 1;
 	size_t n = 0, cap = 16;
-	uint32_t *v = malloc(cap * sizeof(*v));
+	uint32_t *v = hs_malloc(cap * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
 	/* the leaked blocks as one group, then each top-level dominator */
@@ -186,7 +187,7 @@ struct hs_error *hs_retain_suspects(const struct hs_retain *r, double share,
 			continue;
 		if (n == cap) {
 			cap *= 2;
-			uint32_t *nv = realloc(v, cap * sizeof(*nv));
+			uint32_t *nv = hs_realloc(v, cap * sizeof(*nv));
 			if (!nv) {
 				free(v);
 				return &hs_error_nomem;
@@ -359,7 +360,7 @@ struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep
 	 * `heavy`), and the second half's dominators go to a set of its own
 	 * until the first pass ends */
 	struct hs_rankset has1 = {0};
-	uint64_t *heavy = calloc((size_t)t->n / 64 + 1, sizeof(uint64_t));
+	uint64_t *heavy = hs_calloc((size_t)t->n / 64 + 1, sizeof(uint64_t));
 	struct hs_error *err = heavy ? hs_rankset_init(&ret->has, (size_t)t->inner.count + 1)
 				     : &hs_error_nomem;
 	if (err)
@@ -379,7 +380,7 @@ struct hs_error *hs_retain_heavy_children(const struct hs_retain *r, double keep
 		parts[1].has = &ret->has;
 	}
 	hs_rankset_finish(&ret->has);
-	ret->child = malloc(((size_t)ret->has.count + 1) * sizeof(uint32_t));
+	ret->child = hs_malloc(((size_t)ret->has.count + 1) * sizeof(uint32_t));
 	if (!ret->child) {
 		err = &hs_error_nomem;
 		goto fail;
@@ -453,8 +454,8 @@ struct hs_error *hs_retain_bfs(const struct hs_retain *r,
 			       const struct hs_graph *g, uint32_t **ret)
 {
 	uint32_t n = r->tree->n;
-	uint32_t *parent = malloc((size_t)n * sizeof(uint32_t));
-	uint32_t *queue = malloc((size_t)n * sizeof(uint32_t));
+	uint32_t *parent = hs_malloc((size_t)n * sizeof(uint32_t));
+	uint32_t *queue = hs_malloc((size_t)n * sizeof(uint32_t));
 	if (!parent || !queue) {
 		free(parent);
 		free(queue);

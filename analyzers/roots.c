@@ -1,6 +1,7 @@
 /* Named roots of the mark (registers, stacks, globals, TLS, unexplained
  * memory) and how each thread stopped: see analyzers/roots.h. */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "analyzers/alloc/glibc.h"
 #include "formats/gllayout.h"
 #include "analyzers/roots.h"
@@ -147,7 +148,7 @@ static struct hs_error *iv_add(struct ivset *s, uint64_t lo, uint64_t hi)
 		return NULL;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct iv *v = realloc(s->v, cap * sizeof(*v));
+		struct iv *v = hs_realloc(s->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		s->v = v;
@@ -212,7 +213,7 @@ static struct hs_error *push_root(struct hs_roots *r, const struct hs_root *root
 {
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 256;
-		struct hs_root *v = realloc(r->roots, cap * sizeof(*v));
+		struct hs_root *v = hs_realloc(r->roots, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		r->roots = v;
@@ -769,7 +770,7 @@ static struct hs_error *build(struct builder *b,
 			return err;
 	iv_normalize(&b->claimed);
 
-	b->r->threads = calloc(core->nthreads ? core->nthreads : 1,
+	b->r->threads = hs_calloc(core->nthreads ? core->nthreads : 1,
 			       sizeof(*b->r->threads));
 	if (!b->r->threads)
 		return &hs_error_nomem;
@@ -885,7 +886,7 @@ struct hs_error *hs_roots_build(const struct hs_core *core, struct hs_dwarf *dw,
 				const struct hs_roots_options *opts,
 				struct hs_log *log, struct hs_roots **ret)
 {
-	struct hs_roots *r = calloc(1, sizeof(*r));
+	struct hs_roots *r = hs_calloc(1, sizeof(*r));
 	if (!r)
 		return &hs_error_nomem;
 	struct builder b = {.core = core, .dw = dw, .heap = heap, .log = log,

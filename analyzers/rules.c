@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/sort.h"
 #include "src/vector.h"
 
@@ -71,7 +72,7 @@ static struct hs_error *add_exec(struct hs_rules *r, size_t *cap, uint64_t lo,
 {
 	if (r->nexec == *cap) {
 		*cap = *cap ? 2 * *cap : 64;
-		struct hs_exec_range *v = realloc(r->exec, *cap * sizeof(*v));
+		struct hs_exec_range *v = hs_realloc(r->exec, *cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		r->exec = v;
@@ -190,7 +191,7 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 	if (!total || !(r->enabled & 1u << HS_RULE_LEARNED))
 		return NULL;
 	/* merge: every (key, count), then sum equal keys */
-	struct keycount *kc = malloc(total * sizeof(*kc));
+	struct keycount *kc = hs_malloc(total * sizeof(*kc));
 	uint64_t *sizes = NULL, *nblocks = NULL;
 	struct hs_error *err = &hs_error_nomem;
 	if (!kc)
@@ -223,8 +224,8 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 	hs_sort(kc, m, sizeof(*kc), cmp_keycount);
 	/* blocks per candidate size: the distinct sizes, sorted, counted in
 	 * one pass over the blocks */
-	sizes = malloc(m * sizeof(*sizes));
-	nblocks = calloc(m, sizeof(*nblocks));
+	sizes = hs_malloc(m * sizeof(*sizes));
+	nblocks = hs_calloc(m, sizeof(*nblocks));
 	if (!sizes || !nblocks)
 		goto out;
 	size_t ns = 0;
@@ -272,7 +273,7 @@ struct hs_error *hs_rules_learn(struct hs_rules *r,
 		if (l.noff) {
 			if (r->nlearned == cap) {
 				cap = cap ? 2 * cap : 16;
-				struct hs_learned *v = realloc(r->learned, cap * sizeof(*v));
+				struct hs_learned *v = hs_realloc(r->learned, cap * sizeof(*v));
 				if (!v)
 					goto out;
 				r->learned = v;
@@ -549,7 +550,7 @@ struct hs_error *hs_rules_add_typed(struct hs_rules *r, uint64_t v)
 {
 	if (r->ntyped == r->captyped) {
 		size_t cap = r->captyped ? 2 * r->captyped : 64;
-		uint64_t *t = realloc(r->typed, cap * sizeof(*t));
+		uint64_t *t = hs_realloc(r->typed, cap * sizeof(*t));
 		if (!t)
 			return &hs_error_nomem;
 		r->typed = t;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyzers/summary.h"
+#include "src/alloc.h"
 #include "src/hashtab.h"
 #include "src/strmap.h"
 
@@ -28,7 +29,7 @@ static bool label_id(struct builder *b, const char *label, uint32_t *ret)
 	struct hs_stacks *s = b->s;
 	if (s->nlabels == b->lcap) {
 		size_t cap = b->lcap ? 2 * b->lcap : 256;
-		char **v = realloc(s->labels, cap * sizeof(*v));
+		char **v = hs_realloc(s->labels, cap * sizeof(*v));
 		if (!v)
 			return false;
 		s->labels = v;
@@ -61,7 +62,7 @@ static bool frame_id(struct builder *b, uint32_t parent, uint32_t label,
 	struct hs_stacks *s = b->s;
 	if (s->nframes == b->fcap) {
 		size_t cap = b->fcap ? 2 * b->fcap : 1024;
-		struct hs_stack_frame *v = realloc(s->frames, cap * sizeof(*v));
+		struct hs_stack_frame *v = hs_realloc(s->frames, cap * sizeof(*v));
 		if (!v)
 			return false;
 		s->frames = v;
@@ -104,10 +105,10 @@ struct hs_error *hs_stacks_build(const struct hs_heap *heap,
 				 struct hs_stacks **ret)
 {
 	const struct hs_domtree *t = r->tree;
-	struct hs_stacks *s = calloc(1, sizeof(*s));
+	struct hs_stacks *s = hs_calloc(1, sizeof(*s));
 	struct builder b = {.s = s};
-	uint32_t *stack_of = malloc((size_t)t->n * sizeof(uint32_t));
-	uint32_t *path = malloc((size_t)t->n * sizeof(uint32_t));
+	uint32_t *stack_of = hs_malloc((size_t)t->n * sizeof(uint32_t));
+	uint32_t *path = hs_malloc((size_t)t->n * sizeof(uint32_t));
 	struct hs_error *err = &hs_error_nomem;
 	if (!s || !stack_of || !path)
 		goto out;

@@ -1,5 +1,6 @@
 /* Per-type and per-root rows of a heap: see analyzers/summary.h. */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "analyzers/summary.h"
 #include "src/hashtab.h"
 #include "src/vector.h"
@@ -128,10 +129,10 @@ struct hs_error *hs_type_rows(const struct hs_heap *heap,
 	 * its row (found again: it is not worth 4 bytes a block) go there;
 	 * the walk then reads them in order, and asks ahead for the node's
 	 * subtree size and retained size. */
-	next = malloc(((size_t)ninner + 1) * sizeof(uint32_t));
-	prow = malloc(((size_t)nr + 1) * sizeof(uint32_t));
-	pnode = malloc(((size_t)nr + 1) * sizeof(uint32_t));
-	active = calloc(rows.n + 1, sizeof(uint32_t));
+	next = hs_malloc(((size_t)ninner + 1) * sizeof(uint32_t));
+	prow = hs_malloc(((size_t)nr + 1) * sizeof(uint32_t));
+	pnode = hs_malloc(((size_t)nr + 1) * sizeof(uint32_t));
+	active = hs_calloc(rows.n + 1, sizeof(uint32_t));
 	if (!next || !prow || !pnode || !active)
 		goto out;
 	struct hs_domorder_ahead order;
@@ -256,7 +257,7 @@ struct hs_error *hs_root_rows(const struct hs_retain *r,
 			      struct hs_root_row **ret, size_t *count)
 {
 	const struct hs_domtree *t = r->tree;
-	struct hs_root_row *rows = calloc((size_t)r->nroots + 2, sizeof(*rows));
+	struct hs_root_row *rows = hs_calloc((size_t)r->nroots + 2, sizeof(*rows));
 	if (!rows)
 		return &hs_error_nomem;
 	size_t k = 0;
@@ -307,7 +308,7 @@ struct hs_error *hs_root_map_init(const struct hs_retain *r, struct hs_root_map 
 	uint32_t base = r->base;
 	*m = (struct hs_root_map){.tree = t, .base = base};
 	size_t slots = (size_t)inner->count + 1;
-	m->top = malloc(slots * sizeof(uint32_t));
+	m->top = hs_malloc(slots * sizeof(uint32_t));
 	if (!m->top)
 		return &hs_error_nomem;
 	memset(m->top, 0xff, slots * sizeof(uint32_t));  /* HS_DOM_NONE: unset */

@@ -2,6 +2,7 @@
  * interior pointers, leaked blocks by their contents): see
  * analyzers/types.h for the rules and their order. */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "analyzers/types.h"
 #include "analyzers/python.h"
 
@@ -132,7 +133,7 @@ static struct hs_error *collect_vtables(struct ctx *c)
 				c->ti_vtables[c->nti++] = syms[k].addr + 16;
 			if (c->nvt == cap) {
 				cap = cap ? 2 * cap : 256;
-				struct vtable *v = realloc(c->vt, cap * sizeof(*v));
+				struct vtable *v = hs_realloc(c->vt, cap * sizeof(*v));
 				if (!v) {
 					free(d);
 					return &hs_error_nomem;
@@ -227,7 +228,7 @@ static int prefer(int old_from, const struct hs_dtype *old, int from,
 static bool widen(struct hs_types *t)
 {
 	size_t n = (size_t)t->nallocs + 1;
-	uint32_t *w = malloc(n * sizeof(*w));
+	uint32_t *w = hs_malloc(n * sizeof(*w));
 	if (!w)
 		return false;
 	hs_vector_hugepages(w, n * sizeof(*w));
@@ -316,7 +317,7 @@ static bool add_hold(struct ctx *c, uint32_t holder, uint32_t target, uint64_t v
 	struct hs_types *t = c->t;
 	if (t->nholds == t->capholds) {
 		size_t cap = t->capholds ? 2 * t->capholds : 64;
-		struct hs_types_hold *h = realloc(t->holds, cap * sizeof(*h));
+		struct hs_types_hold *h = hs_realloc(t->holds, cap * sizeof(*h));
 		if (!h)
 			return false;
 		t->holds = h;
@@ -359,7 +360,7 @@ static bool typed_interior(struct ctx *c, uint32_t holder, uint32_t id,
 	c->inner_seen[id / 64] |= 1ull << (id % 64);
 	if (c->ninner == c->capinner) {
 		size_t cap = c->capinner ? 2 * c->capinner : 256;
-		struct inner *w = realloc(c->inner, cap * sizeof(*w));
+		struct inner *w = hs_realloc(c->inner, cap * sizeof(*w));
 		if (!w)
 			return false;
 		c->inner = w;
@@ -549,7 +550,7 @@ static struct hs_error *seed_vtables(struct ctx *c)
 		if (k > 1 && hs_types_cur(t, id) == d->index) {
 			if (t->nvarrays == t->capvarrays) {
 				size_t cap = t->capvarrays ? 2 * t->capvarrays : 64;
-				struct hs_types_count *v = realloc(t->varrays, cap * sizeof(*v));
+				struct hs_types_count *v = hs_realloc(t->varrays, cap * sizeof(*v));
 				if (!v)
 					return &hs_error_nomem;
 				t->varrays = v;
@@ -576,7 +577,7 @@ static struct hs_error *seed_python(struct ctx *c)
 	if (!py)
 		return NULL;
 	struct hs_types *t = c->t;
-	struct hs_dtype **d = calloc(py->ntypes ? py->ntypes : 1, sizeof(*d));
+	struct hs_dtype **d = hs_calloc(py->ntypes ? py->ntypes : 1, sizeof(*d));
 	if (!d)
 		return &hs_error_nomem;
 	for (uint32_t id = 0; id < c->graph->n && !err; id++) {
@@ -749,7 +750,7 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 				  uint32_t narrow_max,
 				  struct hs_log *log, struct hs_types **ret)
 {
-	struct hs_types *t = calloc(1, sizeof(*t));
+	struct hs_types *t = hs_calloc(1, sizeof(*t));
 	if (!t)
 		return &hs_error_nomem;
 	struct demangler dm = {0};
@@ -762,9 +763,9 @@ struct hs_error *hs_types_compute(const struct hs_core *core,
 	t->nallocs = graph->n;
 	t->narrow_max = narrow_max && narrow_max < UINT16_MAX ? narrow_max : UINT16_MAX;
 	t->type_of16 = hs_zalloc_written(((size_t)graph->n + 1) * sizeof(uint16_t));
-	c.from = calloc((size_t)graph->n + 1, 1);
-	c.inner_seen = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
-	t->cookie = calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
+	c.from = hs_calloc((size_t)graph->n + 1, 1);
+	c.inner_seen = hs_calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
+	t->cookie = hs_calloc((size_t)graph->n / 64 + 1, sizeof(uint64_t));
 	t->core = core;
 	if (!t->type_of16 || !c.from || !c.inner_seen || !t->cookie)
 		goto out;
@@ -834,7 +835,7 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	 * registry indexes in typed_dense, dense_of: dense id + 1 by index).
 	 * A test's narrow_max lowers that bound too, so that the tests that
 	 * set it take the wider tables. */
-	uint8_t *dense_of = calloc((size_t)t->reg->n + 1, 1);
+	uint8_t *dense_of = hs_calloc((size_t)t->reg->n + 1, 1);
 	uint32_t ndense = 0, maxdense = t->narrow_max < 255 ? t->narrow_max : 255;
 	bool bytes = dense_of != NULL;
 	for (uint32_t id = 0; id < n && bytes; id++) {
@@ -882,15 +883,15 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	free(dense_of);
 	/* (the vectors' capacities are powers of two: give back the rest) */
 	if (bytes)
-		t->typed_type8 = realloc(types8.v, types8.n + 1) ?: types8.v;
+		t->typed_type8 = hs_realloc(types8.v, types8.n + 1) ?: types8.v;
 	else if (narrow)
-		t->typed_type16 = realloc(types16.v, (types16.n + 1) * sizeof(uint16_t)) ?: types16.v;
+		t->typed_type16 = hs_realloc(types16.v, (types16.n + 1) * sizeof(uint16_t)) ?: types16.v;
 	else
-		t->typed_type = realloc(types.v, (types.n + 1) * sizeof(uint32_t)) ?: types.v;
+		t->typed_type = hs_realloc(types.v, (types.n + 1) * sizeof(uint32_t)) ?: types.v;
 	if (t->inferred) {
 		hs_rankset_finish(&inf);
 		free(t->inferred);
-		t->inferred = realloc(flags.v, flags.n + 1) ?: flags.v;
+		t->inferred = hs_realloc(flags.v, flags.n + 1) ?: flags.v;
 		t->inferred_set = inf;
 	}
 	t->packed = true;
@@ -1155,7 +1156,7 @@ static const uint64_t *ptr_mask(struct infer *in, struct hs_dtype *d,
 		size_t cap = in->npmask ? in->npmask : 256;
 		while (cap <= d->index)
 			cap *= 2;
-		uint64_t **v = realloc(in->pmask, cap * sizeof(*v));
+		uint64_t **v = hs_realloc(in->pmask, cap * sizeof(*v));
 		if (!v)
 			return &in->irregular;
 		memset(v + in->npmask, 0, (cap - in->npmask) * sizeof(*v));
@@ -1168,7 +1169,7 @@ static const uint64_t *ptr_mask(struct infer *in, struct hs_dtype *d,
 	*slot = &in->irregular;
 	if (d->size / 8 > MASK_WORDS * 64)
 		return *slot;
-	uint64_t *m = calloc(MASK_WORDS, sizeof(uint64_t));
+	uint64_t *m = hs_calloc(MASK_WORDS, sizeof(uint64_t));
 	if (!m)
 		return *slot;
 	for (size_t i = 0; i < n; i++) {
@@ -1204,7 +1205,7 @@ static void read_words(struct local_part *lp, size_t j, const uint8_t *obj, uint
 			size_t cap = lp->capwords ? lp->capwords : 4096;
 			while (cap < lp->nwords + nw)
 				cap *= 2;
-			uint32_t *v = realloc(lp->words, cap * sizeof(*v));
+			uint32_t *v = hs_realloc(lp->words, cap * sizeof(*v));
 			if (v) {
 				lp->words = v;
 				lp->capwords = cap;
@@ -1276,7 +1277,7 @@ static struct hs_error *cand_mask(struct infer *in, struct hs_dtype *d,
 	cm->nm = (uint32_t)((nw + 63) / 64);
 	if (scalar) {
 		/* the scalar words below size / 8 only, as local_ok reads them */
-		if (!(cm->sm = calloc(cm->nm ? cm->nm : 1, sizeof(uint64_t))))
+		if (!(cm->sm = hs_calloc(cm->nm ? cm->nm : 1, sizeof(uint64_t))))
 			return &hs_error_nomem;
 		for (uint64_t m = 0; m < cm->nm; m++)
 			cm->sm[m] = scalar[m] &
@@ -1439,7 +1440,7 @@ static struct hs_error *class_cands(struct infer *in, struct infer_class **class
 				    size_t *nclasses, uint64_t size,
 				    const struct infer_class **ret)
 {
-	struct infer_class *v = realloc(*classes, (*nclasses + 1) * sizeof(*v));
+	struct infer_class *v = hs_realloc(*classes, (*nclasses + 1) * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
 	*classes = v;
@@ -1475,7 +1476,7 @@ static struct hs_error *class_cands(struct infer *in, struct infer_class **class
 	}
 	k->v = all;
 	k->n = m;
-	if (m && !(k->m = calloc(m, sizeof(*k->m))))
+	if (m && !(k->m = hs_calloc(m, sizeof(*k->m))))
 		return &hs_error_nomem;
 	for (size_t i = 0; i < m; i++)
 		if ((err = cand_mask(in, all[i], &k->m[i])))
@@ -1541,8 +1542,8 @@ static void *local_run(void *arg)
 				continue;
 			if (lp->ncand == lp->capcand) {
 				size_t cap = lp->capcand ? 2 * lp->capcand : 1024;
-				uint32_t *v = realloc(lp->cand, cap * sizeof(*v));
-				uint8_t *al = realloc(lp->alive, cap);
+				uint32_t *v = hs_realloc(lp->cand, cap * sizeof(*v));
+				uint8_t *al = hs_realloc(lp->alive, cap);
 				if (v)
 					lp->cand = v;
 				if (al)
@@ -1581,10 +1582,10 @@ static bool local_merge(struct infer *in, struct local_part *p0, struct local_pa
 {
 	size_t nc = p0->ncand + p1->ncand, nw = p0->nwords + p1->nwords;
 	if (nc > p0->capcand) {
-		uint32_t *v = realloc(p0->cand, nc * sizeof(*v));
+		uint32_t *v = hs_realloc(p0->cand, nc * sizeof(*v));
 		if (v)
 			p0->cand = v;
-		uint8_t *al = realloc(p0->alive, nc);
+		uint8_t *al = hs_realloc(p0->alive, nc);
 		if (al)
 			p0->alive = al;
 		if (!v || !al)
@@ -1592,7 +1593,7 @@ static bool local_merge(struct infer *in, struct local_part *p0, struct local_pa
 		p0->capcand = nc;
 	}
 	if (nw > p0->capwords) {
-		uint32_t *v = realloc(p0->words, nw * sizeof(*v));
+		uint32_t *v = hs_realloc(p0->words, nw * sizeof(*v));
 		if (!v)
 			return false;
 		p0->words = v;
@@ -1622,7 +1623,7 @@ static struct hs_error *infer_solve(struct infer *in)
 	size_t nclasses = 0;
 	/* each block's size class and its candidates, and which of them are
 	 * the runtime's, decided once: the first pass's parts only read them */
-	uint32_t *cls = malloc((in->n + 1) * sizeof(*cls));
+	uint32_t *cls = hs_malloc((in->n + 1) * sizeof(*cls));
 	struct class_map bysize = {0};
 	uint64_t total = 0;  /* the first pass's work (local_work) */
 	if (!cls)
@@ -1702,8 +1703,8 @@ static struct hs_error *infer_solve(struct infer *in)
 	if (err || in->over)
 		return err;
 	/* arc consistency over the leaked subgraph, with a worklist */
-	uint32_t *work = malloc((in->n + 1) * sizeof(uint32_t));
-	uint8_t *queued = malloc(in->n + 1);
+	uint32_t *work = hs_malloc((in->n + 1) * sizeof(uint32_t));
+	uint8_t *queued = hs_malloc(in->n + 1);
 	if (!work || !queued) {
 		free(work);
 		free(queued);
@@ -1746,10 +1747,10 @@ static struct hs_error *infer_solve(struct infer *in)
 	/* one candidate: the type; evidence decides the confidence.  Several:
 	 * the one with the most evidence (strong, then weak pointers, then
 	 * the fewest null ones), as a guess, when one stands out */
-	struct hs_dtype **unique = calloc(in->n + 1, sizeof(*unique));
-	struct hs_dtype **best = calloc(in->n + 1, sizeof(*best));
-	uint8_t *conf = calloc(in->n + 1, 1);
-	uint8_t *tier = calloc(in->n + 1, 1);
+	struct hs_dtype **unique = hs_calloc(in->n + 1, sizeof(*unique));
+	struct hs_dtype **best = hs_calloc(in->n + 1, sizeof(*best));
+	uint8_t *conf = hs_calloc(in->n + 1, 1);
+	uint8_t *tier = hs_calloc(in->n + 1, 1);
 	if (!unique || !best || !conf || !tier) {
 		err = &hs_error_nomem;
 		goto done;
@@ -1856,7 +1857,7 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	struct infer in = {.c = &c, .nthreads = nthreads};
 	struct hs_error *err = &hs_error_nomem;
 	size_t n = (size_t)graph->n + 1;
-	if (!t->inferred && !(t->inferred = calloc(n, 1)))
+	if (!t->inferred && !(t->inferred = hs_calloc(n, 1)))
 		return &hs_error_nomem;
 	if ((err = hs_rankset_init(&in.set, n)))
 		goto out;
@@ -1878,10 +1879,10 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 		free(skipped);
 	}
 	err = &hs_error_nomem;
-	in.ids = malloc(cnt * sizeof(uint32_t));
-	in.cfirst = malloc((cnt + 1) * sizeof(size_t));
-	in.poff = calloc(cnt + 2, sizeof(uint32_t));
-	in.wfirst = malloc((cnt + 1) * sizeof(size_t));
+	in.ids = hs_malloc(cnt * sizeof(uint32_t));
+	in.cfirst = hs_malloc((cnt + 1) * sizeof(size_t));
+	in.poff = hs_calloc(cnt + 2, sizeof(uint32_t));
+	in.wfirst = hs_malloc((cnt + 1) * sizeof(size_t));
 	if (!in.ids || !in.cfirst || !in.poff || !in.wfirst)
 		goto out;
 	/* the word codes: up to 8 bytes per allocation of the graph */
@@ -1906,7 +1907,7 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 	}
 	for (size_t j = 0; j < in.n; j++)
 		in.poff[j + 2] += in.poff[j + 1];
-	in.preds = malloc(((size_t)in.poff[in.n + 1] + 1) * sizeof(uint32_t));
+	in.preds = hs_malloc(((size_t)in.poff[in.n + 1] + 1) * sizeof(uint32_t));
 	if (!in.preds)
 		goto out;
 	for (size_t j = 0; j < in.n; j++) {

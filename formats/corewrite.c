@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/alloc.h"
 #include "src/sort.h"
 #include <unistd.h>
 
@@ -88,8 +89,8 @@ struct hs_error *hs_core_write_masked(const struct hs_core *core,
 	const char *name = o.tmp ? o.tmp : "standard output";
 	/* the segments to mask, in file order; the file is written in one
 	 * pass (standard output cannot be patched afterwards) */
-	const struct hs_core_segment **segs = malloc((core->nsegs + 1) * sizeof(*segs));
-	uint8_t *buf = malloc(CHUNK);
+	const struct hs_core_segment **segs = hs_malloc((core->nsegs + 1) * sizeof(*segs));
+	uint8_t *buf = hs_malloc(CHUNK);
 	if (!segs || !buf)
 		err = &hs_error_nomem;
 	size_t n = 0;
@@ -161,8 +162,8 @@ struct hs_error *hs_core_write_new(const char *out_path,
 		notes_len += note_size(&notes[i]);
 	uint64_t data_off = (notes_off + notes_len + 4095) & ~4095ull;
 	size_t hdr_len = (size_t)(notes_off + notes_len);
-	uint8_t *hdr = calloc(1, hdr_len);
-	uint8_t *buf = malloc(CHUNK);
+	uint8_t *hdr = hs_calloc(1, hdr_len);
+	uint8_t *buf = hs_malloc(CHUNK);
 	if (!hdr || !buf) {
 		err = &hs_error_nomem;
 		goto out;

@@ -1,6 +1,7 @@
 /* Modules, symbols, type layouts, TLS and unwinding of a core through
  * libdwfl: see formats/dwarf.h. */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "formats/dwarf.h"
 #include "formats/dwflview.h"
 #include "src/safeopen.h"
@@ -186,7 +187,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 
 static char *hexdup(const unsigned char *p, int n)
 {
-	char *s = malloc(2 * (size_t)n + 1);
+	char *s = hs_malloc(2 * (size_t)n + 1);
 	if (!s)
 		return NULL;
 	for (int i = 0; i < n; i++)
@@ -206,7 +207,7 @@ static int collect_module(Dwfl_Module *mod, void **userdata, const char *name,
 	struct collect_arg *arg = varg;
 	struct hs_dwarf *dw = arg->dw;
 	*userdata = dw;
-	struct hs_module *m = realloc(dw->mods, (dw->nmods + 1) * sizeof(*m));
+	struct hs_module *m = hs_realloc(dw->mods, (dw->nmods + 1) * sizeof(*m));
 	if (!m) {
 		arg->err = &hs_error_nomem;
 		return DWARF_CB_ABORT;
@@ -248,7 +249,7 @@ struct hs_error *hs_dwarf_create(const struct hs_core *core,
 				 struct hs_log *log, struct hs_dwarf **ret)
 {
 	struct hs_error *err = NULL;
-	struct hs_dwarf *dw = calloc(1, sizeof(*dw));
+	struct hs_dwarf *dw = hs_calloc(1, sizeof(*dw));
 	if (!dw)
 		return &hs_error_nomem;
 	dw->log = log;
@@ -853,7 +854,7 @@ static struct hs_error *add_fields_in(struct hs_layout *l, Dwarf_Die *agg,
 			}
 			continue;
 		}
-		struct hs_layout_field *f = realloc(l->fields,
+		struct hs_layout_field *f = hs_realloc(l->fields,
 						    (l->nfields + 1) * sizeof(*f));
 		if (!f)
 			return &hs_error_nomem;
@@ -927,7 +928,7 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 				       "no DWARF for %s (build-id %s)", m->name,
 				       m->build_id ? m->build_id : "unknown");
 	if (!dw->type_index &&
-	    !(dw->type_index = calloc(dw->nmods, sizeof(*dw->type_index))))
+	    !(dw->type_index = hs_calloc(dw->nmods, sizeof(*dw->type_index))))
 		return &hs_error_nomem;
 	struct type_index *t = &dw->type_index[m - dw->mods];
 	if (t->dbg != dbg) {
@@ -950,9 +951,9 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 				       name, m->name);
 	if ((err = layout_of(&die, name, &found)))
 		return err;
-	struct layout_cache_entry **v = realloc(dw->layouts,
+	struct layout_cache_entry **v = hs_realloc(dw->layouts,
 					       (dw->nlayouts + 1) * sizeof(*v));
-	struct layout_cache_entry *e = v ? calloc(1, sizeof(*e)) : NULL;
+	struct layout_cache_entry *e = v ? hs_calloc(1, sizeof(*e)) : NULL;
 	if (v)
 		dw->layouts = v;
 	if (!e) {
@@ -1076,7 +1077,7 @@ static struct hs_error *load_symtab(struct hs_dwarf *dw, struct hs_module *m,
 			return NULL;
 		}
 	}
-	struct symtab_cache *c = realloc(dw->symtabs,
+	struct symtab_cache *c = hs_realloc(dw->symtabs,
 					 (dw->nsymtabs + 1) * sizeof(*c));
 	if (!c)
 		return &hs_error_nomem;
@@ -1086,8 +1087,8 @@ static struct hs_error *load_symtab(struct hs_dwarf *dw, struct hs_module *m,
 	c->mod = m;
 	int n = m->mod ? dwfl_module_getsymtab(m->mod) : -1;
 	size_t cap = n > 0 ? (size_t)n : 1;
-	c->data = malloc(cap * sizeof(*c->data));
-	c->tls = malloc(cap * sizeof(*c->tls));
+	c->data = hs_malloc(cap * sizeof(*c->data));
+	c->tls = hs_malloc(cap * sizeof(*c->tls));
 	if (!c->data || !c->tls) {
 		free(c->data);
 		free(c->tls);
@@ -1401,8 +1402,8 @@ static struct hs_error *check_tids(struct hs_dwarf *dw,
 	size_t n = core->nthreads;
 	if (!n)
 		return NULL;
-	struct tid_at *v = malloc(n * sizeof(*v));
-	uint32_t *same = calloc(n, sizeof(*same));  /* 1 + earlier thread */
+	struct tid_at *v = hs_malloc(n * sizeof(*v));
+	uint32_t *same = hs_calloc(n, sizeof(*same));  /* 1 + earlier thread */
 	if (!v || !same) {
 		free(v);
 		free(same);
@@ -1453,7 +1454,7 @@ static struct hs_error *unwind_attach(struct hs_dwarf *dw,
 	struct hs_error *err = check_tids(dw, core);
 	if (err)
 		return err;
-	struct unwind_src *src = calloc(1, sizeof(*src));
+	struct unwind_src *src = hs_calloc(1, sizeof(*src));
 	if (!src)
 		return &hs_error_nomem;
 	src->core = core;
@@ -1486,7 +1487,7 @@ static int frame_cb(Dwfl_Frame *state, void *varg)
 		sp = 0;
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 32;
-		struct hs_frame *f = realloc(a->frames, cap * sizeof(*f));
+		struct hs_frame *f = hs_realloc(a->frames, cap * sizeof(*f));
 		if (!f) {
 			a->nomem = true;
 			return DWARF_CB_ABORT;
@@ -1536,7 +1537,7 @@ struct hs_error *hs_dwarf_unwind_all(struct hs_dwarf *dw,
 				       "cannot attach to the core for unwinding: %s",
 				       dwfl_errmsg(-1));
 	struct threads_arg ta = {.n = core->nthreads};
-	ta.t = calloc(ta.n ? ta.n : 1, sizeof(*ta.t));
+	ta.t = hs_calloc(ta.n ? ta.n : 1, sizeof(*ta.t));
 	if (!ta.t)
 		return &hs_error_nomem;
 	for (size_t i = 0; i < ta.n; i++)

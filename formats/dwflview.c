@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "src/alloc.h"
 #include "src/vector.h"
 #include "src/safeopen.h"
 
@@ -185,7 +186,7 @@ struct hs_error *hs_dwfl_view_create(const struct hs_core *core,
 		ret->map = m;
 		ret->data = m;
 	} else {
-		ret->copy = malloc(core->size);
+		ret->copy = hs_malloc(core->size);
 		if (!ret->copy) {
 			err = &hs_error_nomem;
 			goto out;

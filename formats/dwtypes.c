@@ -1,6 +1,7 @@
 /* C and C++ types, variables and frame locals from DWARF: see
  * formats/dwtypes.h. */
 #include "src/hashtab.h"
+#include "src/alloc.h"
 #include "src/sort.h"
 #include "formats/dwtypes.h"
 
@@ -47,7 +48,7 @@ static uint64_t hash_str(const char *s, uint64_t seed)
 
 struct hs_error *hs_dtypes_create(struct hs_dwarf *dw, struct hs_dtypes **ret)
 {
-	struct hs_dtypes *t = calloc(1, sizeof(*t));
+	struct hs_dtypes *t = hs_calloc(1, sizeof(*t));
 	if (!t)
 		return &hs_error_nomem;
 	t->dw = dw;
@@ -124,7 +125,7 @@ static struct hs_error *intern(struct hs_dtypes *t, const char *name,
 	}
 	if ((t->n + 1) * 2 > t->hcap) {
 		size_t cap = t->hcap ? 2 * t->hcap : 256;
-		size_t *h = calloc(cap, sizeof(*h));
+		size_t *h = hs_calloc(cap, sizeof(*h));
 		if (!h)
 			return &hs_error_nomem;
 		for (size_t i = 0; i < t->n; i++) {
@@ -139,13 +140,13 @@ static struct hs_error *intern(struct hs_dtypes *t, const char *name,
 	}
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 64;
-		struct hs_dtype **v = realloc(t->v, cap * sizeof(*v));
+		struct hs_dtype **v = hs_realloc(t->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		t->v = v;
 		t->cap = cap;
 	}
-	d = calloc(1, sizeof(*d));
+	d = hs_calloc(1, sizeof(*d));
 	if (!d || !(d->name = strdup(name))) {
 		free(d);
 		return &hs_error_nomem;
@@ -347,7 +348,7 @@ static struct hs_error *index_add(struct name_index *ix, const char *name,
 {
 	if (ix->n == ix->cap) {
 		size_t cap = ix->cap ? 2 * ix->cap : 256;
-		struct name_entry *v = realloc(ix->v, cap * sizeof(*v));
+		struct name_entry *v = hs_realloc(ix->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		ix->v = v;
@@ -423,7 +424,7 @@ static struct hs_error *name_index(struct hs_dtypes *t, struct hs_module *m,
 			*ret = &t->names[i];
 			return NULL;
 		}
-	struct name_index *v = realloc(t->names, (t->nnames + 1) * sizeof(*v));
+	struct name_index *v = hs_realloc(t->names, (t->nnames + 1) * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
 	t->names = v;
@@ -543,7 +544,7 @@ static struct hs_error *flat_add(struct flat *f, struct hs_dptr p)
 		return NULL;
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? 2 * f->cap : 16;
-		struct hs_dptr *v = realloc(f->v, cap * sizeof(*v));
+		struct hs_dptr *v = hs_realloc(f->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		f->v = v;
@@ -969,7 +970,7 @@ static struct hs_error *find_containers(struct hs_dtypes *t, struct hs_module *m
 			return err;
 		if (c->n == c->cap) {
 			size_t cap = c->cap ? 2 * c->cap : 8;
-			struct hs_dcontainer *w = realloc(c->v, cap * sizeof(*w));
+			struct hs_dcontainer *w = hs_realloc(c->v, cap * sizeof(*w));
 			if (!w)
 				return &hs_error_nomem;
 			c->v = w;
@@ -1076,7 +1077,7 @@ static struct hs_error *var_add(struct hs_dtypes *t, struct hs_module *m,
 		return err;
 	if (out->n == out->cap) {
 		size_t cap = out->cap ? 2 * out->cap : 64;
-		struct hs_dvar *v = realloc(out->v, cap * sizeof(*v));
+		struct hs_dvar *v = hs_realloc(out->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		out->v = v;
@@ -1289,7 +1290,7 @@ struct hs_error *hs_dtypes_frame_locals(struct hs_dtypes *t, struct hs_module *m
 				continue;
 			if (out.n == out.cap) {
 				size_t cap = out.cap ? 2 * out.cap : 64;
-				struct hs_dvar *v = realloc(out.v, cap * sizeof(*v));
+				struct hs_dvar *v = hs_realloc(out.v, cap * sizeof(*v));
 				if (!v) {
 					err = &hs_error_nomem;
 					break;
@@ -1430,7 +1431,7 @@ static struct hs_error *struct_die(Dwarf_Die *die, void *arg, bool *descend)
 	}
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 1024;
-		struct hs_dstruct *v = realloc(c->v, cap * sizeof(*v));
+		struct hs_dstruct *v = hs_realloc(c->v, cap * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		c->v = v;
@@ -1544,7 +1545,7 @@ struct hs_error *hs_dtypes_structs_sized(struct hs_dtypes *t, uint64_t lo,
 			continue;
 		if (*n == *cap) {
 			size_t c = *cap ? 2 * *cap : 64;
-			struct hs_dtype **w = realloc(*v, c * sizeof(*w));
+			struct hs_dtype **w = hs_realloc(*v, c * sizeof(*w));
 			if (!w)
 				return &hs_error_nomem;
 			*v = w;
@@ -1634,8 +1635,8 @@ struct hs_error *hs_dtype_scalar_words(struct hs_dtypes *t, struct hs_dtype *typ
 		Dwarf_Die die;
 		if (type->size && type->size <= HS_DSTRUCT_MAX_SIZE && type->dbg &&
 		    dwarf_offdie(type->dbg, type->die, &die)) {
-			uint8_t *bytes = calloc(type->size, 1);
-			uint64_t *words = calloc((type->size / 8 + 63) / 64 + 1, sizeof(uint64_t));
+			uint8_t *bytes = hs_calloc(type->size, 1);
+			uint64_t *words = hs_calloc((type->size / 8 + 63) / 64 + 1, sizeof(uint64_t));
 			if (!bytes || !words) {
 				free(bytes);
 				free(words);

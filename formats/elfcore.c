@@ -22,6 +22,7 @@
  *          then the union (si_addr at 16 for fault signals).
  */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "formats/elfcore.h"
 #include "src/safeopen.h"
 
@@ -100,7 +101,7 @@ static struct hs_error *parse_prstatus(struct hs_core *core,
 				       (unsigned long long)descsz, PRSTATUS_SIZE);
 	if (core->nthreads >= MAX_THREADS)
 		return hs_error_create(HS_ERR_FORMAT, "too many threads");
-	struct hs_core_thread *t = realloc(core->threads,
+	struct hs_core_thread *t = hs_realloc(core->threads,
 					   (core->nthreads + 1) * sizeof(*t));
 	if (!t)
 		return &hs_error_nomem;
@@ -124,7 +125,7 @@ static struct hs_error *parse_vector(struct hs_core *core, bool xstate,
 		return NULL;
 	struct hs_core_thread *t = &core->threads[core->nthreads - 1];
 	if (!t->vec) {
-		t->vec = calloc(HS_VEC_REGS, sizeof(*t->vec));
+		t->vec = hs_calloc(HS_VEC_REGS, sizeof(*t->vec));
 		if (!t->vec)
 			return &hs_error_nomem;
 	}
@@ -199,7 +200,7 @@ static struct hs_error *parse_file_note(struct hs_core *core,
 		return hs_error_create(HS_ERR_FORMAT,
 				       "NT_FILE page size %llu is not a power of two",
 				       (unsigned long long)page);
-	core->files = calloc(count ? count : 1, sizeof(*core->files));
+	core->files = hs_calloc(count ? count : 1, sizeof(*core->files));
 	if (!core->files)
 		return &hs_error_nomem;
 	const char *names = (const char *)desc + 16 + count * 24;
@@ -233,7 +234,7 @@ static struct hs_error *parse_fd_note(struct hs_core *core, const uint8_t *d,
 	uint64_t count = rd32(d);
 	if (count > len / 8)
 		count = len / 8;
-	core->fds = calloc(count + 1, sizeof(*core->fds));
+	core->fds = hs_calloc(count + 1, sizeof(*core->fds));
 	if (!core->fds)
 		return &hs_error_nomem;
 	uint64_t at = 4;
@@ -241,7 +242,7 @@ static struct hs_error *parse_fd_note(struct hs_core *core, const uint8_t *d,
 		uint32_t n = rd32(d + at + 4);
 		if (n > len - at - 8)
 			break;
-		char *path = malloc((size_t)n + 1);
+		char *path = hs_malloc((size_t)n + 1);
 		if (!path)
 			return &hs_error_nomem;
 		memcpy(path, d + at + 8, n);
@@ -293,7 +294,7 @@ static struct hs_error *parse_notes(struct hs_core *core, const uint8_t *p,
 			case NT_AUXV:
 				if (!core->auxv) {
 					core->nauxv = descsz / 16;
-					core->auxv = malloc(core->nauxv * 16 + 1);
+					core->auxv = hs_malloc(core->nauxv * 16 + 1);
 					if (!core->auxv)
 						return &hs_error_nomem;
 					memcpy(core->auxv, desc, core->nauxv * 16);
@@ -330,7 +331,7 @@ static struct hs_error *parse(struct hs_core *core, struct hs_log *log);
 /* A core named name, with nothing read yet. */
 static struct hs_error *core_new(const char *name, struct hs_core **ret)
 {
-	struct hs_core *core = calloc(1, sizeof(*core));
+	struct hs_core *core = hs_calloc(1, sizeof(*core));
 	if (!core)
 		return &hs_error_nomem;
 	core->fd = -1;
@@ -468,7 +469,7 @@ static struct hs_error *parse(struct hs_core *core, struct hs_log *log)
 				      path);
 		goto fail;
 	}
-	core->segs = calloc(phnum ? phnum : 1, sizeof(*core->segs));
+	core->segs = hs_calloc(phnum ? phnum : 1, sizeof(*core->segs));
 	if (!core->segs) {
 		err = &hs_error_nomem;
 		goto fail;
@@ -693,7 +694,7 @@ struct hs_core_prefault *hs_core_prefault_start(const struct hs_core *core)
 			total += core->segs[i].avail;
 	if (total < PREFAULT_MIN)
 		return NULL;
-	struct hs_core_prefault *pf = calloc(1, sizeof(*pf));
+	struct hs_core_prefault *pf = hs_calloc(1, sizeof(*pf));
 	if (!pf)
 		return NULL;
 	pf->core = core;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/outfile.h"
 
 struct hs_error *hs_html_page_write(const char *page, const char *path,
@@ -18,7 +19,7 @@ struct hs_error *hs_html_page_write(const char *page, const char *path,
 		return err;
 	const char *mark = strstr(page, "@DATA@");
 	fwrite(page, 1, (size_t)(mark - page), f);
-	struct hs_jsonw *w = malloc(sizeof(*w));
+	struct hs_jsonw *w = hs_malloc(sizeof(*w));
 	if (w) {
 		hs_jsonw_init(w, f, false);
 		w->html = true;

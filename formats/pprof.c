@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "src/alloc.h"
 #include "src/escape.h"
 #include "src/outfile.h"
 #include "src/varint.h"
@@ -27,7 +28,7 @@ static void put(struct buf *b, const void *d, size_t n)
 		size_t cap = b->cap ? b->cap : 4096;
 		while (cap < b->n + n)
 			cap *= 2;
-		uint8_t *p = realloc(b->p, cap);
+		uint8_t *p = hs_realloc(b->p, cap);
 		if (!p) {
 			b->nomem = true;
 			return;
@@ -188,7 +189,7 @@ static char *folded_name(const char *label)
 struct hs_error *hs_folded_write(const struct hs_stacks *s, const char *path,
 				 bool leaked_only)
 {
-	char **names = calloc(s->nlabels ? s->nlabels : 1, sizeof(*names));
+	char **names = hs_calloc(s->nlabels ? s->nlabels : 1, sizeof(*names));
 	if (!names)
 		return &hs_error_nomem;
 	struct hs_error *err = NULL;

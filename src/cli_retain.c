@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "analyzers/summary.h"
+#include "src/alloc.h"
 #include "src/cli_retain.h"
 #include "src/outfile.h"
 #include "src/parallel.h"
@@ -429,7 +430,7 @@ static struct hs_error *rows_of_pairs(const struct hs_rankset *walked, uint64_t 
 {
 	uint32_t nw = walked->count;
 	hs_sort(pairs, n, sizeof(*pairs), cmp_u64);
-	uint32_t *off = calloc((size_t)nw + 1, sizeof(*off));
+	uint32_t *off = hs_calloc((size_t)nw + 1, sizeof(*off));
 	if (!off)
 		return &hs_error_nomem;
 	uint64_t total = 0;
@@ -451,7 +452,7 @@ static struct hs_error *rows_of_pairs(const struct hs_rankset *walked, uint64_t 
 		run += len;
 	}
 	off[nw] = run;
-	uint8_t *pred = malloc(total + 1);
+	uint8_t *pred = hs_malloc(total + 1);
 	if (!pred) {
 		free(off);
 		return &hs_error_nomem;
@@ -511,7 +512,7 @@ static struct hs_error *walked_rows(const struct hs_retain *r, const struct hs_g
 		 * half of the sources each, up to a quarter byte a node in
 		 * all; when there are more, counted and filled */
 		size_t cap = nn / 64 + 4096;
-		uint64_t *pairs = malloc(2 * cap * sizeof(*pairs));
+		uint64_t *pairs = hs_malloc(2 * cap * sizeof(*pairs));
 		if (pairs) {
 			p[0].src_lo = p[1].src_hi = half_of_rows(r, g);
 			p[0].pairs = pairs;
@@ -532,11 +533,11 @@ static struct hs_error *walked_rows(const struct hs_retain *r, const struct hs_g
 				p[i].pairs = NULL;
 		}
 	}
-	uint32_t *off = calloc((size_t)nw + 1, sizeof(*off)), *off2 = NULL;
+	uint32_t *off = hs_calloc((size_t)nw + 1, sizeof(*off)), *off2 = NULL;
 	if (!off)
 		return &hs_error_nomem;
 	if (by_source) {
-		off2 = calloc((size_t)nw + 1, sizeof(*off2));
+		off2 = hs_calloc((size_t)nw + 1, sizeof(*off2));
 		if (!off2) {
 			free(off);
 			return &hs_error_nomem;
@@ -568,7 +569,7 @@ static struct hs_error *walked_rows(const struct hs_retain *r, const struct hs_g
 				       "too many pointers into the shared blocks to list their holders");
 	}
 	off[nw] = (uint32_t)total;
-	uint8_t *pred = malloc(total + 1);
+	uint8_t *pred = hs_malloc(total + 1);
 	if (!pred) {
 		free(off);
 		free(off2);
@@ -614,9 +615,9 @@ static void *walk_part(void *arg)
 	const uint32_t *off = wp->off;
 	const uint8_t *pred = wp->pred;
 	uint32_t nw = walked->count;
-	uint32_t *queue = malloc(SHARER_VISITS * sizeof(*queue));
-	uint64_t *seen = calloc((size_t)nw / 64 + 1, sizeof(*seen));
-	uint32_t *root_mark = calloc(r->base, sizeof(*root_mark));
+	uint32_t *queue = hs_malloc(SHARER_VISITS * sizeof(*queue));
+	uint64_t *seen = hs_calloc((size_t)nw / 64 + 1, sizeof(*seen));
+	uint32_t *root_mark = hs_calloc(r->base, sizeof(*root_mark));
 	if (!queue || !seen || !root_mark) {
 		wp->nomem = true;
 		goto out;

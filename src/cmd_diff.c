@@ -7,6 +7,7 @@
 
 #include "analyzers/diff.h"
 #include "formats/htmlpage.h"
+#include "src/alloc.h"
 #include "src/cli_retain.h"
 #include "src/outfile.h"
 #include "src/summary.h"
@@ -369,8 +370,8 @@ int hs_cmd_diff(struct hs_cli *cli, struct hs_snapshot *unused)
 	int bad = cli->out ? hs_cli_output_ok(cli, cli->out) : 0;
 	if (bad)
 		return bad;
-	struct input *in = calloc(n, sizeof(*in));
-	struct hs_diff_input *din = calloc(n, sizeof(*din));
+	struct input *in = hs_calloc(n, sizeof(*in));
+	struct hs_diff_input *din = hs_calloc(n, sizeof(*din));
 	int rc = HS_EXIT_OK;
 	if (!in || !din) {
 		free(in);

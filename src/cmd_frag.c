@@ -6,6 +6,7 @@
 #include "analyzers/alloc/pymalloc.h"
 #include "analyzers/frag.h"
 #include "formats/jsonw.h"
+#include "src/alloc.h"
 #include "src/cli.h"
 #include "src/sort.h"
 
@@ -136,7 +137,7 @@ int hs_cmd_frag(struct hs_cli *cli, struct hs_snapshot *snap)
 	if (f->headerless && all->nclasses) {
 		/* the classes with the most free bytes first */
 		size_t n = all->nclasses;
-		struct hs_frag_class *byfree = malloc(n * sizeof(*byfree));
+		struct hs_frag_class *byfree = hs_malloc(n * sizeof(*byfree));
 		if (byfree) {
 			memcpy(byfree, all->classes, n * sizeof(*byfree));
 			hs_sort(byfree, n, sizeof(*byfree), cmp_free_bytes);

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "src/alloc.h"
 #include "src/sort.h"
 #include "src/cli_retain.h"
 
@@ -90,7 +91,7 @@ static int cmp_outside(const void *a, const void *b)
 static struct outside_row *outside_rows(const struct hs_types *types,
 					const struct hs_pyrefs *r, size_t *n)
 {
-	struct outside_row *v = calloc(r->n, sizeof(*v));
+	struct outside_row *v = hs_calloc(r->n, sizeof(*v));
 	if (!v)
 		return NULL;
 	size_t k = 0;
@@ -272,8 +273,8 @@ int hs_cmd_leaks(struct hs_cli *cli, struct hs_snapshot *snap)
 		return hs_cli_fail(cli, &hs_error_nomem);
 
 	size_t n = mark->nleak_roots;
-	size_t *order = malloc((n ? n : 1) * sizeof(*order));
-	struct group *groups = malloc((n ? n : 1) * sizeof(*groups));
+	size_t *order = hs_malloc((n ? n : 1) * sizeof(*order));
+	struct group *groups = hs_malloc((n ? n : 1) * sizeof(*groups));
 	if (!order || !groups) {
 		free(order);
 		free(groups);

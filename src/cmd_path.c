@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/sort.h"
 #include "src/cli_retain.h"
 
@@ -191,7 +192,7 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 	/* the last hops: the shortest path itself, and with --all one more
 	 * path per other direct retainer, shortest first */
 	size_t cap = 1, n = 1;
-	uint32_t *last = malloc(sizeof(*last) * 16);
+	uint32_t *last = hs_malloc(sizeof(*last) * 16);
 	if (!last) {
 		free(parent);
 		return hs_cli_fail(cli, &hs_error_nomem);
@@ -210,7 +211,7 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 					continue;
 				if (n == cap) {
 					cap *= 2;
-					uint32_t *nl = realloc(last, cap * sizeof(*nl));
+					uint32_t *nl = hs_realloc(last, cap * sizeof(*nl));
 					if (!nl)
 						break;
 					last = nl;
@@ -220,7 +221,7 @@ int hs_cmd_path(struct hs_cli *cli, struct hs_snapshot *snap)
 			}
 		}
 	}
-	uint32_t *nodes = malloc(MAX_HOPS * sizeof(uint32_t));
+	uint32_t *nodes = hs_malloc(MAX_HOPS * sizeof(uint32_t));
 	if (!nodes) {
 		free(parent);
 		free(last);
@@ -295,9 +296,9 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_domtree *t = r->tree;
 	/* dominator chain, target first */
 	size_t nchain = 0, cap = 64;
-	uint32_t *up = malloc(cap * sizeof(*up));
+	uint32_t *up = hs_malloc(cap * sizeof(*up));
 	size_t nkids = 0, kcap = 64;
-	uint32_t *kids = malloc(kcap * sizeof(*kids));
+	uint32_t *kids = hs_malloc(kcap * sizeof(*kids));
 	if (!up || !kids) {
 		free(up);
 		free(kids);
@@ -307,7 +308,7 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 	     v = t->idom[v]) {
 		if (nchain == cap) {
 			cap *= 2;
-			uint32_t *nu = realloc(up, cap * sizeof(*nu));
+			uint32_t *nu = hs_realloc(up, cap * sizeof(*nu));
 			if (!nu)
 				break;
 			up = nu;
@@ -319,7 +320,7 @@ int hs_cmd_dom(struct hs_cli *cli, struct hs_snapshot *snap)
 			continue;
 		if (nkids == kcap) {
 			kcap *= 2;
-			uint32_t *nk = realloc(kids, kcap * sizeof(*nk));
+			uint32_t *nk = hs_realloc(kids, kcap * sizeof(*nk));
 			if (!nk)
 				break;
 			kids = nk;

@@ -6,6 +6,7 @@
 #include "analyzers/redact.h"
 #include "analyzers/python.h"
 #include "formats/jsonw.h"
+#include "src/alloc.h"
 #include "src/cli.h"
 #include "src/cli_retain.h"
 #include "src/outfile.h"
@@ -18,7 +19,7 @@ int hs_cmd_redact(struct hs_cli *cli, struct hs_snapshot *snap)
 	if (bad)
 		return bad;
 	struct hs_core *core = snap->core;
-	uint64_t *trace = calloc(core->size / 512 + 2, sizeof(uint64_t));
+	uint64_t *trace = hs_calloc(core->size / 512 + 2, sizeof(uint64_t));
 	if (!trace)
 		return hs_cli_fail(cli, &hs_error_nomem);
 	/* what the analysis reads, traced: modules, the heap walk, roots */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/sort.h"
 #include "analyzers/frag.h"
 #include "analyzers/stacks.h"
@@ -47,8 +48,8 @@ static bool leak_groups(struct hs_jsonw *w, const struct hs_results *res)
 	bool ok = false;
 	const struct hs_mark *m = res->mark;
 	size_t n = m->nleak_roots;
-	struct lr *v = calloc(n ? n : 1, sizeof(*v));
-	struct group *g = calloc(n ? n : 1, sizeof(*g));
+	struct lr *v = hs_calloc(n ? n : 1, sizeof(*v));
+	struct group *g = hs_calloc(n ? n : 1, sizeof(*g));
 	char buf[600];
 	size_t ng = 0;
 	if (!v || !g)

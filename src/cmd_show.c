@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/cli_retain.h"
 
 enum { MAX_REFS = 1000 };
@@ -120,7 +121,7 @@ int hs_cmd_show(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_graph *g = res.graph;
 	const struct hs_roots *roots = res.roots;
 	char tname[600];
-	struct refs *in = calloc(1, sizeof(*in)), *out = calloc(1, sizeof(*out));
+	struct refs *in = hs_calloc(1, sizeof(*in)), *out = hs_calloc(1, sizeof(*out));
 	if (!in || !out) {
 		free(in);
 		free(out);

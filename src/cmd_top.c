@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyzers/summary.h"
+#include "src/alloc.h"
 #include "src/cli_retain.h"
 
 static void json_sharers(struct hs_jsonw *w, const struct hs_results *res,
@@ -32,7 +33,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 	if (e)
 		return hs_cli_fail(cli, e);
 	size_t limit = cli->top_n;
-	uint32_t *tops = malloc((limit ? limit : 1) * sizeof(*tops));
+	uint32_t *tops = hs_malloc((limit ? limit : 1) * sizeof(*tops));
 	if (!tops) {
 		free(rows);
 		return hs_cli_fail(cli, &hs_error_nomem);
@@ -41,8 +42,8 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 	const struct hs_domtree *t = r->tree;
 	/* who shares what no single root holds: the top blocks, and the
 	 * biggest shared block for the roots' "shared" row */
-	struct hs_sharers *sh = calloc(ntops + 1, sizeof(*sh));
-	uint32_t *shared = malloc((ntops + 1) * sizeof(*shared));
+	struct hs_sharers *sh = hs_calloc(ntops + 1, sizeof(*sh));
+	uint32_t *shared = hs_malloc((ntops + 1) * sizeof(*shared));
 	size_t nshared = 0;
 	uint32_t biggest = HS_DOM_NONE;
 	for (uint32_t v = r->base; v < t->n; v++)
@@ -56,7 +57,7 @@ int hs_cmd_top(struct hs_cli *cli, struct hs_snapshot *snap)
 		if (biggest != HS_DOM_NONE)
 			shared[nshared++] = biggest;
 	}
-	struct hs_sharers *shared_out = calloc(nshared + 1, sizeof(*shared_out));
+	struct hs_sharers *shared_out = hs_calloc(nshared + 1, sizeof(*shared_out));
 	e = !sh || !shared || !shared_out ? &hs_error_nomem :
 		hs_cli_sharers(res, shared, nshared, shared_out);
 	if (e) {

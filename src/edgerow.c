@@ -1,5 +1,6 @@
 /* Rows of edges as varints: see src/edgerow.h. */
 #include "src/edgerow.h"
+#include "src/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,8 @@ bool hs_edgerow_index_build(const uint32_t *starts, uint32_t n,
 			grp->rel[v - first] = (uint16_t)(starts[v] - starts[first]);
 	}
 	if (ix->nwide) {
-		ix->wide_group = malloc(ix->nwide * sizeof(*ix->wide_group));
-		ix->wide = malloc((size_t)ix->nwide * HS_EDGEROW_GROUP * sizeof(*ix->wide));
+		ix->wide_group = hs_malloc(ix->nwide * sizeof(*ix->wide_group));
+		ix->wide = hs_malloc((size_t)ix->nwide * HS_EDGEROW_GROUP * sizeof(*ix->wide));
 		if (!ix->wide_group || !ix->wide)
 			goto fail;
 		uint32_t k = 0;
@@ -82,8 +83,8 @@ bool hs_edgerow_encode(const uint32_t *off, const uint32_t *adj, uint32_t n,
 	}
 	if (bytes >= UINT32_MAX)
 		return false;
-	uint32_t *o = malloc(((size_t)n + 1) * sizeof(*o));
-	uint8_t *r = malloc(bytes + 1);
+	uint32_t *o = hs_malloc(((size_t)n + 1) * sizeof(*o));
+	uint8_t *r = hs_malloc(bytes + 1);
 	if (!o || !r) {
 		free(o);
 		free(r);

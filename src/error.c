@@ -1,4 +1,5 @@
 #include "src/error.h"
+#include "src/alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@ struct hs_error hs_error_nomem = {
 struct hs_error *hs_error_vcreate(enum hs_error_code code, const char *fmt,
 				  va_list ap)
 {
-	struct hs_error *err = malloc(sizeof(*err));
+	struct hs_error *err = hs_malloc(sizeof(*err));
 	if (!err)
 		return &hs_error_nomem;
 	err->code = code;

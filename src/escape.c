@@ -1,4 +1,5 @@
 #include "src/escape.h"
+#include "src/alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -211,7 +212,7 @@ size_t hs_escape_text(const char *s, size_t n, bool more, char *out,
 char *hs_escape_text_dup(const char *s)
 {
 	size_t n = strlen(s), used;
-	char *out = malloc(HS_ESCAPE_TEXT_MAX * n + 1);
+	char *out = hs_malloc(HS_ESCAPE_TEXT_MAX * n + 1);
 	if (!out)
 		return NULL;
 	out[hs_escape_text(s, n, false, out, &used)] = 0;
@@ -380,7 +381,7 @@ static int estream_close(void *cookie)
 
 FILE *hs_escape_stream(int fd, int bufmode)
 {
-	struct estream *e = malloc(sizeof(*e));
+	struct estream *e = hs_malloc(sizeof(*e));
 	if (!e)
 		return NULL;
 	e->fd = fd;

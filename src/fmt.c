@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/fmt.h"
 
 const char *hs_fmt_size(char *buf, uint64_t bytes)
@@ -23,7 +24,7 @@ const char *hs_fmt_size(char *buf, uint64_t bytes)
 
 struct hs_lines *hs_lines_new(FILE *f)
 {
-	struct hs_lines *b = malloc(sizeof(*b));
+	struct hs_lines *b = hs_malloc(sizeof(*b));
 	if (b) {
 		b->f = f;
 		b->len = 0;

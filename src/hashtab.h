@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/error.h"
 
 /* murmur3's 64-bit finalizer: every bit of x moves the low bits */
@@ -82,8 +83,8 @@ static inline struct hs_error *hs_hash_grow(uint64_t **keys, void **vals,
 					    size_t vsize, size_t *oldcap,
 					    size_t cap)
 {
-	uint64_t *k = calloc(cap, sizeof(*k));
-	unsigned char *v = vals ? calloc(cap, vsize) : NULL;
+	uint64_t *k = hs_calloc(cap, sizeof(*k));
+	unsigned char *v = vals ? hs_calloc(cap, vsize) : NULL;
 	if (!k || (vals && !v)) {
 		free(k);
 		free(v);

@@ -1,5 +1,6 @@
 /* A core of a live process: see src/live.h. */
 #include "src/live.h"
+#include "src/alloc.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -124,7 +125,7 @@ static struct hs_error *read_file(const char *path, char **ret, size_t *len)
 	if (fd < 0)
 		return hs_error_errno(errno, "%s", path);
 	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap + 1);
+	char *buf = hs_malloc(cap + 1);
 	for (;;) {
 		if (!buf) {
 			close(fd);
@@ -144,7 +145,7 @@ static struct hs_error *read_file(const char *path, char **ret, size_t *len)
 		n += (size_t)r;
 		if (n == cap) {
 			cap *= 2;
-			char *nb = realloc(buf, cap + 1);
+			char *nb = hs_realloc(buf, cap + 1);
 			if (!nb)
 				free(buf);
 			buf = nb;
@@ -198,7 +199,7 @@ static struct hs_error *read_maps(pid_t pid, bool smaps, struct mapping **ret,
 		    line[0] != ' ' && strlen(perms) == 4) {
 			if (n == cap) {
 				cap = cap ? cap * 2 : 64;
-				struct mapping *nm = realloc(m, cap * sizeof(*m));
+				struct mapping *nm = hs_realloc(m, cap * sizeof(*m));
 				if (!nm) {
 					err = &hs_error_nomem;
 					break;
@@ -390,7 +391,7 @@ static struct hs_error *seize_new(struct live *l, size_t *added)
 			known = l->threads[i].tid == tid;
 		if (known)
 			continue;
-		struct thread *nt = realloc(l->threads, (l->nthreads + 1) * sizeof(*nt));
+		struct thread *nt = hs_realloc(l->threads, (l->nthreads + 1) * sizeof(*nt));
 		if (!nt) {
 			err = &hs_error_nomem;
 			break;
@@ -482,7 +483,7 @@ static struct hs_error *read_regs(struct live *l, struct thread *t)
 	struct iovec iov = {&t->fp, sizeof(t->fp)};
 	t->have_fp = ptrace(PTRACE_GETREGSET, t->tid, (void *)NT_PRFPREG, &iov) == 0 &&
 		     iov.iov_len == sizeof(t->fp);
-	t->xstate = malloc(XSTATE_MAX);
+	t->xstate = hs_malloc(XSTATE_MAX);
 	if (!t->xstate)
 		return &hs_error_nomem;
 	iov = (struct iovec){t->xstate, XSTATE_MAX};
@@ -512,7 +513,7 @@ static struct hs_error *seccomp_allows(pid_t tid, uint64_t ip, long nr,
 		if (n <= 0 || n > BPF_MAXINSNS)
 			return hs_error_errno(n < 0 ? errno : EINVAL,
 					      "reading the seccomp filter of thread %d", (int)tid);
-		struct sock_filter *f = calloc((size_t)n, sizeof(*f));
+		struct sock_filter *f = hs_calloc((size_t)n, sizeof(*f));
 		if (!f)
 			return &hs_error_nomem;
 		uint32_t action = 0;
@@ -535,7 +536,7 @@ static struct hs_error *seccomp_allows(pid_t tid, uint64_t ip, long nr,
  * else the first found in the others. */
 static bool find_syscall_insn(struct live *l, uint64_t *ret)
 {
-	uint8_t *buf = malloc(1 << 20);
+	uint8_t *buf = hs_malloc(1 << 20);
 	if (!buf)
 		return false;
 	bool found = false;
@@ -738,8 +739,8 @@ static struct hs_error *add_note(struct notebuf *nb, const char *name,
 {
 	if (nb->n == nb->cap) {
 		size_t cap = nb->cap ? nb->cap * 2 : 16;
-		struct hs_core_note_out *nn = realloc(nb->notes, cap * sizeof(*nn));
-		void **no = realloc(nb->owned, cap * sizeof(*no));
+		struct hs_core_note_out *nn = hs_realloc(nb->notes, cap * sizeof(*nn));
+		void **no = hs_realloc(nb->owned, cap * sizeof(*no));
 		if (nn)
 			nb->notes = nn;
 		if (no)
@@ -809,7 +810,7 @@ static struct hs_error *thread_notes(struct notebuf *nb, const struct live *l,
 				     const struct thread *t,
 				     const struct procinfo *pi)
 {
-	struct elf_prstatus *ps = calloc(1, sizeof(*ps));
+	struct elf_prstatus *ps = hs_calloc(1, sizeof(*ps));
 	if (!ps)
 		return &hs_error_nomem;
 	ps->pr_pid = t->tid;
@@ -837,7 +838,7 @@ static struct hs_error *file_note(struct notebuf *nb, const struct live *l)
 			strings += strlen(l->maps[i].path) + 1;
 		}
 	size_t size = 16 + count * 24 + strings;
-	uint8_t *d = malloc(size);
+	uint8_t *d = hs_malloc(size);
 	if (!d)
 		return &hs_error_nomem;
 	uint64_t head[2] = {count, PAGE};
@@ -866,7 +867,7 @@ static struct hs_error *fd_note(struct notebuf *nb, pid_t pid)
 	if (!dir)
 		return NULL;   /* not ours to list: the note is left out */
 	size_t cap = 4096, len = 4;
-	uint8_t *d = malloc(cap);
+	uint8_t *d = hs_malloc(cap);
 	uint32_t count = 0;
 	struct dirent *e;
 	while (d && (e = readdir(dir))) {
@@ -880,7 +881,7 @@ static struct hs_error *fd_note(struct notebuf *nb, pid_t pid)
 		size_t need = 8 + (((size_t)n + 3) & ~(size_t)3);
 		if (len + need > cap) {
 			cap = (len + need) * 2;
-			uint8_t *nd = realloc(d, cap);
+			uint8_t *nd = hs_realloc(d, cap);
 			if (!nd)
 				free(d);
 			d = nd;
@@ -1129,7 +1130,7 @@ static size_t span_at(const struct span *v, size_t n, uint64_t a)
 static struct hs_error *copy_again(struct live *l, uint64_t start, uint64_t end,
 				   uint64_t *bytes)
 {
-	if (!l->scratch && !(l->scratch = malloc(1 << 20)))
+	if (!l->scratch && !(l->scratch = hs_malloc(1 << 20)))
 		return &hs_error_nomem;
 	for (size_t i = span_at(l->pre, l->npre, start); i < l->npre && l->pre[i].start < end; i++) {
 		const struct span *p = &l->pre[i];
@@ -1182,7 +1183,7 @@ static struct hs_error *track_copy(struct live *l, const char *out_path)
 	err = read_maps(l->pid, true, &maps, &nmaps);
 	if (err)
 		return err;
-	if (!(l->pre = calloc(nmaps + 1, sizeof(*l->pre)))) {
+	if (!(l->pre = hs_calloc(nmaps + 1, sizeof(*l->pre)))) {
 		free_maps(maps, nmaps);
 		return &hs_error_nomem;
 	}
@@ -1240,7 +1241,7 @@ static bool late_add(struct live *l, uint64_t start, uint64_t end, bool zero)
 	l->late = v;
 	uint8_t *data = NULL;
 	if (!zero) {
-		if (!(data = malloc(end - start)))
+		if (!(data = hs_malloc(end - start)))
 			return false;
 		read_mem(l, start, data, end - start);
 		l->late_bytes += end - start;
@@ -1690,8 +1691,8 @@ static struct hs_error *snapshot(struct live *l, const char *out_path,
 	if ((err = read_maps(l->src, !l->tracked, &l->maps, &l->nmaps)) ||
 	    (l->tracked && (err = track_maps(l))))
 		goto out;
-	struct hs_core_load_out *loads = calloc(l->nmaps + 1, sizeof(*loads));
-	size_t *load_map = calloc(l->nmaps + 1, sizeof(*load_map));
+	struct hs_core_load_out *loads = hs_calloc(l->nmaps + 1, sizeof(*loads));
+	size_t *load_map = hs_calloc(l->nmaps + 1, sizeof(*load_map));
 	struct notebuf nb = {0};
 	size_t nloads = 0;
 	if (!loads || !load_map) {

@@ -1,4 +1,5 @@
 #include "src/log.h"
+#include "src/alloc.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ static void warn_msg(struct hs_log *log, char *msg)
 	}
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 16;
-		char **v = realloc(h->msgs, cap * sizeof(*v));
+		char **v = hs_realloc(h->msgs, cap * sizeof(*v));
 		if (!v) {
 			/* not held: given now, out of order rather than lost */
 			emit(log, msg);

@@ -13,6 +13,7 @@
 
 #include "analyzers/rules.h"
 #include "formats/jsonw.h"
+#include "src/alloc.h"
 #include "src/cli.h"
 #include "src/cli_retain.h"
 #include "src/escape.h"
@@ -544,7 +545,7 @@ static int positional(struct hs_cli *cli, const struct command *cmd, int argc,
 {
 	if (cmd->takes & TAKES_CORES) {
 		if (!cli->cores)
-			cli->cores = calloc((size_t)argc, sizeof(*cli->cores));
+			cli->cores = hs_calloc((size_t)argc, sizeof(*cli->cores));
 		if (!cli->cores)
 			return usage_error("%s", "out of memory");
 		cli->cores[cli->ncores++] = arg;

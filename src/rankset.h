@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "src/alloc.h"
 #include "src/error.h"
 
 #define HS_RANK_NONE UINT32_MAX
@@ -57,7 +58,7 @@ static inline struct hs_error *hs_rankset_init(struct hs_rankset *s, size_t n)
 {
 	s->nwords = n / 32 + 1;
 	s->count = 0;
-	s->w = calloc(s->nwords, sizeof(uint64_t));
+	s->w = hs_calloc(s->nwords, sizeof(uint64_t));
 	return s->w ? NULL : &hs_error_nomem;
 }
 

@@ -1,4 +1,5 @@
 #include "src/snapshot.h"
+#include "src/alloc.h"
 
 #include <malloc.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static struct hs_error *open_core(const char *path, const void *data,
 				  size_t size, const struct hs_options *opts,
 				  struct hs_snapshot **ret)
 {
-	struct hs_snapshot *snap = calloc(1, sizeof(*snap));
+	struct hs_snapshot *snap = hs_calloc(1, sizeof(*snap));
 	if (!snap)
 		return &hs_error_nomem;
 	snap->opts = *opts;
@@ -383,8 +384,8 @@ static struct hs_error *typed_rule(struct hs_snapshot *snap)
 	double t0 = hs_now();
 	/* the holds by holder, then target: one pass over each holder's row
 	 * (its targets gathered in dst) */
-	uint64_t *pairs = malloc((types->nholds ? types->nholds : 1) * sizeof(*pairs));
-	uint32_t *dst = malloc((types->nholds ? types->nholds : 1) * sizeof(*dst));
+	uint64_t *pairs = hs_malloc((types->nholds ? types->nholds : 1) * sizeof(*pairs));
+	uint32_t *dst = hs_malloc((types->nholds ? types->nholds : 1) * sizeof(*dst));
 	if (!pairs || !dst) {
 		free(pairs);
 		free(dst);

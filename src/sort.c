@@ -1,5 +1,6 @@
 /* Radix sort of 32-bit values: see src/sort.h. */
 #include "src/sort.h"
+#include "src/alloc.h"
 
 #include <string.h>
 
@@ -77,8 +78,8 @@ void hs_sort_u32(uint32_t *v, size_t n)
 		lsd_radix(v, tmp, n, cnt, 8, 4);
 		return;
 	}
-	uint32_t *tmp = malloc(n * sizeof(*tmp));
-	size_t *cnt = calloc(3 * NDIGIT, sizeof(*cnt));
+	uint32_t *tmp = hs_malloc(n * sizeof(*tmp));
+	size_t *cnt = hs_calloc(3 * NDIGIT, sizeof(*cnt));
 	if (!tmp || !cnt) {
 		free(tmp);
 		free(cnt);

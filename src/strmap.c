@@ -1,4 +1,5 @@
 #include "src/strmap.h"
+#include "src/alloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,8 +34,8 @@ struct hs_error *hs_strmap_put(struct hs_strmap *m, const char *key, size_t val)
 {
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 256;
-		const char **k = calloc(cap, sizeof(*k));
-		size_t *v = calloc(cap, sizeof(*v));
+		const char **k = hs_calloc(cap, sizeof(*k));
+		size_t *v = hs_calloc(cap, sizeof(*v));
 		if (!k || !v) {
 			free(k);
 			free(v);

@@ -15,6 +15,7 @@
  * integers), a string at most HS_SUMMARY_NAME_BYTES long.
  */
 #include "src/summary.h"
+#include "src/alloc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -323,7 +324,7 @@ static struct hs_error *write_dominators(struct hs_jsonw *w, const struct hs_res
 {
 	const struct hs_retain *r = res->retain;
 	const struct hs_domtree *t = r->tree;
-	uint32_t *tops = malloc(HS_SUMMARY_MAX_DOMINATORS * sizeof(*tops));
+	uint32_t *tops = hs_malloc(HS_SUMMARY_MAX_DOMINATORS * sizeof(*tops));
 	if (!tops)
 		return &hs_error_nomem;
 	size_t n = hs_retain_top(r, HS_SUMMARY_MAX_DOMINATORS, tops);
@@ -402,7 +403,7 @@ struct hs_error *hs_summary_write(struct hs_snapshot *snap, FILE *f)
 		goto out;
 	hs_error_destroy(err);
 	err = &hs_error_nomem;
-	if (!(w = malloc(sizeof(*w))))
+	if (!(w = hs_malloc(sizeof(*w))))
 		goto out;
 	hs_jsonw_init(w, f, true);
 	hs_jsonw_object_begin(w);
@@ -487,7 +488,7 @@ struct hs_error *hs_summary_read(const char *path, struct hs_summary **ret)
 				       path, (long long)st.st_size, HS_SUMMARY_MAX_FILE);
 	}
 	size_t cap = (size_t)st.st_size + 1, len = 0;
-	char *data = malloc(cap);
+	char *data = hs_malloc(cap);
 	if (!data) {
 		close(fd);
 		return &hs_error_nomem;
@@ -611,7 +612,7 @@ static bool read_types(struct reader *r, json_t *doc, struct hs_diff_rows *rows)
 	if (!a)
 		return false;
 	size_t n = json_array_size(a);
-	rows->types = calloc(n ? n : 1, sizeof(*rows->types));
+	rows->types = hs_calloc(n ? n : 1, sizeof(*rows->types));
 	if (!rows->types) {
 		r->err = &hs_error_nomem;
 		return false;
@@ -640,7 +641,7 @@ static bool read_roots(struct reader *r, json_t *doc, struct hs_diff_rows *rows)
 	if (!a)
 		return false;
 	size_t n = json_array_size(a);
-	rows->roots = calloc(n ? n : 1, sizeof(*rows->roots));
+	rows->roots = hs_calloc(n ? n : 1, sizeof(*rows->roots));
 	if (!rows->roots) {
 		r->err = &hs_error_nomem;
 		return false;
@@ -706,7 +707,7 @@ static bool read_doc(struct reader *r, json_t *doc, struct hs_summary *s)
 					 r->name, json_integer_value(version), HS_SUMMARY_VERSION);
 		return false;
 	}
-	struct hs_diff_rows *rows = calloc(1, sizeof(*rows));
+	struct hs_diff_rows *rows = hs_calloc(1, sizeof(*rows));
 	if (!rows) {
 		r->err = &hs_error_nomem;
 		return false;
@@ -739,7 +740,7 @@ struct hs_error *hs_summary_parse(const char *name, const char *data,
 		return hs_error_create(HS_ERR_FORMAT,
 				       "%s: not a heapsift summary, or a truncated one: invalid JSON at line %d, column %d (%s)",
 				       name, jerr.line, jerr.column, jerr.text);
-	struct hs_summary *s = calloc(1, sizeof(*s));
+	struct hs_summary *s = hs_calloc(1, sizeof(*s));
 	if (!s) {
 		json_decref(doc);
 		return &hs_error_nomem;

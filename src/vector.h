@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "src/alloc.h"
 #include "src/error.h"
 
 /* The capacity to grow cap to for n + more elements of elem bytes, or 0
@@ -55,7 +56,7 @@ static inline void *hs_vector_grow(void *v, size_t n, size_t *cap,
 				   size_t more, size_t elem)
 {
 	size_t c = hs_vector_grow_cap(*cap, n, more, elem);
-	void *p = c ? realloc(v, c * elem) : NULL;
+	void *p = c ? hs_realloc(v, c * elem) : NULL;
 	if (p)
 		*cap = c;
 	return p;
@@ -98,7 +99,7 @@ static inline void hs_vector_hugepages(void *p, size_t bytes)
  * hs_vector_hugepages).  NULL when memory runs out. */
 static inline void *hs_zalloc_written(size_t bytes)
 {
-	void *p = malloc(bytes ? bytes : 1);
+	void *p = hs_malloc(bytes ? bytes : 1);
 	if (p) {
 		hs_vector_hugepages(p, bytes);
 		/* keeps the compiler from making malloc + memset a calloc */

@@ -2,7 +2,8 @@
 """Includes only go down the layers (docs/architecture.md, "Layers").
 
   0 base       src/error, log, sort, strmap, outfile, escape, safeopen, fmt,
-               vector, hashtab, rankset, seccomp, edgerow, parallel, varint
+               alloc, vector, hashtab, rankset, seccomp, edgerow, parallel,
+               varint
   1 formats    formats/
   2 backends   analyzers/alloc/: the allocator-neutral heap model, the
                backend interface and the allocator walkers
@@ -25,7 +26,7 @@ import hstest  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = {"src/error", "src/log", "src/sort", "src/strmap", "src/outfile", "src/escape",
         "src/safeopen", "src/fmt",
-        "src/vector", "src/hashtab", "src/rankset", "src/seccomp", "src/edgerow",
+        "src/alloc", "src/vector", "src/hashtab", "src/rankset", "src/seccomp", "src/edgerow",
         "src/parallel", "src/varint"}
 NAMES = ["base", "formats", "backends", "analyzers", "top"]
 R = hstest.Checker()

@@ -20,3 +20,10 @@ target_sources(test_glibc PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/glibc_heap.c)
 target_sources(test_pymalloc PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/pymalloc_pools.c)
 # the hand-built jemalloc heap (tests/unit/jemalloc_heap.h)
 target_sources(test_jemalloc PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/jemalloc_heap.c)
+
+# src/alloc.h's rounding, which the sanitized builds leave out.
+if(NOT HS_SANITIZE)
+  add_executable(test_alloc ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_alloc.c)
+  target_link_libraries(test_alloc PRIVATE heapsift_core)
+  add_test(NAME unit_test_alloc COMMAND test_alloc)
+endif()

@@ -1,5 +1,6 @@
 /* capstone loaded on first use (analyzers/alloc/disasm.h). */
 #include "analyzers/alloc/disasm.h"
+#include "src/alloc.h"
 
 #include <capstone/capstone.h>
 #include <dlfcn.h>
@@ -24,7 +25,7 @@ struct hs_disasm {
 struct hs_error *hs_disasm_open(struct hs_disasm **ret)
 {
 	*ret = NULL;
-	struct hs_disasm *d = calloc(1, sizeof(*d));
+	struct hs_disasm *d = hs_calloc(1, sizeof(*d));
 	if (!d)
 		return &hs_error_nomem;
 	struct hs_error *err = NULL;
@@ -112,7 +113,7 @@ bool hs_disasm_function_refs(struct hs_disasm *d, struct hs_dwarf *dw,
 	hs_error_destroy(err);
 	if (!found || !size || size > 65536)
 		return false;
-	uint8_t *code = malloc(size);
+	uint8_t *code = hs_malloc(size);
 	if (!code)
 		return false;
 	if (!hs_dwarf_read_file(dw, addr, code, size) &&

@@ -32,6 +32,7 @@
 #include "analyzers/alloc/disasm.h"
 #include "analyzers/alloc/glibc.h"
 #include "formats/gllayout.h"
+#include "src/alloc.h"
 #include "src/fmt.h"
 #include "src/hashtab.h"
 #include "src/vector.h"
@@ -148,7 +149,7 @@ static struct hs_error *specials_add(struct specials *s, uint64_t chunk,
 	unsigned code = special_code(where);
 	if (code && specials_seg(s, chunk, &i)) {
 		const struct hs_core_segment *sg = &s->core->segs[i];
-		if (!s->map && !(s->map = calloc(s->core->nsegs, sizeof(*s->map))))
+		if (!s->map && !(s->map = hs_calloc(s->core->nsegs, sizeof(*s->map))))
 			return &hs_error_nomem;
 		if (!s->map[i] &&
 		    !(s->map[i] = hs_zalloc_written((sg->avail / (ALIGN * 32) + 1) *
@@ -423,7 +424,7 @@ static struct hs_error *read_fastbins(struct gl *g, uint64_t arena,
 {
 	uint64_t bound = list_bound(g->core);
 	struct hs_error *err = NULL;
-	struct fb_list *lists = calloc(g->nfastbins ? g->nfastbins : 1,
+	struct fb_list *lists = hs_calloc(g->nfastbins ? g->nfastbins : 1,
 				       sizeof(*lists));
 	if (!lists)
 		return &hs_error_nomem;
@@ -1526,8 +1527,8 @@ static struct hs_error *find_by_code(struct gl *g, struct hs_disasm **csp,
 	if (err)
 		return err;
 	struct hs_disasm *cs = *csp;
-	struct refs *r = calloc(1, sizeof(*r));
-	uint8_t *buf = malloc(g->ms_size);
+	struct refs *r = hs_calloc(1, sizeof(*r));
+	uint8_t *buf = hs_malloc(g->ms_size);
 	if (!r || !buf) {
 		err = &hs_error_nomem;
 		goto out;
@@ -1655,7 +1656,7 @@ static void find_tpoff_by_code(struct gl *g, struct hs_disasm **csp)
 		hs_error_destroy(err);
 		return;
 	}
-	struct refs *r = calloc(1, sizeof(*r));
+	struct refs *r = hs_calloc(1, sizeof(*r));
 	if (r && !fn_refs(g, *csp, "malloc", r))
 		r->n = 0;
 	bool have_zero = false;
@@ -1855,7 +1856,7 @@ static struct hs_error *walk(struct gl *g, uint64_t mp_size)
 	if ((err = read_tcaches(g)))
 		return err;
 
-	uint8_t *buf = malloc(g->ms_size);
+	uint8_t *buf = hs_malloc(g->ms_size);
 	if (!buf)
 		return &hs_error_nomem;
 	struct hs_mallinfo2 mi = {0};
@@ -1935,7 +1936,7 @@ static struct hs_error *walk(struct gl *g, uint64_t mp_size)
 	} while (arena != g->main_arena);
 	mi.hblks = g->heap->mmap_expected;
 	mi.hblkhd = g->heap->mmap_expected_bytes;
-	struct hs_mallinfo2 *mip = malloc(sizeof(*mip));
+	struct hs_mallinfo2 *mip = hs_malloc(sizeof(*mip));
 	if (!mip) {
 		err = &hs_error_nomem;
 		goto out;
@@ -1957,8 +1958,8 @@ static struct hs_error *walk(struct gl *g, uint64_t mp_size)
 	err = hs_heap_reserve(g->heap, (size_t)(sys / MINSIZE + 1024));
 	hs_error_destroy(err);
 	err = NULL;
-	g->walked_bin = calloc(g->heap->narenas, sizeof(*g->walked_bin));
-	g->walked_fast = calloc(g->heap->narenas, sizeof(*g->walked_fast));
+	g->walked_bin = hs_calloc(g->heap->narenas, sizeof(*g->walked_bin));
+	g->walked_fast = hs_calloc(g->heap->narenas, sizeof(*g->walked_fast));
 	if (!g->walked_bin || !g->walked_fast) {
 		free(g->walked_bin);
 		free(g->walked_fast);
@@ -2135,7 +2136,7 @@ static struct hs_error *walk_ahead(struct gl *g,
 	}
 	s.heap->version = ver;
 
-	struct dwarf_ahead *a = calloc(1, sizeof(*a));
+	struct dwarf_ahead *a = hs_calloc(1, sizeof(*a));
 	if (!a) {
 		hs_heap_destroy(s.heap);
 		return NULL;

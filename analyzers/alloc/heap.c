@@ -1,6 +1,7 @@
 /* The allocator-neutral heap model (runs, regions, arenas, the final
  * sort): see analyzers/alloc/heap.h. */
 #include "src/sort.h"
+#include "src/alloc.h"
 #include "src/vector.h"
 #include "analyzers/alloc/backend.h"
 #include "analyzers/alloc/heap.h"
@@ -27,7 +28,7 @@ uint64_t hs_heap_slack(const struct hs_heap *heap, const struct hs_alloc *a)
 
 struct hs_heap *hs_heap_create(const struct hs_backend *backend)
 {
-	struct hs_heap *heap = calloc(1, sizeof(*heap));
+	struct hs_heap *heap = hs_calloc(1, sizeof(*heap));
 	if (heap) {
 		heap->backend = backend;
 		heap->allocator = backend->name;
@@ -98,7 +99,7 @@ struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
 {
 	if (n <= heap->cap || heap->totals_only)
 		return NULL;
-	struct hs_alloc_in *v = realloc(heap->build, n * sizeof(*v));
+	struct hs_alloc_in *v = hs_realloc(heap->build, n * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
 	hs_vector_hugepages(v, n * sizeof(*v));
@@ -111,7 +112,7 @@ struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc_in
 {
 	if (heap->nallocs == heap->cap) {
 		size_t cap = heap->cap ? heap->cap + heap->cap / 2 : 1024;
-		struct hs_alloc_in *n = realloc(heap->build, cap * sizeof(*n));
+		struct hs_alloc_in *n = hs_realloc(heap->build, cap * sizeof(*n));
 		if (!n)
 			return &hs_error_nomem;
 		hs_vector_hugepages(n, cap * sizeof(*n));
@@ -349,7 +350,7 @@ static struct hs_error *merge_runs(struct hs_heap *heap, struct run *runs, size_
 				   struct sift *sift)
 {
 	const struct hs_alloc_in *b = heap->build;
-	size_t *h = malloc(nr * sizeof(*h)), nh = 0;
+	size_t *h = hs_malloc(nr * sizeof(*h)), nh = 0;
 	if (!h)
 		return &hs_error_nomem;
 	/* sorted by their first blocks already (cmp_run): a heap as they
@@ -400,7 +401,7 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
 {
 	size_t n = heap->nallocs;
 	*done = false;
-	struct run *runs = malloc((heap->nruns + 1) * sizeof(*runs));
+	struct run *runs = hs_malloc((heap->nruns + 1) * sizeof(*runs));
 	if (!runs)
 		return &hs_error_nomem;
 	size_t nr = 0;
@@ -416,7 +417,7 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
 		const struct run *p = &runs[i - 1];
 		apart = heap->build[p->start + p->len - 1].addr < runs[i].first;
 	}
-	struct hs_alloc *out = malloc(n * sizeof(*out));
+	struct hs_alloc *out = hs_malloc(n * sizeof(*out));
 	hs_vector_hugepages(out, n * sizeof(*out));
 	if (!out) {
 		free(runs);
@@ -496,7 +497,7 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 			heap->nallocs = 0;
 			goto fail;
 		}
-		struct hs_alloc *v = realloc(out, (kept ? kept : 1) * sizeof(*v));
+		struct hs_alloc *v = hs_realloc(out, (kept ? kept : 1) * sizeof(*v));
 		heap->allocs = v ? v : out;
 		heap->build = NULL;
 	}
@@ -565,7 +566,7 @@ struct hs_error *hs_heap_merge(struct hs_heap *heap,
 		return NULL;
 	}
 	size_t m = heap->nallocs, total = m + n;
-	struct hs_alloc *out = malloc(total * sizeof(*out));
+	struct hs_alloc *out = hs_malloc(total * sizeof(*out));
 	if (!out)
 		return &hs_error_nomem;
 	hs_vector_hugepages(out, total * sizeof(*out));

@@ -111,6 +111,7 @@
 #include "analyzers/alloc/disasm.h"
 #include "analyzers/alloc/jemalloc.h"
 #include "formats/jelayout.h"
+#include "src/alloc.h"
 #include "src/fmt.h"
 #include "src/hashtab.h"
 #include "src/sort.h"
@@ -353,7 +354,7 @@ static struct hs_error *layout_from_dwarf(struct je *j, bool *found)
 	uint32_t bininfo = dl_size(&d, "struct bin_info_s");
 	L->nbins = bininfo ? (uint32_t)(infosize / bininfo) : 0;
 	L->arenas_max = (uint32_t)(arenasize / 8);
-	j->size_tab = calloc(L->nsizes, sizeof(uint64_t));
+	j->size_tab = hs_calloc(L->nsizes, sizeof(uint64_t));
 	if (!j->size_tab)
 		return &hs_error_nomem;
 	if (!hs_core_read_quiet(j->core, tab, j->size_tab, (size_t)L->nsizes * 8) ||
@@ -508,7 +509,7 @@ static struct hs_error *pick_layout(struct je *j)
 static struct hs_error *size_classes(struct je *j)
 {
 	const struct hs_je_layout *L = j->L;
-	j->size_tab = calloc(L->nsizes, sizeof(uint64_t));
+	j->size_tab = hs_calloc(L->nsizes, sizeof(uint64_t));
 	if (!j->size_tab)
 		return &hs_error_nomem;
 	uint32_t i = 0;
@@ -734,7 +735,7 @@ static bool arena_ok(struct je *j, uint64_t a, uint32_t *ind)
 static struct hs_error *note_arena(struct je *j, uint64_t a, uint32_t ind)
 {
 	if (ind >= j->narenas) {
-		uint64_t *v = realloc(j->arenas, (ind + 1) * sizeof(*v));
+		uint64_t *v = hs_realloc(j->arenas, (ind + 1) * sizeof(*v));
 		if (!v)
 			return &hs_error_nomem;
 		memset(v + j->narenas, 0, (ind + 1 - j->narenas) * sizeof(*v));
@@ -809,7 +810,7 @@ static struct hs_error *find_tsds(struct je *j, uint64_t **ret)
 	else if (hs_dwarf_module_tls(j->dw, j->lib, &memsz, &align) && memsz != L->tsd_size)
 		hs_log_warn(j->log, "jemalloc's TLS block is %llu bytes, its tsd %u: the thread caches may be misread",
 			    (unsigned long long)memsz, L->tsd_size);
-	uint64_t *tsd = calloc(j->core->nthreads + 1, sizeof(*tsd));
+	uint64_t *tsd = hs_calloc(j->core->nthreads + 1, sizeof(*tsd));
 	if (!tsd)
 		return &hs_error_nomem;
 	for (size_t t = 0; t < j->core->nthreads; t++) {
@@ -1090,7 +1091,7 @@ static struct hs_error *slab(struct je *j, struct hs_arena *ar, uint64_t e,
 	if (arena < L->arenas_max) {
 		if (arena >= j->class_arenas) {
 			uint32_t na = arena + 1;
-			struct hs_size_class *v = realloc(j->classes,
+			struct hs_size_class *v = hs_realloc(j->classes,
 							(size_t)na * L->nbins * sizeof(*v));
 			if (!v)
 				return &hs_error_nomem;
@@ -1300,7 +1301,7 @@ static struct hs_error *walk(struct je *j)
 	j->stats.extent_map = j->emap;
 	j->stats.arenas_array = j->arenas_at;
 	j->stats.layout = j->L->origin;
-	struct hs_je_stats *st = malloc(sizeof(*st));
+	struct hs_je_stats *st = hs_malloc(sizeof(*st));
 	if (!st)
 		return &hs_error_nomem;
 	*st = j->stats;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/alloc.h"
 #include "src/vector.h"
 
 enum {
@@ -456,7 +457,7 @@ struct hs_error *hs_pymalloc_read(const struct hs_core *core,
 		}
 	struct hs_error *err = NULL;
 	struct layer l = {.core = core, .log = log, .heap = heap};
-	l.py = calloc(1, sizeof(*l.py));
+	l.py = hs_calloc(1, sizeof(*l.py));
 	if (!l.py)
 		return &hs_error_nomem;
 	l.py->minor = minor;
@@ -465,8 +466,8 @@ struct hs_error *hs_pymalloc_read(const struct hs_core *core,
 	 * tree's large pools), 4 KiB in 256 KiB before */
 	l.py->pool_size = minor >= 10 ? 16384 : 4096;
 	l.py->arena_size = minor >= 10 ? 1 << 20 : 256 << 10;
-	l.freebits = calloc((l.py->pool_size / 16 + 63) / 64, sizeof(uint64_t));
-	l.maxend = malloc((heap->nregions ? heap->nregions : 1) * sizeof(uint64_t));
+	l.freebits = hs_calloc((l.py->pool_size / 16 + 63) / 64, sizeof(uint64_t));
+	l.maxend = hs_malloc((heap->nregions ? heap->nregions : 1) * sizeof(uint64_t));
 	if (!l.freebits || !l.maxend) {
 		err = &hs_error_nomem;
 		goto out;
@@ -535,7 +536,7 @@ struct hs_error *hs_pymalloc_read(const struct hs_core *core,
 	hs_heap_finish_regions(heap);
 	/* the arenas, by address */
 	qsort(l.arenas, l.narenas, sizeof(*l.arenas), cmp_span);
-	struct hs_pymalloc *py = realloc(l.py, sizeof(*py) +
+	struct hs_pymalloc *py = hs_realloc(l.py, sizeof(*py) +
 					 l.narenas * sizeof(py->arena[0]));
 	if (!py) {
 		err = &hs_error_nomem;
