@@ -26,9 +26,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
-#define __SANITIZE_ADDRESS__ 1
+/* HS_ASAN: built with AddressSanitizer (gcc says so with
+ * __SANITIZE_ADDRESS__, clang with __has_feature) */
+#if defined(__SANITIZE_ADDRESS__)
+#define HS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HS_ASAN 1
 #endif
 #endif
 
@@ -42,7 +46,7 @@
 /* The size to ask malloc for, for a request of n bytes. */
 static inline size_t hs_alloc_size(size_t n)
 {
-#ifdef __SANITIZE_ADDRESS__
+#ifdef HS_ASAN
 	return n;
 #else
 	if (n < HS_ALLOC_HUGE_MIN || n > SIZE_MAX - HS_ALLOC_HUGE)

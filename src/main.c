@@ -981,15 +981,9 @@ static bool huge_pages_offered(void)
  * starts itself again, once, with it set.  A GLIBC_TUNABLES that names
  * glibc.malloc.hugetlb already (=0 turns this off) is left alone; where
  * the program cannot be started again (no /proc), it goes on as it is. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
-#define __SANITIZE_ADDRESS__ 1
-#endif
-#endif
-
 static void restart_with_huge_pages(char **argv)
 {
-#ifdef __SANITIZE_ADDRESS__
+#ifdef HS_ASAN  /* (src/alloc.h) */
 	/* the sanitizer's allocator is not glibc's: nothing to gain, and a
 	 * sanitized program is slow to start */
 	(void)argv;
