@@ -196,7 +196,8 @@ struct part {
 	const struct hs_core *core;
 	const struct hs_graph *g;
 	uint32_t from, to;      /* sources [from, to) */
-	uint32_t *counts;       /* per source, to - from: its row's bytes */
+	struct hs_edgerow_fill fill;    /* where its rows start (from: a
+					 * group's first row) */
 	uint32_t *edges;        /* the open row's edges, as found */
 	size_t nedges, cap;
 	/* a long open row's targets as bits instead (go_wide): start
@@ -353,7 +354,8 @@ static bool close_sources(struct part *p, uint32_t upto)
 		if (interior && p->interior_rows)
 			__atomic_fetch_or(&p->interior_rows[p->open / 64],
 					  1ull << (p->open % 64), __ATOMIC_RELAXED);
-		p->counts[p->open - p->from] = (uint32_t)(p->nbytes - at);
+		if (!hs_edgerow_fill_row(&p->fill, p->nbytes - at))
+			return false;
 		p->total += n;
 		p->nedges = 0;
 		p->open++;
@@ -405,15 +407,13 @@ static bool resolve(struct part *p, struct cand *c, size_t n)
 }
 
 /* The blocks a start or rule edge of the part's rows holds: its rows
- * read again once the scan is done (marked as the rows closed, each edge's
- * random write into the map slowed the scan more). */
+ * read again once the graph is whole (marked as the rows closed, each
+ * edge's random write into the map slowed the scan more). */
 static void *held_pass(void *arg)
 {
 	struct part *p = arg;
-	const uint8_t *q = p->rows;
 	for (uint32_t src = p->from; src < p->to; src++) {
-		struct hs_edges it = {q, q + p->counts[src - p->from], src};
-		q = it.end;
+		struct hs_edges it = hs_graph_edges(p->g, src);
 		uint32_t e;
 		while (hs_edges_next(&it, &e))
 			if (!(e & HS_EDGE_INTERIOR))
@@ -634,14 +634,17 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	struct hs_graph *g = hs_calloc(1, sizeof(*g));
 	if (!g)
 		return &hs_error_nomem;
-	/* each row's bytes, then where it starts; then the index of that */
-	uint32_t *starts = NULL;
+	/* where the rows start: each part fills the groups of its rows
+	 * (until they are joined into g->index) */
+	struct hs_edgerow_group *groups = NULL;
+	struct part parts[HS_PARTS_MAX];
+	unsigned nparts = 0;
 	uint64_t *interior_rows = NULL;  /* (learning) */
 	struct hs_error *err = addrmap_build(&g->map, heap);
 	if (err)
 		goto fail;
 	g->n = (uint32_t)heap->nallocs;
-	starts = hs_malloc(((size_t)g->n + 1) * sizeof(*starts));
+	groups = hs_edgerow_groups_alloc(g->n);
 	if (rules && rules->enabled) {
 		g->rules = rules;
 		g->rule_of = hs_calloc((size_t)g->n + 1, 1);
@@ -650,7 +653,7 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		if (rules->py && !(g->pystarts = hs_zalloc_written(((size_t)g->n + 1) * sizeof(uint32_t))))
 			g->rule_of = (free(g->rule_of), NULL);
 	}
-	if (!starts || (g->rules && !g->rule_of)) {
+	if (!groups || (g->rules && !g->rule_of)) {
 		err = &hs_error_nomem;
 		goto fail;
 	}
@@ -663,13 +666,12 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	/* split the sources into parts of about equal bytes, a few a
 	 * thread (struct worker) */
 	enum { PARTS_PER_THREAD = 4 };
-	unsigned nparts = nthreads == 1 ? 1 :
-			  nthreads * PARTS_PER_THREAD < HS_PARTS_MAX ?
-			  nthreads * PARTS_PER_THREAD : HS_PARTS_MAX;
+	nparts = nthreads == 1 ? 1 :
+		 nthreads * PARTS_PER_THREAD < HS_PARTS_MAX ?
+		 nthreads * PARTS_PER_THREAD : HS_PARTS_MAX;
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < g->n; i++)
 		total += heap->allocs[i].size;
-	struct part parts[HS_PARTS_MAX];
 	memset(parts, 0, sizeof(parts));
 	uint32_t cur = 0;
 	uint64_t acc = 0, done = 0;
@@ -680,11 +682,11 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		parts[t].done = &done;
 		parts[t].learn = g->rules && (g->rules->enabled & 1u << HS_RULE_LEARNED);
 		uint64_t goal = total / nparts * (t + 1);
-		while (cur < g->n && (t == nparts - 1 || acc < goal))
+		/* (each part's rows fill whole groups of the index) */
+		while (cur < g->n && (t == nparts - 1 || acc < goal || cur % HS_EDGEROW_GROUP))
 			acc += heap->allocs[cur++].size;
 		parts[t].to = cur;
-		/* counts land directly in starts[from + 1 ..] */
-		parts[t].counts = starts + parts[t].from + 1;
+		hs_edgerow_fill_init(&parts[t].fill, groups, parts[t].from);
 	}
 	if (parts[0].learn) {
 		if (!(interior_rows = hs_calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)))) {
@@ -734,29 +736,14 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		unreadable += parts[t].unreadable;
 		g->words_scanned += parts[t].words;
 	}
-	if (!nomem && rules && parts[0].learn) {
-		/* the blocks a start pointer (or a rule's) from another block
-		 * holds: learning is about the others */
-		for (unsigned t = 0; t < nthreads && !nomem; t++)
-			nomem = !(workers[t].held = hs_calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)));
-		if (!nomem) {
-			next = 0;
-			hs_run_parts(workers, sizeof(*workers), nthreads, work);
-			uint64_t *held = workers[0].held;
-			for (unsigned t = 1; t < nthreads; t++)
-				for (size_t x = 0; x < (size_t)g->n / 64 + 1; x++)
-					held[x] |= workers[t].held[x];
-			struct hs_offstats stats[HS_PARTS_MAX];
-			for (unsigned t = 0; t < nparts; t++)
-				stats[t] = parts[t].stats;
-			err = hs_rules_learn(rules, stats, nparts, held);
-			nomem = err != NULL;
-		}
-	}
-	for (unsigned t = 0; t < nthreads; t++)
-		free(workers[t].held);
-	for (unsigned t = 0; t < nparts; t++)
-		hs_offstats_free(&parts[t].stats);
+	/* the end of the rows, after the last part's (the parts after it
+	 * are empty when the one before reached the last row); a part's
+	 * scan that ran out of memory left its rows unfilled */
+	unsigned last = nparts - 1;
+	while (last > 0 && parts[last].from == parts[last].to)
+		last--;
+	if (!nomem && !hs_edgerow_fill_end(&parts[last].fill))
+		nomem = true;
 	if (nomem || nbytes >= UINT32_MAX) {
 		err = nomem ? &hs_error_nomem :
 			hs_error_create(HS_ERR_UNSUPPORTED, "too many pointers (%llu)",
@@ -783,16 +770,42 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	}
 	memset(g->rows + at, 0, HS_EDGEROW_MAX);
 	g->nedges = nedges;
-	starts[0] = 0;
-	for (uint32_t i = 0; i < g->n; i++)
-		starts[i + 1] += starts[i];
-	bool indexed = hs_edgerow_index_build(starts, g->n, &g->index);
-	free(starts);
-	starts = NULL;
+	/* (the fills are emptied and the groups taken, either way) */
+	struct hs_edgerow_fill *fills[HS_PARTS_MAX];
+	for (unsigned t = 0; t < nparts; t++)
+		fills[t] = &parts[t].fill;
+	bool indexed = hs_edgerow_index_join(&g->index, groups, fills, nparts);
+	groups = NULL;
 	if (!indexed) {
 		err = &hs_error_nomem;
 		goto fail;
 	}
+	if (parts[0].learn) {
+		/* the blocks a start pointer (or a rule's) from another block
+		 * holds: learning is about the others */
+		for (unsigned t = 0; t < nthreads && !nomem; t++)
+			nomem = !(workers[t].held = hs_calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)));
+		if (!nomem) {
+			next = 0;
+			hs_run_parts(workers, sizeof(*workers), nthreads, work);
+			uint64_t *held = workers[0].held;
+			for (unsigned t = 1; t < nthreads; t++)
+				for (size_t x = 0; x < (size_t)g->n / 64 + 1; x++)
+					held[x] |= workers[t].held[x];
+			struct hs_offstats stats[HS_PARTS_MAX];
+			for (unsigned t = 0; t < nparts; t++)
+				stats[t] = parts[t].stats;
+			err = hs_rules_learn(rules, stats, nparts, held);
+		}
+		for (unsigned t = 0; t < nthreads; t++)
+			free(workers[t].held);
+		if (nomem)
+			err = &hs_error_nomem;
+		if (err)
+			goto fail;
+	}
+	for (unsigned t = 0; t < nparts; t++)
+		hs_offstats_free(&parts[t].stats);
 	if (unreadable)
 		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
 			    (unsigned long long)unreadable);
@@ -804,7 +817,11 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	*ret = g;
 	return NULL;
 fail:
-	free(starts);
+	for (unsigned t = 0; t < nparts; t++) {
+		hs_edgerow_fill_fini(&parts[t].fill);
+		hs_offstats_free(&parts[t].stats);
+	}
+	free(groups);
 	free(interior_rows);
 	hs_graph_destroy(g);
 	return err;

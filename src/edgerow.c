@@ -18,49 +18,125 @@ uint32_t hs_edgerow_wide_start(const struct hs_edgerow_index *ix, uint32_t v)
 	return ix->wide[(size_t)lo * HS_EDGEROW_GROUP + v % HS_EDGEROW_GROUP];
 }
 
+struct hs_edgerow_group *hs_edgerow_groups_alloc(uint32_t n)
+{
+	size_t ng = (size_t)n / HS_EDGEROW_GROUP + 1;
+	return aligned_alloc(64, ng * sizeof(struct hs_edgerow_group));
+}
+
+void hs_edgerow_fill_init(struct hs_edgerow_fill *f, struct hs_edgerow_group *groups,
+			  uint32_t first_row)
+{
+	*f = (struct hs_edgerow_fill){.groups = groups,
+				      .first = first_row / HS_EDGEROW_GROUP,
+				      .group = first_row / HS_EDGEROW_GROUP};
+}
+
+/* Writes the open group (its k starts) and opens the next. */
+static bool close_group(struct hs_edgerow_fill *f)
+{
+	struct hs_edgerow_group *grp = &f->groups[f->group];
+	memset(grp, 0, sizeof(*grp));
+	grp->base = (uint32_t)f->start[0];
+	if (f->start[f->k - 1] - f->start[0] >= HS_EDGEROW_WIDE) {
+		if (f->nwide == f->capwide) {
+			uint32_t cap = f->capwide ? 2 * f->capwide : 16;
+			uint32_t *wg = hs_realloc(f->wide_group, cap * sizeof(*wg));
+			if (wg)
+				f->wide_group = wg;
+			uint32_t *w = wg ? hs_realloc(f->wide, (size_t)cap * HS_EDGEROW_GROUP * sizeof(*w)) : NULL;
+			if (!w)
+				return false;
+			f->wide = w;
+			f->capwide = cap;
+		}
+		f->wide_group[f->nwide] = f->group;
+		/* (past the index's last row: its end) */
+		for (unsigned j = 0; j < HS_EDGEROW_GROUP; j++)
+			f->wide[(size_t)f->nwide * HS_EDGEROW_GROUP + j] =
+				(uint32_t)f->start[j < f->k ? j : f->k - 1];
+		f->nwide++;
+		grp->rel[0] = HS_EDGEROW_WIDE;
+	} else {
+		for (unsigned j = 0; j < f->k; j++)
+			grp->rel[j] = (uint16_t)(f->start[j] - f->start[0]);
+	}
+	f->group++;
+	f->k = 0;
+	return true;
+}
+
+bool hs_edgerow_fill_row(struct hs_edgerow_fill *f, uint64_t bytes)
+{
+	f->start[f->k++] = f->at;
+	f->at += bytes;
+	return f->k < HS_EDGEROW_GROUP || close_group(f);
+}
+
+bool hs_edgerow_fill_end(struct hs_edgerow_fill *f)
+{
+	f->start[f->k++] = f->at;
+	return close_group(f);
+}
+
+void hs_edgerow_fill_fini(struct hs_edgerow_fill *f)
+{
+	free(f->wide_group);
+	free(f->wide);
+	f->wide_group = f->wide = NULL;
+	f->nwide = f->capwide = 0;
+}
+
+bool hs_edgerow_index_join(struct hs_edgerow_index *ix, struct hs_edgerow_group *groups,
+			   struct hs_edgerow_fill *const *fills, size_t nfills)
+{
+	*ix = (struct hs_edgerow_index){.groups = groups};
+	size_t nwide = 0;
+	for (size_t t = 0; t < nfills; t++)
+		nwide += fills[t]->nwide;
+	if (nwide) {
+		ix->wide_group = hs_malloc(nwide * sizeof(*ix->wide_group));
+		ix->wide = hs_malloc(nwide * HS_EDGEROW_GROUP * sizeof(*ix->wide));
+	}
+	bool ok = !nwide || (ix->wide_group && ix->wide);
+	uint32_t off = 0;  /* the bytes of the fills before */
+	for (size_t t = 0; t < nfills; t++) {
+		struct hs_edgerow_fill *f = fills[t];
+		for (uint32_t g = f->first; ok && g < f->group; g++)
+			groups[g].base += off;
+		for (uint32_t i = 0; ok && i < f->nwide; i++, ix->nwide++) {
+			ix->wide_group[ix->nwide] = f->wide_group[i];
+			for (size_t j = 0; j < HS_EDGEROW_GROUP; j++)
+				ix->wide[(size_t)ix->nwide * HS_EDGEROW_GROUP + j] =
+					f->wide[(size_t)i * HS_EDGEROW_GROUP + j] + off;
+		}
+		off += (uint32_t)f->at;
+		hs_edgerow_fill_fini(f);
+	}
+	if (!ok)
+		hs_edgerow_index_fini(ix);
+	return ok;
+}
+
 bool hs_edgerow_index_build(const uint32_t *starts, uint32_t n,
 			    struct hs_edgerow_index *ix)
 {
 	*ix = (struct hs_edgerow_index){0};
-	size_t ng = (size_t)n / HS_EDGEROW_GROUP + 1;
-	ix->groups = aligned_alloc(64, ng * sizeof(*ix->groups));
-	if (!ix->groups)
-		goto fail;
-	for (size_t g = 0; g < ng; g++) {
-		size_t first = g * HS_EDGEROW_GROUP;
-		size_t last = first + HS_EDGEROW_GROUP - 1 < n ? first + HS_EDGEROW_GROUP - 1 : n;
-		struct hs_edgerow_group *grp = &ix->groups[g];
-		memset(grp, 0, sizeof(*grp));
-		grp->base = starts[first];
-		if (starts[last] - starts[first] >= HS_EDGEROW_WIDE) {
-			grp->rel[0] = HS_EDGEROW_WIDE;
-			ix->nwide++;
-			continue;
-		}
-		for (size_t v = first; v <= last; v++)
-			grp->rel[v - first] = (uint16_t)(starts[v] - starts[first]);
+	struct hs_edgerow_group *groups = hs_edgerow_groups_alloc(n);
+	if (!groups)
+		return false;
+	struct hs_edgerow_fill f;
+	hs_edgerow_fill_init(&f, groups, 0);
+	bool ok = true;
+	for (uint32_t v = 0; ok && v < n; v++)
+		ok = hs_edgerow_fill_row(&f, starts[v + 1] - starts[v]);
+	if (!(ok && hs_edgerow_fill_end(&f))) {
+		hs_edgerow_fill_fini(&f);
+		free(groups);
+		return false;
 	}
-	if (ix->nwide) {
-		ix->wide_group = hs_malloc(ix->nwide * sizeof(*ix->wide_group));
-		ix->wide = hs_malloc((size_t)ix->nwide * HS_EDGEROW_GROUP * sizeof(*ix->wide));
-		if (!ix->wide_group || !ix->wide)
-			goto fail;
-		uint32_t k = 0;
-		for (size_t g = 0; g < ng; g++) {
-			if (ix->groups[g].rel[0] != HS_EDGEROW_WIDE)
-				continue;
-			ix->wide_group[k] = (uint32_t)g;
-			for (size_t j = 0; j < HS_EDGEROW_GROUP; j++) {
-				size_t v = g * HS_EDGEROW_GROUP + j;
-				ix->wide[(size_t)k * HS_EDGEROW_GROUP + j] = v <= n ? starts[v] : starts[n];
-			}
-			k++;
-		}
-	}
-	return true;
-fail:
-	hs_edgerow_index_fini(ix);
-	return false;
+	struct hs_edgerow_fill *fp = &f;
+	return hs_edgerow_index_join(ix, groups, &fp, 1);
 }
 
 void hs_edgerow_index_fini(struct hs_edgerow_index *ix)

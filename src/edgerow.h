@@ -107,10 +107,49 @@ static inline void hs_edgerow_prefetch(const struct hs_edgerow_index *ix, uint32
 	__builtin_prefetch(&ix->groups[v / HS_EDGEROW_GROUP]);
 }
 
-/* The index of starts[0 .. n] (ascending); false when memory ran out. */
+/* The index of starts[0 .. n] (ascending, starts[0] == 0); false when
+ * memory ran out. */
 bool hs_edgerow_index_build(const uint32_t *starts, uint32_t n,
 			    struct hs_edgerow_index *ix);
 void hs_edgerow_index_fini(struct hs_edgerow_index *ix);
+
+/* An index filled row by row, as the rows are written, without an array
+ * of starts: each fill covers rows from a group's first on, its starts
+ * counted from its own first row, so that the parts of a graph written
+ * each on its own thread fill their groups side by side (each group is
+ * one fill's), and hs_edgerow_index_join adds the bytes of the parts
+ * before each.  The groups are allocated by hs_edgerow_groups_alloc for
+ * the n rows.  Each fill but the last that holds a row ends at a
+ * group's end; that last one (or the first, when there are no rows) ends
+ * with hs_edgerow_fill_end, and the fills after it hold no row. */
+struct hs_edgerow_fill {
+	struct hs_edgerow_group *groups;        /* all of the index's */
+	uint32_t first;         /* the fill's first group */
+	uint32_t group;         /* the open group */
+	unsigned k;             /* starts in it so far */
+	uint64_t at;            /* the bytes of the rows filled so far */
+	uint64_t start[HS_EDGEROW_GROUP];       /* the open group's */
+	/* its wide groups (their starts from the fill's first row) */
+	uint32_t *wide_group, *wide;
+	uint32_t nwide, capwide;
+};
+
+/* The groups of an index of n rows (64-byte aligned), or NULL. */
+struct hs_edgerow_group *hs_edgerow_groups_alloc(uint32_t n);
+/* A fill from row first_row (a multiple of HS_EDGEROW_GROUP) on. */
+void hs_edgerow_fill_init(struct hs_edgerow_fill *f, struct hs_edgerow_group *groups,
+			  uint32_t first_row);
+/* The next row is `bytes` long; false when memory ran out. */
+bool hs_edgerow_fill_row(struct hs_edgerow_fill *f, uint64_t bytes);
+/* The last fill: row n starts at the end of the rows; false when memory
+ * ran out. */
+bool hs_edgerow_fill_end(struct hs_edgerow_fill *f);
+void hs_edgerow_fill_fini(struct hs_edgerow_fill *f);
+/* The index of *fills[0 .. nfills) (in row order, the last ended; their
+ * rows' bytes in all below 2^32), whose groups it takes; the fills are
+ * emptied.  False when memory ran out (the groups are then freed too). */
+bool hs_edgerow_index_join(struct hs_edgerow_index *ix, struct hs_edgerow_group *groups,
+			   struct hs_edgerow_fill *const *fills, size_t nfills);
 
 /* A row being read: its bytes [p, end) and the id before the next edge. */
 struct hs_edges {

@@ -2,7 +2,8 @@
  * node and anywhere below 2^30, every flag pair, the ids 0 and 2^30 - 1)
  * written with hs_edgerow_encode and read back with hs_edges_next; the
  * index's starts against the sums of the edges' lengths, two groups of
- * rows among them wider than 16 bits (a row of BIG edges); the byte
+ * rows among them wider than 16 bits (a row of BIG edges), and the same
+ * index filled in parts (hs_edgerow_fill) and joined; the byte
  * counts of edges one and two bytes long; flags changed in place.  And
  * src/varint.h beneath them: zigzag and varints at their boundaries and
  * at random, written and read back, their lengths as announced. */
@@ -60,6 +61,56 @@ int main(void)
 	}
 	CHECKF(!badstart, "%d rows start where they should not", badstart);
 	CHECKF(ix.nwide == 2, "%u groups of 32-bit starts, not 2", ix.nwide);
+	/* the same index filled in parts, as a graph's threads fill it: cut
+	 * at random groups' ends, some parts empty, the last rows at times in
+	 * a part followed by empty ones */
+	int badfill = 0, badwide = 0, badjoin = 0;
+	for (int round = 0; round < 60; round++) {
+		enum { MAXFILLS = 9 };
+		uint32_t cut[MAXFILLS + 1];
+		size_t nf = 1 + check_rand() % MAXFILLS;
+		cut[0] = 0;
+		for (size_t t = 1; t < nf; t++) {
+			uint32_t c = (uint32_t)(check_rand() % (N / HS_EDGEROW_GROUP + 2)) *
+				     HS_EDGEROW_GROUP;
+			cut[t] = c > N ? N : c;
+		}
+		cut[nf] = N;
+		for (size_t t = 1; t < nf; t++)  /* ascending */
+			for (size_t u = t; u > 1 && cut[u - 1] > cut[u]; u--) {
+				uint32_t x = cut[u];
+				cut[u] = cut[u - 1];
+				cut[u - 1] = x;
+			}
+		struct hs_edgerow_group *groups = hs_edgerow_groups_alloc(N);
+		CHECK(groups);
+		if (!groups)
+			break;
+		struct hs_edgerow_fill fills[MAXFILLS], *fp[MAXFILLS];
+		size_t last = 0;
+		for (size_t t = 0; t < nf; t++) {
+			fp[t] = &fills[t];
+			hs_edgerow_fill_init(&fills[t], groups, cut[t]);
+			for (uint32_t v = cut[t]; v < cut[t + 1]; v++)
+				badfill += !hs_edgerow_fill_row(&fills[t], hs_edgerow_start(&ix, v + 1) -
+								      hs_edgerow_start(&ix, v));
+			if (cut[t] < cut[t + 1])
+				last = t;
+		}
+		badfill += !hs_edgerow_fill_end(&fills[last]);
+		struct hs_edgerow_index jx;
+		if (!hs_edgerow_index_join(&jx, groups, fp, nf)) {
+			badjoin++;
+			continue;
+		}
+		for (uint32_t v = 0; v <= N; v++)
+			badjoin += hs_edgerow_start(&jx, v) != hs_edgerow_start(&ix, v);
+		badwide += jx.nwide != ix.nwide;
+		hs_edgerow_index_fini(&jx);
+	}
+	CHECKF(!badfill, "%d rows not filled (memory)", badfill);
+	CHECKF(!badjoin, "%d starts of the joined index differ from the whole one's", badjoin);
+	CHECKF(!badwide, "%d joined indexes with another number of wide groups", badwide);
 	int bad = 0, badlen = 0;
 	for (uint32_t v = 0; v < N; v++) {
 		struct hs_edges it = hs_edgerow(rows, &ix, v);
