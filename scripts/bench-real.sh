@@ -11,6 +11,8 @@
 # of BENCH_RUNS, default 3: wall, user, peak RSS and --stats) and, with
 # BENCH_CHAP (scripts/build-chap.sh prints its path), `chap` answering
 # "count leaked" the same way; the ratio heapsift / chap is printed.
+# ANON_B: the peak of heapsift's anonymous memory per allocation, in one
+# more run of `leaks` sampled by scripts/lib/peak_anon.py.
 # Not part of the test suite.
 #
 #   scripts/bench-real.sh [N] [NAME...]      N default 1000000
@@ -71,7 +73,7 @@ take_core() {
 	rm -f "$fifo"
 }
 
-printf '%-8s %10s %8s %10s %9s %9s %10s %9s %7s\n' PROGRAM CORE_MB BLOCKS HS_WALL HS_USER HS_MB CHAP_WALL CHAP_MB RATIO
+printf '%-8s %10s %8s %10s %9s %9s %7s %10s %9s %7s\n' PROGRAM CORE_MB BLOCKS HS_WALL HS_USER HS_MB ANON_B CHAP_WALL CHAP_MB RATIO
 for name in "${NAMES[@]}"; do
 	take_core "$name"
 	core="$OUT/$name.core"
@@ -79,6 +81,7 @@ for name in "${NAMES[@]}"; do
 	hw="$(printf '%.2f' "$BEST_WALL")" hu="$BEST_USER" hr="$BEST_RSS"
 	stats="$(grep '^heapsift: stats:' "$OUT/$name.err" | head -2 | tr '\n' ' ')"
 	blocks="$(grep -oE '[0-9]+ allocations' "$OUT/$name.err" | head -1 | cut -d' ' -f1)"
+	read -r _ _ _ _ _ _ _ _ _ anonb < <(python3 "$ROOT/scripts/lib/peak_anon.py" "$HS" leaks "$core" --stats)
 	cw="-" cr="-" ratio="-"
 	if [ -n "$CHAP" ]; then
 		bench_best_of "$name-chap" sh -c 'echo "count leaked" | "$1" "$2"' sh "$CHAP" "$core"
@@ -86,8 +89,8 @@ for name in "${NAMES[@]}"; do
 		ratio="$(awk -v h="$hw" -v c="$cw" 'BEGIN { printf "%.2f", h / c }')"
 		cr="$(awk -v r="$cr" 'BEGIN { printf "%.0f", r / 1024 }')"
 	fi
-	printf '%-8s %10.0f %8s %10s %9s %9.0f %10s %9s %7s\n' "$name" \
+	printf '%-8s %10.0f %8s %10s %9s %9.0f %7s %10s %9s %7s\n' "$name" \
 		"$(stat -c %s "$core" | awk '{ print $1 / 1048576 }')" "${blocks:-?}" "$hw" "$hu" \
-		"$(awk -v r="$hr" 'BEGIN { print r / 1024 }')" "$cw" "$cr" "$ratio"
+		"$(awk -v r="$hr" 'BEGIN { print r / 1024 }')" "$anonb" "$cw" "$cr" "$ratio"
 	echo "  $stats"
 done

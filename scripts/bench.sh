@@ -5,12 +5,18 @@
 #   heapsift info CORE
 #   heapsift list --format json CORE > /dev/null
 #   heapsift leaks CORE                      (the conservative mark)
+#   heapsift top CORE                        (only when BENCH_COMMANDS
+#                                            names it)
 # and each worker thread count in BENCH_THREADS (default "1 2"), it runs the
 # command BENCH_RUNS times (default 3) under /usr/bin/time -v with --stats,
 # and reports the best wall time with that run's maximum RSS and heapsift's
 # own --stats: phase times, and the anonymous memory (heapsift's own, beyond
-# the mapped core) in bytes per allocation.  Then the counts: what the
-# fixture made, heapsift list's and leaks' classes.
+# the mapped core) in bytes per allocation.  For leaks and top, one more
+# run sampled by scripts/lib/peak_anon.py gives the peak of the anonymous
+# memory (the memory goal's measure; the peak RSS less the file-backed
+# memory at the end overstates it by the debug files let go before the
+# end).  Then the counts: what the fixture made, heapsift list's and
+# leaks' classes.
 # Not part of the test suite.
 #
 #   scripts/bench.sh [N_LIVE] [FIXTURE_THREADS]
@@ -137,7 +143,7 @@ stat_field() {
 		head -n 1 | awk '{ print $NF }'
 }
 
-printf 'label\tcommand\tthreads\truns\twall_s\tmax_rss_kib\topen_s\tmodules_s\theap_s\troots_s\tgraph_s\tmark_s\tdominators_s\ttypes_s\ttotal_s\tallocations\tedges\tpeak_rss_kib\trss_anon_kib\trss_file_kib\tanon_bytes_per_alloc\tpeak_minus_file_bytes_per_alloc\n' >"$TSV"
+printf 'label\tcommand\tthreads\truns\twall_s\tmax_rss_kib\topen_s\tmodules_s\theap_s\troots_s\tgraph_s\tmark_s\tdominators_s\ttypes_s\ttotal_s\tallocations\tedges\tpeak_rss_kib\trss_anon_kib\trss_file_kib\tanon_bytes_per_alloc\tpeak_minus_file_bytes_per_alloc\tpeak_anon_kib\tpeak_anon_bytes_per_alloc\n' >"$TSV"
 
 for t in $THREADS; do
 	for c in $COMMANDS; do
@@ -146,6 +152,7 @@ for t in $THREADS; do
 		info) cmd=("$HS" info "$CORE") ;;
 		list) cmd=("$HS" list --format json "$CORE") ;;
 		leaks) cmd=("$HS" leaks "$CORE") ;;
+		top) cmd=("$HS" top "$CORE") ;;
 		*) echo "bench.sh: unknown command '$c'" >&2; exit 2 ;;
 		esac
 		say "${cmd[*]} --threads $t --stats > /dev/null"
@@ -160,12 +167,23 @@ for t in $THREADS; do
 		printf '%s best of %d: %.2f s wall, %.1f MiB max RSS\n' "$label" "$RUNS" "$BEST_WALL" \
 			"$(awk -v r="$BEST_RSS" 'BEGIN { print r / 1024 }')"
 		grep '^heapsift: stats:' "$e" | sed 's/^/  /'
-		printf '  anonymous beyond the mapped core: %s KiB = %s bytes per allocation (peak RSS - file-backed: %s bytes per allocation)\n' \
+		printf '  anonymous beyond the mapped core at the end: %s KiB = %s bytes per allocation (peak RSS - file-backed: %s bytes per allocation)\n' \
 			"$anon" "$bpa" "$bpp"
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		pk="" pkb=""
+		case "$c" in
+		leaks | top)
+			# the peak of the anonymous memory, in a run of its own
+			# (the sampling takes a share of a CPU)
+			read -r _ pk _ _ _ _ _ _ _ pkb < <(python3 "$ROOT/scripts/lib/peak_anon.py" \
+				"${cmd[@]}" --threads "$t" --stats)
+			printf '  peak anonymous memory (sampled every 0.5 ms, one run): %s KiB = %s bytes per allocation\n' \
+				"$pk" "$pkb"
+			;;
+		esac
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
 			"$label" "$c" "$t" "$RUNS" "$BEST_WALL" "$BEST_RSS" \
 			"$(f open)" "$(f modules)" "$(f heap)" "$(f roots)" "$(f graph)" "$(f mark)" "$(f dominators)" "$(f types)" "$(f total)" \
-			"${allocs:-}" "${edges:-}" "$hwm" "$anon" "$file" "$bpa" "$bpp" >>"$TSV"
+			"${allocs:-}" "${edges:-}" "$hwm" "$anon" "$file" "$bpa" "$bpp" "$pk" "$pkb" >>"$TSV"
 	done
 done
 
@@ -175,7 +193,7 @@ if [ -n "$CHAP" ]; then
 		bench_best_of "chap-$q" sh -c 'echo "count $1" | "$2" "$3"' sh "$q" "$CHAP" "$CORE"
 		printf 'chap-%s best of %d: %.2f s wall, %.1f MiB max RSS\n' "$q" "$RUNS" "$BEST_WALL" \
 			"$(awk -v r="$BEST_RSS" 'BEGIN { print r / 1024 }')"
-		printf 'chap-%s\tchap count %s\t-\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n' \
+		printf 'chap-%s\tchap count %s\t-\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n' \
 			"$q" "$q" "$RUNS" "$BEST_WALL" "$BEST_RSS" >>"$TSV"
 	done
 	# chap's own memory, from /proc while it waits for its next command

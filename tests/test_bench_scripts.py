@@ -10,6 +10,12 @@ times, time per allocation, growth from the smallest size).  Checks:
   - each table has a row per size (the growth table one per larger size),
     with a number in every phase's cell;
   - a size that is not a number is refused with one line and exit 2;
+  - scripts/lib/peak_anon.py (the peak of the anonymous memory, which
+    scripts/bench.sh and bench-real.sh report) on `leaks --stats` of the
+    smaller core: a peak of at least the 12-byte table of each block and
+    at most the peak RSS heapsift reports, samples taken, heapsift's own
+    allocation count, the bytes per allocation those two give; a command
+    that fails makes it exit 1; without --stats, no count;
   - scripts/lib/ctest_failures.py, which scripts/test.sh runs last when a
     test failed, prints a failed test's FAIL lines from ctest's log.
 The figures themselves are not checked here: they are timings, and the
@@ -94,9 +100,45 @@ def main():
     R.check("a size that is not a number: exit 2, one line",
             bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
             and "12x" in bad.stderr, "exit %d: %r" % (bad.returncode, bad.stderr))
+    check_peak_anon(os.path.join(out, "bench_heap-%d.core" % SIZES[0]), counts[0])
     shutil.rmtree(out, ignore_errors=True)
     check_ctest_failures()
     return R.finish()
+
+
+def check_peak_anon(core, allocs):
+    script = os.path.join(hstest.SRCDIR, "scripts", "lib", "peak_anon.py")
+    errfile = os.path.join(hstest.WORKDIR, "peak_anon.err")
+
+    def run(*args, **env):
+        p = subprocess.run([sys.executable, script] + list(args),
+                           env=dict(os.environ, **env), stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=300)
+        f = p.stdout.split()
+        return p, dict(zip(f[0::2], f[1::2]))
+
+    p, r = run(hstest.HEAPSIFT, "leaks", core, "--stats", PEAK_ANON_STDERR=errfile)
+    R.check("peak_anon.py: exit 0 and one line of five name-value pairs",
+            p.returncode == 0 and len(r) == 5 and r.get("exit") == "0",
+            "exit %d: %r %r" % (p.returncode, p.stdout, p.stderr))
+    with open(errfile) as f:
+        m = re.search(r"peak RSS ([0-9]+) KiB", f.read())
+    hwm = int(m.group(1)) if m else 0
+    peak = int(r.get("peak_anon_kib", "0"))
+    R.check("peak_anon.py: the peak is at least the block table and at most the peak RSS",
+            allocs * 12 / 1024 <= peak <= hwm,
+            "peak %d KiB, %d blocks, peak RSS %d KiB" % (peak, allocs, hwm))
+    R.check("peak_anon.py: samples taken", int(r.get("samples", "0")) >= 1, p.stdout)
+    R.check("peak_anon.py: heapsift's allocations and the bytes per allocation",
+            r.get("allocations") == str(allocs) and allocs > 0 and
+            r.get("bytes_per_alloc") == "%.1f" % (peak * 1024 / allocs), p.stdout)
+    p, r = run(hstest.HEAPSIFT, "leaks", core + ".missing", "--stats")
+    R.check("peak_anon.py: a command that fails, exit 1 and its exit status",
+            p.returncode == 1 and r.get("exit") not in (None, "0"), p.stdout)
+    p, r = run(hstest.HEAPSIFT, "info", core)
+    R.check("peak_anon.py: without --stats, no allocation count",
+            p.returncode == 0 and r.get("allocations") == "-" and
+            r.get("bytes_per_alloc") == "-", p.stdout)
 
 
 def check_ctest_failures():
