@@ -3,7 +3,9 @@
 # allocations for each N given (default 10^6, 10^7 and 10^8), and for each
 # `heapsift leaks CORE --stats` and `heapsift top CORE --stats`.
 # Prints, per size, the phase times, the user time and the peak memory
-# beyond the mapped core, then the phase times per allocation at each size,
+# beyond the mapped core (and the peak of the anonymous memory, sampled by
+# scripts/lib/peak_anon.py in one more run of each command), then the
+# phase times per allocation at each size,
 # and how much each phase's time per allocation grew from the smallest
 # size to each larger one, beside what n log n would give.  An O(n) phase
 # keeps its time per allocation; O(n log n) lets it grow by the log ratio.
@@ -16,6 +18,8 @@
 #   BENCH_KEEP=1 ...           keep every core (by default a core of more
 #                              than 2 GB is deleted after its runs)
 #   BENCH_COMMANDS="leaks" ... only these commands (default "leaks top")
+#   BENCH_PEAK=0 ...           without the sampled run (at 10^8 it takes
+#                              as long as the timed one)
 #   BENCH_SCALE_DIR=DIR ...    where the cores and figures go
 #   HEAPSIFT=path BENCH_FIXTURE=path BENCH_NO_BUILD=1 ...
 #                              a given heapsift and bench_heap, not built
@@ -96,7 +100,7 @@ make_core() {
 		"$(($(stat -c %s "$core") / 1000000))"
 }
 
-printf 'n\tcommand\tcore_bytes\twall_s\tuser_s\tmax_rss_kib\tstats\n' >"$TSV"
+printf 'n\tcommand\tcore_bytes\twall_s\tuser_s\tmax_rss_kib\tstats\tpeak_anon_kib\n' >"$TSV"
 for n in "${SIZES[@]}"; do
 	make_core "$n"
 	core="$OUT/bench_heap-$n.core"
@@ -104,9 +108,16 @@ for n in "${SIZES[@]}"; do
 		say "heapsift $c bench_heap-$n.core --stats --threads $THREADS"
 		bench_best_of "$c-$n" "$HS" "$c" "$core" --stats --threads "$THREADS" || exit 1
 		grep '^heapsift: stats:' "$OUT/$c-$n.err" | sed 's/^/  /'
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$c" "$(stat -c %s "$core")" \
+		pk=""
+		if [ "${BENCH_PEAK:-1}" != 0 ]; then
+			read -r _ pk _ < <(python3 "$ROOT/scripts/lib/peak_anon.py" \
+				"$HS" "$c" "$core" --stats --threads "$THREADS")
+			printf '  peak anonymous memory (sampled, one more run): %s KiB\n' "$pk"
+		fi
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$c" "$(stat -c %s "$core")" \
 			"$BEST_WALL" "$BEST_USER" "$BEST_RSS" \
-			"$(grep '^heapsift: stats:' "$OUT/$c-$n.err" | sed 's/^heapsift: stats: //' | paste -sd'|')" >>"$TSV"
+			"$(grep '^heapsift: stats:' "$OUT/$c-$n.err" | sed 's/^heapsift: stats: //' | paste -sd'|')" \
+			"$pk" >>"$TSV"
 	done
 	if [ -z "${BENCH_KEEP:-}" ] && [ "$(stat -c %s "$core")" -gt 2000000000 ]; then
 		rm -f "$core"

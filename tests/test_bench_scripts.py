@@ -6,7 +6,8 @@ times, time per allocation, growth from the smallest size).  Checks:
   - it exits 0 and scale.tsv has one row per size;
   - each row's allocation count is what the fixture recorded: its live
     blocks and the temporaries it freed, plus the few the C library itself
-    holds (at most 64);
+    holds (at most 64); its sampled peak of anonymous memory is there, at
+    most the run's max RSS;
   - each table has a row per size (the growth table one per larger size),
     with a number in every phase's cell;
   - a size that is not a number is refused with one line and exit 2;
@@ -75,6 +76,10 @@ def main():
         R.check("%d: heapsift's allocations are the fixture's (%d live + %d freed) and libc's own"
                 % (n, int(rec["live"]), int(rec["freed"])),
                 made <= got <= made + 64, "heapsift: %d, fixture: %d" % (got, made))
+        pk = r.get("peak_anon_kib") or ""
+        R.check("%d: the sampled peak of anonymous memory, at most the max RSS" % n,
+                pk.isdigit() and 0 < int(pk) <= int(r["max_rss_kib"]),
+                "peak_anon_kib %r, max_rss_kib %r" % (pk, r.get("max_rss_kib")))
 
     text = p.stdout
     tables = re.findall(r"\n(leaks: [^\n]*)\n(\|[^\n]*\n)\|[-|]*\|\n((?:\|[^\n]*\n)*)", text)

@@ -2,7 +2,8 @@
 """Tables of how heapsift's phases grow with the heap, from the figures
 scripts/bench-scale.sh collected (scale.tsv: one row per size and command,
 with heapsift's --stats lines).  Prints, per command, the phase times at
-each size, then the time per allocation, then the growth of the time per
+each size (with the peak of the anonymous memory when a sampled run
+gave it), then the time per allocation, then the growth of the time per
 allocation from the smallest size beside log(n) / log(n0), what an
 O(n log n) phase would show (an O(n) phase stays at 1.00).  Exits 1 when
 the file has no usable row."""
@@ -41,6 +42,9 @@ def main(path):
                 continue
             s.update(n=int(r["n"]), wall=float(r["wall_s"]),
                      user=float(r["user_s"]), core=int(r["core_bytes"]))
+            # (sampled in a run of its own; absent from older files)
+            if (r.get("peak_anon_kib") or "").isdigit():
+                s["peak_anon_kib"] = int(r["peak_anon_kib"])
             rows.setdefault(r["command"], []).append(s)
     if not rows:
         print("scale_table: no figures in %s" % path, file=sys.stderr)
@@ -48,15 +52,17 @@ def main(path):
     for cmd, rs in rows.items():
         rs.sort(key=lambda s: s["allocations"])
         print("\n%s: seconds per phase (--stats), the run's user time and memory" % cmd)
-        print("| allocations | core MB | edges | %s | wall | user | peak beyond the core, B/alloc |"
-              % " | ".join(PHASES))
-        print("|---" * (len(PHASES) + 6) + "|")
+        print("| allocations | core MB | edges | %s | wall | user | peak anonymous, B/alloc "
+              "| peak RSS - file-backed at the end, B/alloc |" % " | ".join(PHASES))
+        print("|---" * (len(PHASES) + 7) + "|")
         for s in rs:
             beyond = (s.get("peak_kib", 0) - s.get("file_kib", 0)) * 1024 / s["allocations"]
-            print("| %d | %d | %d | %s | %.2f | %.2f | %.1f |" % (
+            anon = ("%.1f" % (s["peak_anon_kib"] * 1024 / s["allocations"])
+                    if "peak_anon_kib" in s else "-")
+            print("| %d | %d | %d | %s | %.2f | %.2f | %s | %.1f |" % (
                 s["allocations"], s["core"] // 1000000, s.get("edges", 0),
                 " | ".join("%.3f" % s.get(p, 0) for p in PHASES),
-                s["wall"], s["user"], beyond))
+                s["wall"], s["user"], anon, beyond))
         print("\n%s: nanoseconds per allocation" % cmd)
         print("| allocations | %s | user |" % " | ".join(PHASES))
         print("|---" * (len(PHASES) + 2) + "|")
