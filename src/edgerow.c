@@ -1,6 +1,7 @@
 /* Rows of edges as varints: see src/edgerow.h. */
 #include "src/edgerow.h"
 #include "src/alloc.h"
+#include "src/vector.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,17 +40,15 @@ static bool close_group(struct hs_edgerow_fill *f)
 	memset(grp, 0, sizeof(*grp));
 	grp->base = (uint32_t)f->start[0];
 	if (f->start[f->k - 1] - f->start[0] >= HS_EDGEROW_WIDE) {
-		if (f->nwide == f->capwide) {
-			uint32_t cap = f->capwide ? 2 * f->capwide : 16;
-			uint32_t *wg = hs_realloc(f->wide_group, cap * sizeof(*wg));
-			if (wg)
-				f->wide_group = wg;
-			uint32_t *w = wg ? hs_realloc(f->wide, (size_t)cap * HS_EDGEROW_GROUP * sizeof(*w)) : NULL;
-			if (!w)
-				return false;
-			f->wide = w;
-			f->capwide = cap;
-		}
+		uint32_t *wg = hs_vector_grow(f->wide_group, f->nwide, &f->capgroup, 1,
+					      sizeof(*wg));
+		if (wg)
+			f->wide_group = wg;
+		uint32_t *w = wg ? hs_vector_grow(f->wide, (size_t)f->nwide * HS_EDGEROW_GROUP,
+						  &f->capwide, HS_EDGEROW_GROUP, sizeof(*w)) : NULL;
+		if (!w)
+			return false;
+		f->wide = w;
 		f->wide_group[f->nwide] = f->group;
 		/* (past the index's last row: its end) */
 		for (unsigned j = 0; j < HS_EDGEROW_GROUP; j++)
@@ -84,7 +83,8 @@ void hs_edgerow_fill_fini(struct hs_edgerow_fill *f)
 	free(f->wide_group);
 	free(f->wide);
 	f->wide_group = f->wide = NULL;
-	f->nwide = f->capwide = 0;
+	f->nwide = 0;
+	f->capgroup = f->capwide = 0;
 }
 
 bool hs_edgerow_index_join(struct hs_edgerow_index *ix, struct hs_edgerow_group *groups,

@@ -131,7 +131,8 @@ struct hs_edgerow_fill {
 	uint64_t start[HS_EDGEROW_GROUP];       /* the open group's */
 	/* its wide groups (their starts from the fill's first row) */
 	uint32_t *wide_group, *wide;
-	uint32_t nwide, capwide;
+	uint32_t nwide;
+	size_t capgroup, capwide;       /* (hs_vector_grow) */
 };
 
 /* The groups of an index of n rows (64-byte aligned), or NULL. */
