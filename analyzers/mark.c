@@ -561,8 +561,12 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 		}
 		/* count <= cap: a slot ahead wraps once at most */
 		size_t cap = st->cap, a1 = head + AHEAD, a2 = head + 2 * AHEAD;
-		if (count > 2 * AHEAD)
-			hs_edgerow_prefetch(&g->index, st->v[a2 < cap ? a2 : a2 - cap]);
+		if (count > 2 * AHEAD) {
+			uint32_t y = st->v[a2 < cap ? a2 : a2 - cap];
+			hs_edgerow_prefetch(&g->index, y);
+			/* its bit in clean, written at random too */
+			__builtin_prefetch(&clean[y / 64], 1);
+		}
 		if (count > AHEAD)
 			__builtin_prefetch(&g->rows[hs_edgerow_start(&g->index,
 								      st->v[a1 < cap ? a1 : a1 - cap])]);
