@@ -9,6 +9,11 @@
 # and how much each phase's time per allocation grew from the smallest
 # size to each larger one, beside what n log n would give.  An O(n) phase
 # keeps its time per allocation; O(n log n) lets it grow by the log ratio.
+# Beside them, the machine's own cost of a read at random over a table of
+# 4 bytes per allocation at each size (tests/fixtures/perf_ref.c N: a
+# chase, each read waiting for the one before, and a gather of
+# independent reads), and how much that grew: the phases that read their
+# tables at random grow with it however linear their work is.
 # Not part of the test suite (tests/test_bench_scripts.py runs it at two
 # tiny sizes to keep it working).
 #
@@ -21,21 +26,23 @@
 #   BENCH_PEAK=0 ...           without the sampled run (at 10^8 it takes
 #                              as long as the timed one)
 #   BENCH_SCALE_DIR=DIR ...    where the cores and figures go
-#   HEAPSIFT=path BENCH_FIXTURE=path BENCH_NO_BUILD=1 ...
-#                              a given heapsift and bench_heap, not built
+#   HEAPSIFT=path BENCH_FIXTURE=path BENCH_REF=path BENCH_NO_BUILD=1 ...
+#                              a given heapsift, bench_heap and perf_ref,
+#                              not built (no perf_ref: no reference)
 #
 # A 10^8-allocation core is about 6.5 GB and needs that much memory twice
 # while it is made (the fixture, then the page cache), and heapsift about
 # 70 bytes per allocation on top of the mapped core.  The cores go to
 # build/bench/scale/; the figures (the best of BENCH_RUNS runs, default
 # 1), tab-separated, to
-# build/bench/scale/scale.tsv.
+# build/bench/scale/scale.tsv, and the reference's to ref.tsv beside it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${HS_BUILD_DIR:-$ROOT/build}"
 HS="${HEAPSIFT:-$BUILD/heapsift}"
 FIXTURE="${BENCH_FIXTURE:-$BUILD/tests/fixtures/bench_heap}"
+REF="${BENCH_REF:-$BUILD/tests/fixtures/perf_ref}"
 OUT="${BENCH_SCALE_DIR:-$BUILD/bench/scale}"
 SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(1000000 10000000 100000000)
@@ -58,7 +65,7 @@ if [ ! -x /usr/bin/time ]; then
 fi
 if [ -z "${BENCH_NO_BUILD:-}" ]; then
 	[ -x "$HS" ] || bash "$ROOT/scripts/setup.sh"
-	cmake --build "$BUILD" --target heapsift bench_heap >/dev/null
+	cmake --build "$BUILD" --target heapsift bench_heap perf_ref >/dev/null
 fi
 mkdir -p "$OUT"
 
@@ -101,9 +108,20 @@ make_core() {
 }
 
 printf 'n\tcommand\tcore_bytes\twall_s\tuser_s\tmax_rss_kib\tstats\tpeak_anon_kib\n' >"$TSV"
+printf 'n\tchase_ns\tgather_ns\n' >"$OUT/ref.tsv"
 for n in "${SIZES[@]}"; do
 	make_core "$n"
 	core="$OUT/bench_heap-$n.core"
+	if [ -x "$REF" ]; then
+		# (before the core's runs: its table and the core's pages are
+		# not in memory at once)
+		say "reference: perf_ref $n"
+		read -r _ _ _ chase _ gather < <("$REF" "$n") ||
+			{ echo "perf_ref $n failed" >&2; exit 1; }
+		printf '  a read at random over %s entries: %s ns chased, %s ns gathered\n' \
+			"$n" "$chase" "$gather"
+		printf '%s\t%s\t%s\n' "$n" "$chase" "$gather" >>"$OUT/ref.tsv"
+	fi
 	for c in $COMMANDS; do
 		say "heapsift $c bench_heap-$n.core --stats --threads $THREADS"
 		bench_best_of "$c-$n" "$HS" "$c" "$core" --stats --threads "$THREADS" || exit 1

@@ -10,6 +10,10 @@ times, time per allocation, growth from the smallest size).  Checks:
     most the run's max RSS;
   - each table has a row per size (the growth table one per larger size),
     with a number in every phase's cell;
+  - the reference (tests/fixtures/perf_ref.c N) has a row per size in
+    ref.tsv, with a positive cost for each read, printed in its table; the
+    growth table has its two columns, numbers too; perf_ref refuses a
+    size that is not one with one line and exit 2;
   - a size that is not a number is refused with one line and exit 2;
   - scripts/lib/peak_anon.py (the peak of the anonymous memory, which
     scripts/bench.sh and bench-real.sh report) on `leaks --stats` of the
@@ -46,6 +50,7 @@ def main():
     os.makedirs(out)
     env = dict(os.environ, HEAPSIFT=hstest.HEAPSIFT,
                BENCH_FIXTURE=hstest.fixture_path("bench_heap"),
+               BENCH_REF=hstest.fixture_path("perf_ref"),
                BENCH_NO_BUILD="1", BENCH_SCALE_DIR=out, BENCH_COMMANDS="leaks")
     for k in ("BENCH_CORES", "BENCH_KEEP", "BENCH_THREADS"):
         env.pop(k, None)
@@ -81,6 +86,33 @@ def main():
                 pk.isdigit() and 0 < int(pk) <= int(r["max_rss_kib"]),
                 "peak_anon_kib %r, max_rss_kib %r" % (pk, r.get("max_rss_kib")))
 
+    refs = []
+    with open(os.path.join(out, "ref.tsv")) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            refs.append(dict(zip(head, line.rstrip("\n").split("\t"))))
+
+    def positive(x):
+        try:
+            return float(x) > 0
+        except (TypeError, ValueError):
+            return False
+    R.check("ref.tsv: a row per size, a positive cost chased and gathered",
+            [int(r["n"]) for r in refs] == list(SIZES) and
+            all(positive(r.get("chase_ns")) and positive(r.get("gather_ns")) for r in refs),
+            repr(refs))
+    m = re.search(r"\nreference: [^\n]*\n\| N \| chase \| gather \|\n\|[-|]*\|\n((?:\|[^\n]*\n)*)",
+                  p.stdout)
+    R.check("the reference's table: a row per size",
+            m is not None and [l.strip("|").split("|")[0].strip()
+                               for l in m.group(1).splitlines()] == [str(n) for n in SIZES],
+            p.stdout[:1500])
+    bad_ref = subprocess.run([hstest.fixture_path("perf_ref"), "12x"], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=60)
+    R.check("perf_ref: a size that is not one, exit 2 and one line",
+            bad_ref.returncode == 2 and len(bad_ref.stderr.strip().splitlines()) == 1
+            and "12x" in bad_ref.stderr, "exit %d: %r" % (bad_ref.returncode, bad_ref.stderr))
+
     text = p.stdout
     tables = re.findall(r"\n(leaks: [^\n]*)\n(\|[^\n]*\n)\|[-|]*\|\n((?:\|[^\n]*\n)*)", text)
     R.check("three tables", len(tables) == 3, text[-1500:])
@@ -93,6 +125,9 @@ def main():
         firsts = [l.strip("|").split("|")[0].strip() for l in lines]
         R.check("%s: a row per size" % label, firsts == want,
                 "rows %s, sizes %s" % (firsts, want))
+        if "relative" in title:
+            R.check("growth table: the reference's two columns", cols[-2:] == ["chase", "gather"],
+                    header)
         ok = all(len(l.strip().strip("|").split("|")) == len(cols) for l in lines)
         cells = [c.strip() for l in lines for c in l.strip().strip("|").split("|")[1:]]
         # "-" in the growth table: a phase too short to time at the smallest size

@@ -5,10 +5,15 @@ with heapsift's --stats lines).  Prints, per command, the phase times at
 each size (with the peak of the anonymous memory when a sampled run
 gave it), then the time per allocation, then the growth of the time per
 allocation from the smallest size beside log(n) / log(n0), what an
-O(n log n) phase would show (an O(n) phase stays at 1.00).  Exits 1 when
-the file has no usable row."""
+O(n log n) phase would show (an O(n) phase stays at 1.00).  With the
+reference's figures beside it (ref.tsv: tests/fixtures/perf_ref.c N, the
+cost of a read at random over a table of N 4-byte entries, chased and
+gathered), prints those too, and how much they grew over the same sizes
+in the growth table's last two columns.  Exits 1 when the file has no
+usable row."""
 import csv
 import math
+import os
 import re
 import sys
 
@@ -33,7 +38,24 @@ def parse(stats):
     return out
 
 
+def read_ref(path):
+    """perf_ref's figures by size (the N it was given), from ref.tsv beside
+    scale.tsv; {} when there is none."""
+    ref = {}
+    try:
+        with open(os.path.join(os.path.dirname(path), "ref.tsv"), newline="") as f:
+            for r in csv.DictReader(f, delimiter="\t"):
+                try:
+                    ref[int(r["n"])] = (float(r["chase_ns"]), float(r["gather_ns"]))
+                except (KeyError, TypeError, ValueError):
+                    continue
+    except OSError:
+        pass
+    return ref
+
+
 def main(path):
+    ref = read_ref(path)
     rows = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f, delimiter="\t"):
@@ -49,6 +71,13 @@ def main(path):
     if not rows:
         print("scale_table: no figures in %s" % path, file=sys.stderr)
         return 1
+    if ref:
+        print("\nreference: nanoseconds a read at random over a table of 4 bytes "
+              "per allocation (perf_ref N)")
+        print("| N | chase | gather |")
+        print("|---|---|---|")
+        for n in sorted(ref):
+            print("| %d | %.2f | %.2f |" % (n, ref[n][0], ref[n][1]))
     for cmd, rs in rows.items():
         rs.sort(key=lambda s: s["allocations"])
         print("\n%s: seconds per phase (--stats), the run's user time and memory" % cmd)
@@ -75,8 +104,9 @@ def main(path):
         base = rs[0]
         print("\n%s: time per allocation relative to %d allocations "
               "(O(n): 1.00; O(n log n): the log ratio)" % (cmd, base["allocations"]))
-        print("| allocations | log ratio | %s | user |" % " | ".join(PHASES))
-        print("|---" * (len(PHASES) + 3) + "|")
+        extra = " | chase | gather" if ref else ""
+        print("| allocations | log ratio | %s | user%s |" % (" | ".join(PHASES), extra))
+        print("|---" * (len(PHASES) + 3 + (2 if ref else 0)) + "|")
         for s in rs[1:]:
             lr = math.log(s["allocations"]) / math.log(base["allocations"])
             cells = []
@@ -84,6 +114,9 @@ def main(path):
                 b = base.get(p, 0) / base["allocations"]
                 x = s.get(p, 0) / s["allocations"]
                 cells.append("%.2f" % (x / b) if b > 0 else "-")
+            for k in range(2 if ref else 0):
+                b, x = ref.get(base["n"]), ref.get(s["n"])
+                cells.append("%.2f" % (x[k] / b[k]) if b and x and b[k] > 0 else "-")
             print("| %d | %.2f | %s |" % (s["allocations"], lr, " | ".join(cells)))
     return 0
 
