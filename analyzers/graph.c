@@ -428,12 +428,21 @@ static void *scan_part(void *arg);
  * equal work: a part of many pointers takes longer), and each thread
  * takes the next part not taken until none is left: scan_part, or with
  * held set, held_pass into the thread's own bits. */
+/* The scan's parts done, counted where one thread waits for the others'
+ * (hs_graph_build_beside). */
+struct scan_done {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned n;
+};
+
 struct worker {
 	struct part *parts;
 	unsigned nparts;
 	unsigned *next;         /* the next part to take, shared */
 	struct hs_log *log;     /* progress: the caller's, and beside() a helper's */
 	uint64_t *held;
+	struct scan_done *done; /* counts the parts it scanned (NULL: none) */
 };
 
 static void *work(void *arg)
@@ -450,8 +459,29 @@ static void *work(void *arg)
 		} else {
 			p->log = w->log;
 			scan_part(p);
+			if (w->done) {
+				pthread_mutex_lock(&w->done->lock);
+				w->done->n++;
+				pthread_cond_signal(&w->done->cond);
+				pthread_mutex_unlock(&w->done->lock);
+			}
 		}
 	}
+}
+
+/* beside(), then the scan's parts left, on a thread of its own */
+struct beside_run {
+	void (*beside)(void *arg, const struct hs_graph *g);
+	void *arg;
+	const struct hs_graph *g;
+	struct worker w;        /* a copy: the caller reuses its workers */
+};
+
+static void *beside_main(void *arg)
+{
+	struct beside_run *r = arg;
+	r->beside(r->arg, r->g);
+	return work(&r->w);
 }
 
 static const char SCAN_PHASE[] = "scanning for pointers";
@@ -617,7 +647,7 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 				struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret)
 {
-	return hs_graph_build_beside(core, heap, rules, nthreads, log, NULL, NULL, ret);
+	return hs_graph_build_beside(core, heap, rules, nthreads, log, NULL, NULL, NULL, ret);
 }
 
 struct hs_error *hs_graph_build_beside(const struct hs_core *core,
@@ -625,6 +655,7 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 				       struct hs_rules *rules, unsigned nthreads,
 				       struct hs_log *log,
 				       void (*beside)(void *arg, const struct hs_graph *g),
+				       void (*after)(void *arg, const struct hs_graph *g),
 				       void *arg, struct hs_graph **ret)
 {
 	if (heap->nallocs >= HS_EDGE_MAX_IDS)
@@ -640,6 +671,13 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	struct part parts[HS_PARTS_MAX];
 	unsigned nparts = 0;
 	uint64_t *interior_rows = NULL;  /* (learning) */
+	/* beside() on a thread of its own (two threads or more) */
+	struct beside_run br;
+	struct hs_task btask;
+	bool bthread = false;
+	struct scan_done done_parts = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	struct hs_log_relay relay;
+	uint64_t unreadable = 0;
 	struct hs_error *err = addrmap_build(&g->map, heap);
 	if (err)
 		goto fail;
@@ -703,28 +741,47 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		 * first other one too (the log takes its lock) */
 		workers[t] = (struct worker){parts, nparts, &next,
 					     t == 0 || (beside && t == 1) ? log : NULL, NULL};
-	if (beside) {
-		/* the other threads take parts while the caller's runs
-		 * beside(); then it takes what is left */
+	/* the scan's progress (the first other thread's calls show it),
+	 * until it is done, in place of what beside() shows */
+	relay = (struct hs_log_relay){SCAN_PHASE, "blocks", &done, g->n};
+	if (beside && nthreads >= 2) {
+		/* beside() on a thread of its own, which then takes parts
+		 * too; the caller's and the others take parts, and once all
+		 * are scanned the caller finishes the graph (and calls
+		 * after()) while beside() may still run */
+		for (unsigned t = 0; t < nthreads; t++)
+			workers[t].done = &done_parts;
+		br = (struct beside_run){beside, arg, g, workers[1]};
+		if (log)
+			hs_log_relay(log, &relay);
+		hs_task_start(&btask, beside_main, &br);
+		bthread = true;
 		struct hs_task tasks[HS_PARTS_MAX];
-		for (unsigned t = 1; t < nthreads; t++)
+		for (unsigned t = 2; t < nthreads; t++)
 			hs_task_start(&tasks[t], work, &workers[t]);
-		/* the scan's progress (the first other thread's calls show
-		 * it), until it is done, in place of what beside() shows */
-		struct hs_log_relay relay = {SCAN_PHASE, "blocks", &done, g->n};
+		work(&workers[0]);
+		for (unsigned t = 2; t < nthreads; t++)
+			hs_task_join(&tasks[t]);
+		/* (beside()'s thread may still scan the last part it took) */
+		pthread_mutex_lock(&done_parts.lock);
+		while (done_parts.n < nparts)
+			pthread_cond_wait(&done_parts.cond, &done_parts.lock);
+		pthread_mutex_unlock(&done_parts.lock);
+		for (unsigned t = 0; t < nthreads; t++)
+			workers[t].done = NULL;
+	} else if (beside) {
 		if (log)
 			hs_log_relay(log, &relay);
 		beside(arg, g);
 		if (log)
 			hs_log_relay(log, NULL);
 		work(&workers[0]);
-		for (unsigned t = 1; t < nthreads; t++)
-			hs_task_join(&tasks[t]);
 	} else {
 		hs_run_parts(workers, sizeof(*workers), nthreads, work);
 	}
-	hs_log_progress_end(log);
-	uint64_t nedges = 0, nbytes = 0, unreadable = 0;
+	if (!bthread)
+		hs_log_progress_end(log);
+	uint64_t nedges = 0, nbytes = 0;
 	bool nomem = false;
 	for (unsigned t = 0; t < nparts; t++) {
 		nedges += parts[t].total;
@@ -786,7 +843,11 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 		for (unsigned t = 0; t < nthreads && !nomem; t++)
 			nomem = !(workers[t].held = hs_calloc((size_t)g->n / 64 + 1, sizeof(uint64_t)));
 		if (!nomem) {
-			next = 0;
+			/* (a counter of its own: beside()'s thread may still
+			 * look at the scan's) */
+			unsigned lnext = 0;
+			for (unsigned t = 0; t < nthreads; t++)
+				workers[t].next = &lnext;
 			hs_run_parts(workers, sizeof(*workers), nthreads, work);
 			uint64_t *held = workers[0].held;
 			for (unsigned t = 1; t < nthreads; t++)
@@ -806,17 +867,35 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	}
 	for (unsigned t = 0; t < nparts; t++)
 		hs_offstats_free(&parts[t].stats);
-	if (unreadable)
-		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
-			    (unsigned long long)unreadable);
 	if (g->rules && g->rules->nlearned && interior_rows &&
 	    (err = apply_learned(core, g, interior_rows)))
 		goto fail;
 	free(interior_rows);
 	interior_rows = NULL;
+	/* the graph is made: after() beside what beside() has left to do */
+	if (after)
+		after(arg, g);
+	if (bthread) {
+		hs_task_join(&btask);
+		if (log) {
+			hs_log_relay(log, NULL);
+			hs_log_progress_end(log);
+		}
+	}
+	/* (after beside(), whose warnings its caller puts after these) */
+	if (unreadable)
+		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
+			    (unsigned long long)unreadable);
 	*ret = g;
 	return NULL;
 fail:
+	if (bthread) {
+		hs_task_join(&btask);
+		if (log) {
+			hs_log_relay(log, NULL);
+			hs_log_progress_end(log);
+		}
+	}
 	for (unsigned t = 0; t < nparts; t++) {
 		hs_edgerow_fill_fini(&parts[t].fill);
 		hs_offstats_free(&parts[t].stats);

@@ -123,17 +123,24 @@ struct hs_error *hs_graph_build(const struct hs_core *core,
 				const struct hs_heap *heap,
 				struct hs_rules *rules, unsigned nthreads,
 				struct hs_log *log, struct hs_graph **ret);
-/* hs_graph_build that calls beside(arg, g) on the caller's thread once
- * g's address map is made, while the other threads scan; the caller's
- * thread scans too once beside returns.  beside may read g's map (the
- * hs_graph_*target and hs_graph_prefetch* lookups), n and rules, and
- * nothing else of g: the rows are being made.  It runs even when the build
- * fails after it; not when the build fails before (the map). */
+/* hs_graph_build that calls beside(arg, g) once g's address map is made,
+ * while the scan goes on, and after(arg, g) (either may be NULL) on the
+ * caller's thread once g is made, before it returns.  With two threads
+ * or more, beside runs on a thread of its own, which takes the scan's
+ * parts left once it returns, and after runs while beside may still run;
+ * with one, beside runs on the caller's thread, then the scan.  beside
+ * may read g's map (the hs_graph_*target and hs_graph_prefetch* lookups),
+ * n and rules, and nothing else of g: the rows are being made.  It runs
+ * even when the build fails after it; not when the build fails before
+ * (the map).  after runs only when the build succeeds; what it does must
+ * not touch what beside does (the log's warnings included: the log is
+ * one thread's at a time). */
 struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 				       const struct hs_heap *heap,
 				       struct hs_rules *rules, unsigned nthreads,
 				       struct hs_log *log,
 				       void (*beside)(void *arg, const struct hs_graph *g),
+				       void (*after)(void *arg, const struct hs_graph *g),
 				       void *arg, struct hs_graph **ret);
 void hs_graph_destroy(struct hs_graph *g);
 

@@ -597,29 +597,109 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 	return true;
 }
 
+struct hs_mark_starts {
+	uint8_t *reach;         /* reachable, or none */
+	uint64_t *clean;        /* see reach_starts */
+};
+
+void hs_mark_starts_destroy(struct hs_mark_starts *s)
+{
+	if (!s)
+		return;
+	free(s->reach);
+	free(s->clean);
+	free(s);
+}
+
+/* A root word of hs_mark_starts: a start pointer's target, queued. */
+static bool start_word(uint64_t v, const struct hs_root *r, uint64_t where,
+		       void *arg)
+{
+	(void)r;
+	(void)where;
+	struct mark_ctx *c = arg;
+	bool interior;
+	uint32_t id = hs_graph_hit(c->g, v, &interior);
+	if (id == HS_NO_ALLOC || interior)
+		return true;
+	if (stack_push(&c->start, id)) {
+		c->nomem = true;
+		return false;
+	}
+	return true;
+}
+
+struct hs_error *hs_mark_starts(const struct hs_core *core,
+				const struct hs_roots *roots,
+				const struct hs_graph *g,
+				struct hs_mark_starts **ret)
+{
+	uint32_t n = g->n;
+	struct hs_mark_starts *s = hs_calloc(1, sizeof(*s));
+	struct mark_ctx c = {.g = g};
+	if (!s || !(s->reach = hs_zalloc_written(n ? n : 1)) ||
+	    !(s->clean = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t))))
+		goto fail;
+	hs_roots_scan(core, roots, start_word, &c);
+	if (c.nomem || !reach_starts(g, s->reach, &c.start, s->clean))
+		goto fail;
+	stack_free(&c.start);
+	*ret = s;
+	return NULL;
+fail:
+	stack_free(&c.start);
+	hs_mark_starts_destroy(s);
+	return &hs_error_nomem;
+}
+
 struct hs_error *hs_mark_compute(const struct hs_core *core,
 				 const struct hs_heap *heap,
 				 const struct hs_roots *roots,
 				 const struct hs_graph *g, struct hs_mark **ret)
 {
+	return hs_mark_compute_from(core, heap, roots, g, NULL, ret);
+}
+
+struct hs_error *hs_mark_compute_from(const struct hs_core *core,
+				      const struct hs_heap *heap,
+				      const struct hs_roots *roots,
+				      const struct hs_graph *g,
+				      struct hs_mark_starts *early,
+				      struct hs_mark **ret)
+{
 	struct hs_mark *m = hs_calloc(1, sizeof(*m));
-	if (!m)
+	uint64_t *clean = NULL;  /* rows of start edges alone (reach_starts) */
+	if (early) {
+		/* (taken: freed with m or below, whatever happens) */
+		if (m)
+			m->reach = early->reach;
+		else
+			free(early->reach);
+		clean = early->clean;
+		free(early);
+	}
+	if (!m) {
+		free(clean);
 		return &hs_error_nomem;
+	}
 	uint32_t n = g->n;
-	m->reach = hs_zalloc_written(n ? n : 1);
+	if (!early)
+		m->reach = hs_zalloc_written(n ? n : 1);
 	/* the rule per allocation while marking; kept for the few it holds */
 	uint8_t *via = g->rule_of ? hs_calloc(n ? n : 1, 1) : NULL;
 	struct mark_ctx c = {.g = g, .reach = m->reach, .via = via};
-	uint64_t *clean = NULL;  /* rows of start edges alone (reach_starts) */
 	struct hs_error *err = &hs_error_nomem;
 	if (!m->reach || (g->rule_of && !via))
 		goto fail;
+	/* (from hs_mark_starts: the start pointers' targets are all reached
+	 * already, and reach_starts has nothing left to do) */
 	hs_roots_scan(core, roots, root_word, &c);
 	if (c.nomem)
 		goto fail;
 	/* 1. start pointers only: reachable */
 	uint8_t *reach = m->reach;
-	clean = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+	if (!clean)
+		clean = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
 	if (!clean || !reach_starts(g, reach, &c.start, clean))
 		goto fail;
 	struct stack *st;

@@ -69,6 +69,28 @@ struct hs_error *hs_mark_compute(const struct hs_core *core,
 				 struct hs_mark **ret);
 void hs_mark_destroy(struct hs_mark *m);
 
+/* The mark's first step alone: what the roots' start pointers reach
+ * through start pointers.  It reads neither the header rules nor the
+ * types (the typed rule's holds and learned offsets change only which
+ * flag an edge that is no start pointer carries), so it can run as soon
+ * as the graph is made, beside the types' propagation; the rows it reads
+ * must not change meanwhile.  hs_mark_compute_from then goes on from it,
+ * with the same result as hs_mark_compute. */
+struct hs_mark_starts;
+struct hs_error *hs_mark_starts(const struct hs_core *core,
+				const struct hs_roots *roots,
+				const struct hs_graph *graph,
+				struct hs_mark_starts **ret);
+void hs_mark_starts_destroy(struct hs_mark_starts *s);
+/* hs_mark_compute from s (made on this graph and these roots; NULL: from
+ * the start), which it takes, whether it succeeds or not. */
+struct hs_error *hs_mark_compute_from(const struct hs_core *core,
+				      const struct hs_heap *heap,
+				      const struct hs_roots *roots,
+				      const struct hs_graph *graph,
+				      struct hs_mark_starts *s,
+				      struct hs_mark **ret);
+
 static inline bool hs_mark_stale_ref(const struct hs_mark *m, uint32_t id)
 {
 	return m->stale_ref && (m->stale_ref[id / 64] >> (id % 64) & 1);

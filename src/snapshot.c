@@ -72,6 +72,7 @@ void hs_snapshot_destroy(struct hs_snapshot *snap)
 	hs_files_destroy(snap->files);
 	hs_error_destroy(snap->files_err);
 	hs_mark_destroy(snap->mark);
+	hs_mark_starts_destroy(snap->mark_starts);
 	hs_error_destroy(snap->mark_err);
 	hs_graph_destroy(snap->graph);
 	hs_rules_fini(&snap->rules);
@@ -283,8 +284,23 @@ static void types_beside(void *arg, const struct hs_graph *g)
 	hs_log_hold(&snap->log, &snap->types_held);
 	types_run(snap, g, snap->dwarf, true);
 	hs_log_set_aside(&snap->log);
-	/* (the graph's time is the build's less the types') */
-	snap->t_graph -= snap->t_types;
+	/* (the graph's time is then the build's less the types') */
+	snap->types_on_caller = pthread_equal(pthread_self(), snap->graph_thread);
+}
+
+/* The mark's first step once the graph is made, while the types'
+ * propagation may still run on another thread (hs_graph_build_beside):
+ * it reads the graph's rows and the roots, which nothing changes then,
+ * and warns of nothing.  A failure leaves it to the mark. */
+static void graph_made(void *arg, const struct hs_graph *g)
+{
+	struct hs_snapshot *snap = arg;
+	double t0 = snap->t_graph_made = hs_now();
+	if (!snap->mark_wanted || !snap->roots_done || !snap->roots || snap->roots_err)
+		return;
+	if (hs_mark_starts(snap->core, snap->roots, g, &snap->mark_starts))
+		snap->mark_starts = NULL;  /* (only memory fails) */
+	snap->t_mark += hs_now() - t0;
 }
 
 const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
@@ -333,12 +349,21 @@ const struct hs_error *hs_snapshot_graph(struct hs_snapshot *snap,
 					      (snap->types_beside == HS_TYPES_BESIDE ||
 					       (snap->types_beside == HS_TYPES_BESIDE_TYPED &&
 						snap->rules.enabled & 1u << HS_RULE_TYPED));
-				snap->t_graph = 0;
+				/* and, once the graph is made, the mark's first
+				 * step beside them when the mark is what it is
+				 * made for (graph_made) */
+				snap->t_graph_made = 0;
+				snap->types_on_caller = false;
+				snap->graph_thread = pthread_self();
 				if (!snap->graph_err)
 					snap->graph_err = hs_graph_build_beside(
 						snap->core, heap, &snap->rules, n, &snap->log,
-						beside ? types_beside : NULL, snap, &snap->graph);
-				snap->t_graph += hs_now() - t0;
+						beside ? types_beside : NULL,
+						beside ? graph_made : NULL, snap, &snap->graph);
+				/* the graph's time: until it was made, less the
+				 * types' when they ran on this thread */
+				snap->t_graph = (snap->t_graph_made ? snap->t_graph_made : hs_now()) - t0 -
+						(snap->types_on_caller ? snap->t_types : 0);
 				if (snap->types_done && beside) {
 					/* as if they had come after the graph */
 					hs_log_replay(&snap->log, &snap->types_held,
@@ -428,6 +453,8 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 		/* the typed rule's types come beside the graph */
 		if (snap->types_beside == HS_TYPES_AFTER)
 			snap->types_beside = HS_TYPES_BESIDE_TYPED;
+		/* and the mark's first step beside them */
+		snap->mark_wanted = true;
 		const struct hs_heap *heap;
 		const struct hs_roots *roots;
 		const struct hs_graph *graph;
@@ -439,8 +466,10 @@ const struct hs_error *hs_snapshot_mark(struct hs_snapshot *snap,
 		else if (!(snap->mark_err = typed_rule(snap)))
 			{
 				double t0 = hs_now();
-				snap->mark_err = hs_mark_compute(snap->core, heap, roots,
-								 graph, &snap->mark);
+				snap->mark_err = hs_mark_compute_from(snap->core, heap, roots,
+								      graph, snap->mark_starts,
+								      &snap->mark);
+				snap->mark_starts = NULL;  /* (taken) */
 				snap->t_mark += hs_now() - t0;
 				/* the rule each block was held by is in the
 				 * mark's via now; nothing reads the graph's */

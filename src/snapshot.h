@@ -89,6 +89,16 @@ struct hs_snapshot {
 	bool files_done;
 	struct hs_mark *mark;
 	struct hs_error *mark_err;
+	/* the mark's first step, made beside the types once the graph is
+	 * (see hs_snapshot_graph), when the mark was asked for first; NULL:
+	 * not made (the mark then does it itself) */
+	struct hs_mark_starts *mark_starts;
+	bool mark_wanted;
+	/* while the graph is made: when it was, and whether the types
+	 * beside it ran on the caller's thread (--stats' graph time) */
+	double t_graph_made;
+	bool types_on_caller;
+	pthread_t graph_thread;
 	struct hs_retain *retain;
 	struct hs_error *retain_err;
 	struct hs_types *types;
