@@ -75,6 +75,7 @@ struct mark_ctx {
 	uint8_t *via;
 	struct stack start, interior, rule;
 	bool nomem;
+	bool starts_only;       /* hs_mark_starts: start pointers alone */
 };
 
 static bool root_word(uint64_t v, const struct hs_root *r, uint64_t where,
@@ -85,7 +86,7 @@ static bool root_word(uint64_t v, const struct hs_root *r, uint64_t where,
 	struct mark_ctx *c = arg;
 	bool interior;
 	uint32_t id = hs_graph_hit(c->g, v, &interior);
-	if (id == HS_NO_ALLOC)
+	if (id == HS_NO_ALLOC || (interior && c->starts_only))
 		return true;
 	struct stack *st = interior ? &c->interior : &c->start;
 	if (interior && c->via) {
@@ -611,24 +612,6 @@ void hs_mark_starts_destroy(struct hs_mark_starts *s)
 	free(s);
 }
 
-/* A root word of hs_mark_starts: a start pointer's target, queued. */
-static bool start_word(uint64_t v, const struct hs_root *r, uint64_t where,
-		       void *arg)
-{
-	(void)r;
-	(void)where;
-	struct mark_ctx *c = arg;
-	bool interior;
-	uint32_t id = hs_graph_hit(c->g, v, &interior);
-	if (id == HS_NO_ALLOC || interior)
-		return true;
-	if (stack_push(&c->start, id)) {
-		c->nomem = true;
-		return false;
-	}
-	return true;
-}
-
 struct hs_error *hs_mark_starts(const struct hs_core *core,
 				const struct hs_roots *roots,
 				const struct hs_graph *g,
@@ -636,11 +619,11 @@ struct hs_error *hs_mark_starts(const struct hs_core *core,
 {
 	uint32_t n = g->n;
 	struct hs_mark_starts *s = hs_calloc(1, sizeof(*s));
-	struct mark_ctx c = {.g = g};
+	struct mark_ctx c = {.g = g, .starts_only = true};
 	if (!s || !(s->reach = hs_zalloc_written(n ? n : 1)) ||
 	    !(s->clean = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t))))
 		goto fail;
-	hs_roots_scan(core, roots, start_word, &c);
+	hs_roots_scan(core, roots, root_word, &c);
 	if (c.nomem || !reach_starts(g, s->reach, &c.start, s->clean))
 		goto fail;
 	stack_free(&c.start);
