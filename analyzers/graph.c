@@ -424,10 +424,6 @@ static void *held_pass(void *arg)
 
 static void *scan_part(void *arg);
 
-/* The parts are more than the threads (about equal bytes are not about
- * equal work: a part of many pointers takes longer), and each thread
- * takes the next part not taken until none is left: scan_part, or with
- * held set, held_pass into the thread's own bits. */
 /* The scan's parts done, counted where one thread waits for the others'
  * (hs_graph_build_beside). */
 struct scan_done {
@@ -436,6 +432,10 @@ struct scan_done {
 	unsigned n;
 };
 
+/* The parts are more than the threads (about equal bytes are not about
+ * equal work: a part of many pointers takes longer), and each thread
+ * takes the next part not taken until none is left: scan_part, or with
+ * held set, held_pass into the thread's own bits. */
 struct worker {
 	struct part *parts;
 	unsigned nparts;
