@@ -484,6 +484,16 @@ static void *beside_main(void *arg)
 	return work(&r->w);
 }
 
+/* Waits for beside()'s thread, then gives the progress line back. */
+static void beside_join(struct hs_task *t, struct hs_log *log)
+{
+	hs_task_join(t);
+	if (log) {
+		hs_log_relay(log, NULL);
+		hs_log_progress_end(log);
+	}
+}
+
 static const char SCAN_PHASE[] = "scanning for pointers";
 
 static void scan_rows(struct part *p)
@@ -875,13 +885,8 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	/* the graph is made: after() beside what beside() has left to do */
 	if (after)
 		after(arg, g);
-	if (bthread) {
-		hs_task_join(&btask);
-		if (log) {
-			hs_log_relay(log, NULL);
-			hs_log_progress_end(log);
-		}
-	}
+	if (bthread)
+		beside_join(&btask, log);
 	/* (after beside(), whose warnings its caller puts after these) */
 	if (unreadable)
 		hs_log_warn(log, "%llu allocations are not wholly in the core; their pointers were read up to the gap",
@@ -889,13 +894,8 @@ struct hs_error *hs_graph_build_beside(const struct hs_core *core,
 	*ret = g;
 	return NULL;
 fail:
-	if (bthread) {
-		hs_task_join(&btask);
-		if (log) {
-			hs_log_relay(log, NULL);
-			hs_log_progress_end(log);
-		}
-	}
+	if (bthread)
+		beside_join(&btask, log);
 	for (unsigned t = 0; t < nparts; t++) {
 		hs_edgerow_fill_fini(&parts[t].fill);
 		hs_offstats_free(&parts[t].stats);

@@ -650,24 +650,19 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 				      struct hs_mark_starts *early,
 				      struct hs_mark **ret)
 {
+	/* early's tables, taken (freed with m or below, whatever happens);
+	 * clean: the rows of start edges alone (reach_starts) */
+	uint8_t *reach0 = early ? early->reach : NULL;
+	uint64_t *clean = early ? early->clean : NULL;
+	free(early);
 	struct hs_mark *m = hs_calloc(1, sizeof(*m));
-	uint64_t *clean = NULL;  /* rows of start edges alone (reach_starts) */
-	if (early) {
-		/* (taken: freed with m or below, whatever happens) */
-		if (m)
-			m->reach = early->reach;
-		else
-			free(early->reach);
-		clean = early->clean;
-		free(early);
-	}
 	if (!m) {
+		free(reach0);
 		free(clean);
 		return &hs_error_nomem;
 	}
 	uint32_t n = g->n;
-	if (!early)
-		m->reach = hs_zalloc_written(n ? n : 1);
+	m->reach = reach0 ? reach0 : hs_zalloc_written(n ? n : 1);
 	/* the rule per allocation while marking; kept for the few it holds */
 	uint8_t *via = g->rule_of ? hs_calloc(n ? n : 1, 1) : NULL;
 	struct mark_ctx c = {.g = g, .reach = m->reach, .via = via};
