@@ -595,6 +595,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	SET_BIT(seen, 0);
 	uint32_t next = 1;
 	size_t sp = 0;
+	uint64_t searched = 0;
 	num[0] = next;
 	ustream_put(&vs, 0);
 	parent[next] = 0;
@@ -606,6 +607,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		bool pushed = false;
 		while (f->cur < f->end) {
 			uint32_t w;
+			searched++;
 			if (in_head) {
 				w = g->head_adj[f->cur++];
 			} else {
@@ -656,6 +658,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 					break;
 				}
 				w = succ;
+				searched++;
 				if (BIT(seen, w)) {
 					SET_BIT(entered, w);
 					break;
@@ -668,6 +671,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		if (!pushed)
 			sp--;
 	}
+	t->work.searched = searched;
 	/* the single successors of the nodes not reached are no numbers */
 	for (size_t x = 0; x < (size_t)n / 64 + 1; x++)
 		for (uint64_t b = one[x] & ~seen[x]; b; b &= b - 1)
@@ -781,6 +785,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		hs_run_parts(parts, sizeof(*parts), nparts, pred_pass);
 		m = parts[0].m + (nparts == 2 ? parts[1].m : 0);
 	}
+	t->work.filed = m;
 	free(entered);
 	free(upper);
 	entered = upper = NULL;
@@ -844,6 +849,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		goto out;
 	/* row k is [start, end); the lookahead's row ak is [astart, aend) */
 	uint32_t end = (uint32_t)m, aend = (uint32_t)m, astart = (uint32_t)m, ak = np;
+	uint64_t semi_steps = 0;
 	size_t bi = nbig, abi = nbig;
 	for (uint32_t w = nr, k = np; w >= 2; w--) {
 		if (g->log && !(w & 0xffff))
@@ -867,6 +873,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 		}
 		uint32_t start = end - (len8[k] == 255 ? big[--bi] : len8[k]);
 		uint32_t sw = parent[w];
+		semi_steps += end - start;
 		for (uint32_t e = start; e < end; e++) {
 			uint32_t v = radj_get(radj, e, rw);
 			/* eval(v, w + 1): the least semi-dominator on v's path */
@@ -888,6 +895,7 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 						evcap *= 2;
 					}
 					evs[es++] = x;
+					semi_steps++;
 					x = parent[x];
 				} while (parent[x] >= w + 1);
 				/* every node on the path is done */
@@ -918,7 +926,9 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 	idom = parent;
 	parent = NULL;
 	const uint8_t *pcur = ps.b;
+	t->work.semi_steps = semi_steps;
 	uint32_t start = 0, k0 = 0;  /* row k's start */
+	uint64_t nca_steps = 0;
 	bi = 0;
 	if (np && hs_rankset_has(&into, 1)) {
 		/* the entry's row (an edge back to it), not read */
@@ -934,13 +944,16 @@ struct hs_error *hs_dominators_compute(const struct hs_domgraph *g,
 			k++;
 			if (len) {
 				uint32_t sw = radj_get(radj, start, rw);
-				while (c > sw)
+				while (c > sw) {
 					c = idom[c];
+					nca_steps++;
+				}
 			}
 			start += len;
 		}
 		idom[w] = c;
 	}
+	t->work.nca_steps = nca_steps;
 
 	/* the search structures go before the results come */
 	ustream_fini(&ps);

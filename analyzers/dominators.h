@@ -72,6 +72,15 @@ struct hs_domtree {
 	 * slow way: a row named a target twice (never in a heap's graph,
 	 * whose rows name each target once) */
 	bool recounted;
+	/* What the computation did, to show how it grows with the graph
+	 * (--stats): edges the search read; predecessors filed in the lists
+	 * (edges into a node the search had seen, less the tree's); steps of
+	 * the semi-dominators' evaluation (a predecessor looked at, or a
+	 * link of its path followed); steps up the dominator chains to the
+	 * nearest common ancestors. */
+	struct hs_domwork {
+		uint64_t searched, filed, semi_steps, nca_steps;
+	} work;
 };
 
 /* The nodes of t->order, from the entry on:

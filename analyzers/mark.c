@@ -119,6 +119,7 @@ struct tarjan {
 	size_t sp;
 	uint32_t *comp;         /* component per local node */
 	uint32_t ncomp;
+	uint64_t read;          /* edges read */
 };
 
 static uint32_t local_of(const struct tarjan *t, uint32_t id)
@@ -152,6 +153,7 @@ static bool tarjan_run(struct tarjan *t)
 			bool descended = false;
 			uint32_t e;
 			while (hs_edges_next(&cs_edge[depth], &e)) {
+				t->read++;
 				uint32_t w = local_of(t, HS_EDGE_ID(e));
 				if (w == UINT32_MAX)
 					continue;
@@ -208,7 +210,7 @@ static inline void bit_set(uint64_t *b, uint32_t v)
  * indirect, charged to lr. */
 static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
 		   uint8_t *reach, uint64_t *claimed, struct hs_leak_root *lr,
-		   struct stack *st)
+		   struct stack *st, uint64_t *read)
 {
 	st->n = 0;
 	bit_set(claimed, lr->id);
@@ -220,6 +222,7 @@ static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
 			uint32_t w = HS_EDGE_ID(e);
+			++*read;
 			/* (a leak root is another's, not ours) */
 			if (reach[w] != HS_REACH_INDIRECT || bit_has(claimed, w))
 				continue;
@@ -243,6 +246,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 				       const struct hs_graph *g, uint8_t *reach,
 				       struct hs_mark *m)
 {
+	uint64_t *read = &m->edges_read;
 	struct hs_error *err = &hs_error_nomem;
 	uint32_t n = g->n;
 	/* leaked: no class yet; has_in from another leaked allocation */
@@ -261,6 +265,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
 			uint32_t w = HS_EDGE_ID(e);
+			++*read;
 			if (reach[w] == HS_REACH_INDIRECT)
 				bit_set(has_in, w);
 		}
@@ -285,7 +290,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 	}
 	m->nleak_roots = nroots;
 	for (size_t i = 0; i < nroots; i++)
-		if (!charge(g, heap, reach, claimed, &m->leak_roots[i], &st))
+		if (!charge(g, heap, reach, claimed, &m->leak_roots[i], &st, read))
 			goto out;
 	/* leaked allocations no leak root reaches: cycles (and what hangs
 	 * from them) that nothing else leaked points to */
@@ -317,7 +322,9 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 		t.ids = left;
 		t.local = &local;
 		memset(t.index, 0xff, nleft * sizeof(uint32_t));
-		if (!tarjan_run(&t))
+		bool ran = tarjan_run(&t);
+		*read += t.read;
+		if (!ran)
 			goto out;
 		/* Tarjan numbers components sinks first; walk them sources
 		 * first.  A component none of whose members is claimed yet has
@@ -346,7 +353,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 			}
 			struct hs_leak_root *lr = &m->leak_roots[m->nleak_roots++];
 			*lr = (struct hs_leak_root){.id = v};
-			if (!charge(g, heap, reach, claimed, lr, &st)) {
+			if (!charge(g, heap, reach, claimed, lr, &st, read)) {
 				free(lowest);
 				goto out;
 			}
@@ -375,7 +382,7 @@ out:
  * edges from there; what is newly reached inherits the rule that led to it. */
 static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 				   uint8_t *via, struct stack *seeds,
-				   const uint64_t *clean)
+				   const uint64_t *clean, uint64_t *read)
 {
 	struct stack st = {0};
 	/* root words set via on what they hit; start pointers win */
@@ -396,6 +403,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x;
 		while (hs_edges_next(&it, &x)) {
+			++*read;
 			if (!(x & HS_EDGE_RULE) || reach[HS_EDGE_ID(x)] != HS_REACH_NONE)
 				continue;
 			x = HS_EDGE_ID(x);
@@ -410,6 +418,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
+			++*read;
 			if (e & HS_EDGE_INTERIOR)
 				continue;
 			uint32_t x = HS_EDGE_ID(e);
@@ -533,7 +542,7 @@ static inline bool reach_take(uint8_t *reach, struct stack *st, size_t *head,
  * in `clean`: the passes after it, which look for the other edges, skip
  * them. */
 static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
-			 struct stack *st, uint64_t *clean)
+			 struct stack *st, uint64_t *clean, uint64_t *read)
 {
 	enum { AHEAD = 8, DELAY = 16 };  /* DELAY: a power of two */
 	size_t k = 0;
@@ -577,6 +586,7 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x, flags = 0;
 		while (hs_edges_next(&it, &x)) {
+			++*read;
 			if (x & HS_EDGE_FLAGS) {
 				flags = x;
 				continue;
@@ -601,6 +611,7 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 struct hs_mark_starts {
 	uint8_t *reach;         /* reachable, or none */
 	uint64_t *clean;        /* see reach_starts */
+	uint64_t read;          /* edges it read */
 };
 
 void hs_mark_starts_destroy(struct hs_mark_starts *s)
@@ -624,7 +635,7 @@ struct hs_error *hs_mark_starts(const struct hs_core *core,
 	    !(s->clean = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t))))
 		goto fail;
 	hs_roots_scan(core, roots, root_word, &c);
-	if (c.nomem || !reach_starts(g, s->reach, &c.start, s->clean))
+	if (c.nomem || !reach_starts(g, s->reach, &c.start, s->clean, &s->read))
 		goto fail;
 	stack_free(&c.start);
 	*ret = s;
@@ -654,6 +665,7 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 	 * clean: the rows of start edges alone (reach_starts) */
 	uint8_t *reach0 = early ? early->reach : NULL;
 	uint64_t *clean = early ? early->clean : NULL;
+	uint64_t read0 = early ? early->read : 0;
 	free(early);
 	struct hs_mark *m = hs_calloc(1, sizeof(*m));
 	if (!m) {
@@ -663,6 +675,8 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 	}
 	uint32_t n = g->n;
 	m->reach = reach0 ? reach0 : hs_zalloc_written(n ? n : 1);
+	m->edges_read = read0;
+	uint64_t *read = &m->edges_read;
 	/* the rule per allocation while marking; kept for the few it holds */
 	uint8_t *via = g->rule_of ? hs_calloc(n ? n : 1, 1) : NULL;
 	struct mark_ctx c = {.g = g, .reach = m->reach, .via = via};
@@ -678,12 +692,12 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 	uint8_t *reach = m->reach;
 	if (!clean)
 		clean = hs_calloc((size_t)n / 64 + 1, sizeof(uint64_t));
-	if (!clean || !reach_starts(g, reach, &c.start, clean))
+	if (!clean || !reach_starts(g, reach, &c.start, clean, read))
 		goto fail;
 	struct stack *st;
 	/* 1b. pointers a header rule accepts count as starts: what only
 	 * they reach is reachable, and says through which rule */
-	if (via && (err = rule_reach(g, reach, via, &c.rule, clean)))
+	if (via && (err = rule_reach(g, reach, via, &c.rule, clean, read)))
 		goto fail;
 	err = &hs_error_nomem;
 	/* 2. interior pointers too: possible */
@@ -694,6 +708,7 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x;
 		while (hs_edges_next(&it, &x)) {
+			++*read;
 			if ((x & HS_EDGE_INTERIOR) &&
 			    reach[HS_EDGE_ID(x)] == HS_REACH_NONE &&
 			    stack_push(st, HS_EDGE_ID(x)))
@@ -711,6 +726,7 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
 			uint32_t x = HS_EDGE_ID(e);
+			++*read;
 			if (reach[x] == HS_REACH_NONE && stack_push(st, x))
 				goto fail;
 		}

@@ -60,6 +60,9 @@ struct hs_mark {
 	struct hs_class_total via_total[HS_RULE_COUNT];
 	struct hs_leak_root *leak_roots;   /* by address */
 	size_t nleak_roots;
+	/* edges of the graph the mark read, all its passes together: to
+	 * show how it grows with the heap (--stats) */
+	uint64_t edges_read;
 };
 
 struct hs_error *hs_mark_compute(const struct hs_core *core,

@@ -512,6 +512,21 @@ static void print_stats(const struct hs_snapshot *s, double total)
 			(unsigned long long)s->graph->words_scanned);
 	if (s->heap)
 		fprintf(stderr, "\n");
+	/* the work the graph's passes did, to be read per allocation */
+	if (s->mark || s->retain) {
+		fprintf(stderr, "heapsift: stats: work:");
+		if (s->mark)
+			fprintf(stderr, " mark %llu edges read%s",
+				(unsigned long long)s->mark->edges_read, s->retain ? ";" : "");
+		if (s->retain) {
+			const struct hs_domwork *w = &s->retain->tree->work;
+			fprintf(stderr, " dominators %llu edges searched, %llu predecessors filed, %llu semi-dominator steps, %llu NCA steps",
+				(unsigned long long)w->searched, (unsigned long long)w->filed,
+				(unsigned long long)w->semi_steps,
+				(unsigned long long)w->nca_steps);
+		}
+		fprintf(stderr, "\n");
+	}
 	fprintf(stderr,
 		"heapsift: stats: peak RSS %lu KiB; now: anonymous %lu KiB, file-backed (the mapped core and libraries) %lu KiB\n",
 		status_kib("VmHWM"), status_kib("RssAnon"), status_kib("RssFile"));

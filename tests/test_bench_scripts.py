@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """scripts/bench-scale.sh keeps working: run at two tiny sizes (20,000 and
 40,000 live allocations of tests/fixtures/bench_heap.c), it makes both
-cores, runs `leaks --stats` on each and prints the three tables (phase
-times, time per allocation, growth from the smallest size).  Checks:
+cores, runs `leaks --stats` on each and prints the four tables (phase
+times, time per allocation, growth from the smallest size, work per
+allocation).  Checks:
   - it exits 0 and scale.tsv has one row per size;
   - each row's allocation count is what the fixture recorded: its live
     blocks and the temporaries it freed, plus the few the C library itself
@@ -10,6 +11,9 @@ times, time per allocation, growth from the smallest size).  Checks:
     most the run's max RSS;
   - each table has a row per size (the growth table one per larger size),
     with a number in every phase's cell;
+  - each row's --stats has the work line, whose counts agree with each
+    other: every predecessor filed is an edge the search read, and the
+    semi-dominators' evaluation looks at each of them at least once;
   - the reference (tests/fixtures/perf_ref.c N) has a row per size in
     ref.tsv, with a positive cost for each read, printed in its table; the
     growth table has its two columns, numbers too; perf_ref refuses a
@@ -85,6 +89,13 @@ def main():
         R.check("%d: the sampled peak of anonymous memory, at most the max RSS" % n,
                 pk.isdigit() and 0 < int(pk) <= int(r["max_rss_kib"]),
                 "peak_anon_kib %r, max_rss_kib %r" % (pk, r.get("max_rss_kib")))
+        w = re.search(r"work: mark ([0-9]+) edges read; dominators ([0-9]+) edges searched, "
+                      r"([0-9]+) predecessors filed, ([0-9]+) semi-dominator steps, "
+                      r"([0-9]+) NCA steps", r.get("stats", ""))
+        read, searched, filed, semi, _nca = (int(x) for x in w.groups()) if w else (0,) * 5
+        R.check("%d: the work line, its counts consistent" % n,
+                w is not None and read > 0 and 0 < filed <= searched and semi >= filed,
+                r.get("stats", "")[-600:])
 
     refs = []
     with open(os.path.join(out, "ref.tsv")) as f:
@@ -115,10 +126,11 @@ def main():
 
     text = p.stdout
     tables = re.findall(r"\n(leaks: [^\n]*)\n(\|[^\n]*\n)\|[-|]*\|\n((?:\|[^\n]*\n)*)", text)
-    R.check("three tables", len(tables) == 3, text[-1500:])
+    R.check("four tables", len(tables) == 4, text[-1500:])
     for title, header, body in tables:
         label = ("growth table" if "relative" in title else
-                 "per-allocation table" if "nanoseconds" in title else "phase table")
+                 "per-allocation table" if "nanoseconds" in title else
+                 "work table" if "work per allocation" in title else "phase table")
         cols = [c.strip() for c in header.strip().strip("|").split("|")]
         lines = [l for l in body.splitlines() if l.strip()]
         want = [str(c) for c in counts[1:]] if "relative" in title else [str(c) for c in counts]
@@ -128,6 +140,10 @@ def main():
         if "relative" in title:
             R.check("growth table: the reference's two columns", cols[-2:] == ["chase", "gather"],
                     header)
+        if "work per allocation" in title:
+            R.check("work table: the edges and the five counts", cols[1:] == [
+                "edges", "mark: edges read", "dominators: edges searched",
+                "predecessors filed", "semi-dominator steps", "NCA steps"], header)
         ok = all(len(l.strip().strip("|").split("|")) == len(cols) for l in lines)
         cells = [c.strip() for l in lines for c in l.strip().strip("|").split("|")[1:]]
         # "-" in the growth table: a phase too short to time at the smallest size

@@ -9,8 +9,12 @@ O(n log n) phase would show (an O(n) phase stays at 1.00).  With the
 reference's figures beside it (ref.tsv: tests/fixtures/perf_ref.c N, the
 cost of a read at random over a table of N 4-byte entries, chased and
 gathered), prints those too, and how much they grew over the same sizes
-in the growth table's last two columns.  Exits 1 when the file has no
-usable row."""
+in the growth table's last two columns.  Then, from --stats' work line,
+what the mark and the dominators did per allocation (edges read, searched
+and filed, the semi-dominators' steps, the steps up the dominator chains)
+at each size: counts, not times, so the machine's caches do not enter
+them; an O(n) pass keeps its count per allocation as the heap grows.
+Exits 1 when the file has no usable row."""
 import csv
 import math
 import os
@@ -18,6 +22,12 @@ import re
 import sys
 
 PHASES = ["heap", "graph", "mark", "dominators", "types", "total"]
+# --stats' work line: (key, its pattern, the column's name)
+WORK = [("mark_read", r"mark ([0-9]+) edges read", "mark: edges read"),
+        ("searched", r"([0-9]+) edges searched", "dominators: edges searched"),
+        ("filed", r"([0-9]+) predecessors filed", "predecessors filed"),
+        ("semi", r"([0-9]+) semi-dominator steps", "semi-dominator steps"),
+        ("nca", r"([0-9]+) NCA steps", "NCA steps")]
 
 
 def parse(stats):
@@ -32,6 +42,10 @@ def parse(stats):
                      ("peak_kib", r"peak RSS ([0-9]+) KiB"),
                      ("anon_kib", r"anonymous ([0-9]+) KiB"),
                      ("file_kib", r"file-backed \(the mapped core and libraries\) ([0-9]+) KiB")):
+        m = re.search(pat, stats)
+        if m:
+            out[key] = int(m.group(1))
+    for key, pat, _ in WORK:
         m = re.search(pat, stats)
         if m:
             out[key] = int(m.group(1))
@@ -118,6 +132,18 @@ def main(path):
                 b, x = ref.get(base["n"]), ref.get(s["n"])
                 cells.append("%.2f" % (x[k] / b[k]) if b and x and b[k] > 0 else "-")
             print("| %d | %.2f | %s |" % (s["allocations"], lr, " | ".join(cells)))
+    for cmd, rs in rows.items():
+        work = [w for w in WORK if any(w[0] in s for s in rs)]
+        if not work:
+            continue
+        print("\n%s: work per allocation (--stats' counts; O(n): the same at "
+              "every size)" % cmd)
+        print("| allocations | edges | %s |" % " | ".join(w[2] for w in work))
+        print("|---" * (len(work) + 2) + "|")
+        for s in rs:
+            a = s["allocations"]
+            print("| %d | %.3f | %s |" % (a, s.get("edges", 0) / a, " | ".join(
+                "%.3f" % (s[w[0]] / a) if w[0] in s else "-" for w in work)))
     return 0
 
 
