@@ -408,6 +408,7 @@ struct slot {
 static bool follow_batch(struct ctx *c, struct slot *b, size_t nb,
 			 uint32_t holder)
 {
+	c->t->followed += nb;
 	for (size_t j = 0; j < nb; j++) {
 		uint32_t k = hs_graph_prefetch_target(c->graph, b[j].v, &b[j].probe);
 		if (k != HS_NO_ALLOC) {
@@ -1920,7 +1921,9 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 				in.preds[in.poff[x + 1]++] = (uint32_t)j;
 		}
 	}
-	if ((err = infer_solve(&in)))
+	err = infer_solve(&in);
+	t->infer_checks += in.checks;
+	if (err)
 		goto out;
 	if (in.over) {
 		hs_log_warn(log, "the leaked blocks have too many candidate types (more than %" PRIu64 " checks, %d a block): they stay untyped",

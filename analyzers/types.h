@@ -125,6 +125,10 @@ struct hs_types {
 	struct hs_rankset inferred_set;
 	uint64_t inferred_sure, inferred_guess;   /* blocks */
 	uint64_t infer_candidates;  /* leaked untyped blocks looked at */
+	/* the work done, to show how it grows with the heap (--stats): typed
+	 * pointers followed by the propagations (the inference's too), and
+	 * the inference's checks of a candidate against a block */
+	uint64_t followed, infer_checks;
 };
 
 /* narrow_max: 0 for the default (65,535), or a lower bound on the

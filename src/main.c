@@ -513,18 +513,27 @@ static void print_stats(const struct hs_snapshot *s, double total)
 	if (s->heap)
 		fprintf(stderr, "\n");
 	/* the work the graph's passes did, to be read per allocation */
-	if (s->mark || s->retain) {
+	if (s->mark || s->retain || s->types) {
 		fprintf(stderr, "heapsift: stats: work:");
-		if (s->mark)
-			fprintf(stderr, " mark %llu edges read%s",
-				(unsigned long long)s->mark->edges_read, s->retain ? ";" : "");
+		const char *sep = " ";
+		if (s->mark) {
+			fprintf(stderr, "%smark %llu edges read", sep,
+				(unsigned long long)s->mark->edges_read);
+			sep = "; ";
+		}
 		if (s->retain) {
 			const struct hs_domwork *w = &s->retain->tree->work;
-			fprintf(stderr, " dominators %llu edges searched, %llu predecessors filed, %llu semi-dominator steps, %llu NCA steps",
-				(unsigned long long)w->searched, (unsigned long long)w->filed,
+			fprintf(stderr, "%sdominators %llu edges searched, %llu predecessors filed, %llu semi-dominator steps, %llu NCA steps",
+				sep, (unsigned long long)w->searched,
+				(unsigned long long)w->filed,
 				(unsigned long long)w->semi_steps,
 				(unsigned long long)w->nca_steps);
+			sep = "; ";
 		}
+		if (s->types)
+			fprintf(stderr, "%stypes %llu pointers followed, %llu inference checks", sep,
+				(unsigned long long)s->types->followed,
+				(unsigned long long)s->types->infer_checks);
 		fprintf(stderr, "\n");
 	}
 	fprintf(stderr,

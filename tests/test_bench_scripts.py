@@ -13,7 +13,8 @@ allocation).  Checks:
     with a number in every phase's cell;
   - each row's --stats has the work line, whose counts agree with each
     other: every predecessor filed is an edge the search read, and the
-    semi-dominators' evaluation looks at each of them at least once;
+    semi-dominators' evaluation looks at each of them at least once; the
+    types followed pointers (the fixture's are typed);
   - the reference (tests/fixtures/perf_ref.c N) has a row per size in
     ref.tsv, with a positive cost for each read, printed in its table; the
     growth table has its two columns, numbers too; perf_ref refuses a
@@ -91,11 +92,13 @@ def main():
                 "peak_anon_kib %r, max_rss_kib %r" % (pk, r.get("max_rss_kib")))
         w = re.search(r"work: mark ([0-9]+) edges read; dominators ([0-9]+) edges searched, "
                       r"([0-9]+) predecessors filed, ([0-9]+) semi-dominator steps, "
-                      r"([0-9]+) NCA steps", r.get("stats", ""))
-        read, searched, filed, semi, _nca = (int(x) for x in w.groups()) if w else (0,) * 5
+                      r"([0-9]+) NCA steps; types ([0-9]+) pointers followed, "
+                      r"([0-9]+) inference checks", r.get("stats", ""))
+        read, searched, filed, semi, _nca, followed, _checks = (
+            (int(x) for x in w.groups()) if w else (0,) * 7)
         R.check("%d: the work line, its counts consistent" % n,
-                w is not None and read > 0 and 0 < filed <= searched and semi >= filed,
-                r.get("stats", "")[-600:])
+                w is not None and read > 0 and 0 < filed <= searched and semi >= filed
+                and followed > 0, r.get("stats", "")[-600:])
 
     refs = []
     with open(os.path.join(out, "ref.tsv")) as f:
@@ -141,9 +144,10 @@ def main():
             R.check("growth table: the reference's two columns", cols[-2:] == ["chase", "gather"],
                     header)
         if "work per allocation" in title:
-            R.check("work table: the edges and the five counts", cols[1:] == [
-                "edges", "mark: edges read", "dominators: edges searched",
-                "predecessors filed", "semi-dominator steps", "NCA steps"], header)
+            R.check("work table: the words, the edges and the seven counts", cols[1:] == [
+                "graph: words scanned", "edges", "mark: edges read",
+                "dominators: edges searched", "predecessors filed", "semi-dominator steps",
+                "NCA steps", "types: pointers followed", "inference checks"], header)
         ok = all(len(l.strip().strip("|").split("|")) == len(cols) for l in lines)
         cells = [c.strip() for l in lines for c in l.strip().strip("|").split("|")[1:]]
         # "-" in the growth table: a phase too short to time at the smallest size

@@ -12,8 +12,9 @@ whose ratio is more than twice the baseline's (tests/perf-baseline.json)
 fails (after three more runs, the best of all six). Phases whose baseline ratio is under 0.02 are shown, not judged: their
 times are within the clock's and the scheduler's noise.
 
-The work the mark and the dominators did (--stats' work line: edges read,
-searched and filed, semi-dominator steps), per allocation, is judged the
+The work the mark, the dominators and the types did (--stats' work line:
+edges read, searched and filed, semi-dominator steps, typed pointers
+followed, inference checks), per allocation, is judged the
 same way without a clock: a count more than 1.25 times the baseline's
 fails (an algorithm that does more per block, whatever the machine); the
 NCA steps, about one per thousand blocks, are shown only.  On the same
@@ -49,7 +50,9 @@ WORK = (("mark_read", r"mark ([0-9]+) edges read"),
         ("searched", r"([0-9]+) edges searched"),
         ("filed", r"([0-9]+) predecessors filed"),
         ("semi", r"([0-9]+) semi-dominator steps"),
-        ("nca", r"([0-9]+) NCA steps"))
+        ("nca", r"([0-9]+) NCA steps"),
+        ("followed", r"([0-9]+) pointers followed"),
+        ("checks", r"([0-9]+) inference checks"))
 WORK_LIMIT = 1.25
 WORK_JUDGED_FROM = 0.01
 

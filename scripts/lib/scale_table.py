@@ -10,9 +10,10 @@ reference's figures beside it (ref.tsv: tests/fixtures/perf_ref.c N, the
 cost of a read at random over a table of N 4-byte entries, chased and
 gathered), prints those too, and how much they grew over the same sizes
 in the growth table's last two columns.  Then, from --stats' work line,
-what the mark and the dominators did per allocation (edges read, searched
-and filed, the semi-dominators' steps, the steps up the dominator chains)
-at each size: counts, not times, so the machine's caches do not enter
+what the graph's scan, the mark, the dominators and the types did per
+allocation (words scanned; edges read, searched and filed, the
+semi-dominators' steps, the steps up the dominator chains; typed pointers
+followed, the inference's checks) at each size: counts, not times, so the machine's caches do not enter
 them; an O(n) pass keeps its count per allocation as the heap grows.
 Exits 1 when the file has no usable row."""
 import csv
@@ -27,7 +28,9 @@ WORK = [("mark_read", r"mark ([0-9]+) edges read", "mark: edges read"),
         ("searched", r"([0-9]+) edges searched", "dominators: edges searched"),
         ("filed", r"([0-9]+) predecessors filed", "predecessors filed"),
         ("semi", r"([0-9]+) semi-dominator steps", "semi-dominator steps"),
-        ("nca", r"([0-9]+) NCA steps", "NCA steps")]
+        ("nca", r"([0-9]+) NCA steps", "NCA steps"),
+        ("followed", r"([0-9]+) pointers followed", "types: pointers followed"),
+        ("checks", r"([0-9]+) inference checks", "inference checks")]
 
 
 def parse(stats):
@@ -39,6 +42,7 @@ def parse(stats):
             out[p] = float(m.group(1))
     for key, pat in (("allocations", r"([0-9]+) allocations"),
                      ("edges", r"([0-9]+) pointer edges"),
+                     ("words", r"([0-9]+) words scanned"),
                      ("peak_kib", r"peak RSS ([0-9]+) KiB"),
                      ("anon_kib", r"anonymous ([0-9]+) KiB"),
                      ("file_kib", r"file-backed \(the mapped core and libraries\) ([0-9]+) KiB")):
@@ -138,11 +142,12 @@ def main(path):
             continue
         print("\n%s: work per allocation (--stats' counts; O(n): the same at "
               "every size)" % cmd)
-        print("| allocations | edges | %s |" % " | ".join(w[2] for w in work))
-        print("|---" * (len(work) + 2) + "|")
+        print("| allocations | graph: words scanned | edges | %s |" % " | ".join(
+            w[2] for w in work))
+        print("|---" * (len(work) + 3) + "|")
         for s in rs:
             a = s["allocations"]
-            print("| %d | %.3f | %s |" % (a, s.get("edges", 0) / a, " | ".join(
+            print("| %d | %.3f | %.3f | %s |" % (a, s.get("words", 0) / a, s.get("edges", 0) / a, " | ".join(
                 "%.3f" % (s[w[0]] / a) if w[0] in s else "-" for w in work)))
     return 0
 
