@@ -139,6 +139,7 @@ static bool tarjan_run(struct tarjan *t)
 		return false;
 	}
 	uint32_t counter = 0;
+	uint64_t nread = 0;
 	for (size_t root = 0; root < t->n; root++) {
 		if (t->index[root] != UINT32_MAX)
 			continue;
@@ -153,7 +154,7 @@ static bool tarjan_run(struct tarjan *t)
 			bool descended = false;
 			uint32_t e;
 			while (hs_edges_next(&cs_edge[depth], &e)) {
-				t->read++;
+				nread++;
 				uint32_t w = local_of(t, HS_EDGE_ID(e));
 				if (w == UINT32_MAX)
 					continue;
@@ -189,6 +190,7 @@ static bool tarjan_run(struct tarjan *t)
 				t->low[parent] = t->low[v];
 		}
 	}
+	t->read = nread;
 	free(cs_node);
 	free(cs_edge);
 	return true;
@@ -216,13 +218,14 @@ static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
 	bit_set(claimed, lr->id);
 	if (stack_push(st, lr->id))
 		return false;
+	uint64_t nread = 0;  /* (a local: stores through the other pointers may alias *read) */
 	while (st->n) {
 		uint32_t v = st->v[--st->n];
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
 			uint32_t w = HS_EDGE_ID(e);
-			++*read;
+			nread++;
 			/* (a leak root is another's, not ours) */
 			if (reach[w] != HS_REACH_INDIRECT || bit_has(claimed, w))
 				continue;
@@ -233,6 +236,7 @@ static bool charge(const struct hs_graph *g, const struct hs_heap *heap,
 				return false;
 		}
 	}
+	*read += nread;
 	return true;
 }
 
@@ -258,6 +262,7 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 	struct hs_rankset local = {0};
 	if (!has_in || !claimed)
 		goto out;
+	uint64_t nread = 0;
 	for (uint32_t v = 0; v < n; v++) {
 		if (reach[v] != HS_REACH_INDIRECT)  /* "leaked, undecided" */
 			continue;
@@ -265,11 +270,12 @@ static struct hs_error *classify_leaks(const struct hs_heap *heap,
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
 			uint32_t w = HS_EDGE_ID(e);
-			++*read;
+			nread++;
 			if (reach[w] == HS_REACH_INDIRECT)
 				bit_set(has_in, w);
 		}
 	}
+	*read += nread;
 	size_t nroots = 0, cap = 64;
 	struct hs_leak_root *roots = hs_malloc(cap * sizeof(*roots));
 	if (!roots)
@@ -385,6 +391,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 				   const uint64_t *clean, uint64_t *read)
 {
 	struct stack st = {0};
+	uint64_t nread = 0;
 	/* root words set via on what they hit; start pointers win */
 	for (uint32_t v = 0; v < g->n; v++)
 		if (reach[v] == HS_REACH_REACHABLE)
@@ -403,7 +410,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x;
 		while (hs_edges_next(&it, &x)) {
-			++*read;
+			nread++;
 			if (!(x & HS_EDGE_RULE) || reach[HS_EDGE_ID(x)] != HS_REACH_NONE)
 				continue;
 			x = HS_EDGE_ID(x);
@@ -418,7 +425,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
-			++*read;
+			nread++;
 			if (e & HS_EDGE_INTERIOR)
 				continue;
 			uint32_t x = HS_EDGE_ID(e);
@@ -431,6 +438,7 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 				goto nomem;
 		}
 	}
+	*read += nread;
 	stack_free(&st);
 	return NULL;
 nomem:
@@ -557,6 +565,7 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 	if (!k)
 		return true;
 	size_t head = 0, count = k;
+	uint64_t nread = 0;
 	uint32_t pend[DELAY];
 	unsigned ph = 0, pn = 0;  /* the pending line's first and count */
 	while (count || pn) {
@@ -586,7 +595,7 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x, flags = 0;
 		while (hs_edges_next(&it, &x)) {
-			++*read;
+			nread++;
 			if (x & HS_EDGE_FLAGS) {
 				flags = x;
 				continue;
@@ -605,6 +614,7 @@ static bool reach_starts(const struct hs_graph *g, uint8_t *reach,
 		if (!flags)
 			bit_set(clean, v);
 	}
+	*read += nread;
 	return true;
 }
 
@@ -702,13 +712,14 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 	err = &hs_error_nomem;
 	/* 2. interior pointers too: possible */
 	st = &c.interior;
+	uint64_t nread = 0;
 	for (uint32_t v = 0; v < n; v++) {
 		if (reach[v] != HS_REACH_REACHABLE || bit_has(clean, v))
 			continue;
 		struct hs_edges it = hs_graph_edges(g, v);
 		uint32_t x;
 		while (hs_edges_next(&it, &x)) {
-			++*read;
+			nread++;
 			if ((x & HS_EDGE_INTERIOR) &&
 			    reach[HS_EDGE_ID(x)] == HS_REACH_NONE &&
 			    stack_push(st, HS_EDGE_ID(x)))
@@ -726,11 +737,12 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
 			uint32_t x = HS_EDGE_ID(e);
-			++*read;
+			nread++;
 			if (reach[x] == HS_REACH_NONE && stack_push(st, x))
 				goto fail;
 		}
 	}
+	*read += nread;
 	/* 3. the rest of the program's allocations are leaked; internal ones
 	 * count as reachable (the allocator holds them) */
 	for (uint32_t v = 0; v < n; v++) {
