@@ -65,35 +65,29 @@ def reference():
     return float(m.group(1))
 
 
-def phases(core):
-    r = hstest.run([hstest.HEAPSIFT, "leaks", core, "--stats", "--threads", "1",
-                    "--format", "json"], timeout=hstest.HEAPSIFT_TIMEOUT)
-    m = re.search(r"heapsift: stats: (open .*)", r.err)
-    if r.rc != 0 or not m:
-        raise hstest.HsError("leaks --stats: exit %s, stderr %r" % (r.rc, r.err[-400:]))
-    return {k: float(v) for k, v in re.findall(r"(\w+) ([0-9.]+)s", m.group(1))}
-
-
 def work_line(err):
     """--stats' work line, or None."""
     m = re.search(r"heapsift: stats: work: ([^\n]*)", err)
     return m.group(1) if m else None
 
 
-def work(core):
-    """The work line's counts per allocation (leaks --stats)."""
+def phases(core):
+    """One run of leaks --stats: each phase's seconds, and the work line's
+    counts per allocation."""
     r = hstest.run([hstest.HEAPSIFT, "leaks", core, "--stats", "--threads", "1",
                     "--format", "json"], timeout=hstest.HEAPSIFT_TIMEOUT)
+    m = re.search(r"heapsift: stats: (open .*)", r.err)
     line, n = work_line(r.err), re.search(r"([0-9]+) allocations", r.err)
-    if r.rc != 0 or not line or not n:
+    if r.rc != 0 or not m or not line or not n:
         raise hstest.HsError("leaks --stats: exit %s, stderr %r" % (r.rc, r.err[-400:]))
-    out = {}
+    times = {k: float(v) for k, v in re.findall(r"(\w+) ([0-9.]+)s", m.group(1))}
+    work = {}
     for key, pat in WORK:
         m = re.search(pat, line)
         if not m:
             raise hstest.HsError("the work line lacks %s: %r" % (key, line))
-        out[key] = int(m.group(1)) / int(n.group(1))
-    return out
+        work[key] = int(m.group(1)) / int(n.group(1))
+    return times, work
 
 
 def same_with_threads(core):
@@ -122,11 +116,13 @@ def main():
     doc = None if update else hstest.load_json(BASELINE, "the speed baseline")
     base = doc["ratios"] if doc else None
     wbase = doc.get("work_per_allocation", {}) if doc else None
-    refs, runs = [reference()], []
+    refs, runs, works = [reference()], [], []
 
     def measure():
         for _ in range(3):
-            runs.append(phases(snap.core))
+            times, work = phases(snap.core)
+            runs.append(times)
+            works.append(work)
             refs.append(reference())
         ref = min(refs)
         best = {p: min(r.get(p, 0.0) for r in runs) for p in PHASES}
@@ -145,7 +141,7 @@ def main():
         # a busy moment slows one run: three more, the best of all six
         print("over the limit: %s; measuring again" % ", ".join(slow(ratios)))
         ref, best, ratios = measure()
-    per_alloc = work(snap.core)
+    per_alloc = works[0]
     print("work per allocation: %s" % " ".join("%s %.4f" % (k, per_alloc[k]) for k, _ in WORK))
     if not update:
         same_with_threads(snap.core)
