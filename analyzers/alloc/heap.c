@@ -35,6 +35,7 @@ struct hs_heap *hs_heap_create(const struct hs_backend *backend)
 		memcpy(heap->own_places, backend->places,
 		       sizeof(heap->own_places));
 		heap->places = heap->own_places;
+		heap->cur_arena = HS_ARENA_UNSET;
 	}
 	return heap;
 }
@@ -47,6 +48,7 @@ void hs_heap_destroy(struct hs_heap *heap)
 	free(heap->build);
 	free(heap->arena_runs);
 	free(heap->runs);
+	free(heap->run_arena);
 	free(heap->ends);
 	free(heap->arenas);
 	free(heap->regions);
@@ -82,15 +84,24 @@ struct hs_error *hs_heap_begin_run(struct hs_heap *heap)
 		if (err)
 			return err;
 	}
+	heap->cur_arena = HS_ARENA_UNSET;  /* its first block's */
 	if (heap->nruns && heap->runs[heap->nruns - 1] == heap->nallocs)
 		return NULL;  /* previous run is empty: reuse it */
 	if (heap->nruns == heap->runcap) {
-		size_t *r = hs_vector_grow(heap->runs, heap->nruns, &heap->runcap, 1,
+		size_t cap = heap->runcap;
+		size_t *r = hs_vector_grow(heap->runs, heap->nruns, &cap, 1,
 					   sizeof(*r));
 		if (!r)
 			return &hs_error_nomem;
 		heap->runs = r;
+		/* (runs keeps its room if this fails) */
+		uint32_t *a = hs_realloc(heap->run_arena, cap * sizeof(*a));
+		if (!a)
+			return &hs_error_nomem;
+		heap->run_arena = a;
+		heap->runcap = cap;
 	}
+	heap->run_arena[heap->nruns] = HS_ARENA_UNSET;
 	heap->runs[heap->nruns++] = heap->nallocs;
 	return NULL;
 }
@@ -99,7 +110,7 @@ struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
 {
 	if (n <= heap->cap || heap->totals_only)
 		return NULL;
-	struct hs_alloc_in *v = hs_realloc(heap->build, n * sizeof(*v));
+	struct hs_alloc *v = hs_realloc(heap->build, n * sizeof(*v));
 	if (!v)
 		return &hs_error_nomem;
 	hs_vector_hugepages(v, n * sizeof(*v));
@@ -110,21 +121,35 @@ struct hs_error *hs_heap_reserve(struct hs_heap *heap, size_t n)
 
 struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc_in *a)
 {
+	if (a->addr >= HS_ALLOC_ADDR_LIMIT) {
+		/* (a corrupt walk's: hs_heap_finish tells) */
+		if (!heap->past++ || a->addr < heap->first_past)
+			heap->first_past = a->addr;
+		return NULL;
+	}
+	/* a run's blocks are of one arena: another one begins a run (which
+	 * keeps the order: the runs' ends need not be out of order) */
+	if (!heap->nruns ||
+	    (heap->cur_arena != HS_ARENA_UNSET && a->arena != heap->cur_arena)) {
+		struct hs_error *err = hs_heap_begin_run(heap);
+		if (err)
+			return err;
+	}
+	if (heap->cur_arena == HS_ARENA_UNSET) {
+		heap->cur_arena = a->arena;
+		heap->run_arena[heap->nruns - 1] = a->arena;
+	}
 	if (heap->nallocs == heap->cap) {
 		size_t cap = heap->cap ? heap->cap + heap->cap / 2 : 1024;
-		struct hs_alloc_in *n = hs_realloc(heap->build, cap * sizeof(*n));
+		struct hs_alloc *n = hs_realloc(heap->build, cap * sizeof(*n));
 		if (!n)
 			return &hs_error_nomem;
 		hs_vector_hugepages(n, cap * sizeof(*n));
 		heap->build = n;
 		heap->cap = cap;
 	}
-	if (!heap->nruns) {
-		struct hs_error *err = hs_heap_begin_run(heap);
-		if (err)
-			return err;
-	}
-	heap->build[heap->nallocs++] = *a;
+	heap->build[heap->nallocs++] = (struct hs_alloc){
+		.addr = a->addr, .size = a->size, .where = a->where};
 	return NULL;
 }
 
@@ -170,6 +195,7 @@ static int cmp_region(const void *a, const void *b)
 struct run {
 	size_t start, len;
 	uint64_t first;
+	uint32_t arena;
 };
 
 /* By first block, then by place in the build (merge_runs' order) */
@@ -270,48 +296,52 @@ struct sift {
 	uint64_t first_past, overlap_p, overlap_q;
 };
 
-/* Copies the wide blocks in[0..n), in address order, to out[*k..) in
- * their 12-byte form, recording their arenas; leaves out (sift) a block
- * past 2^47 and one that starts inside, or at the start of, the last block
- * kept (its header included).  out may be in's own memory, at *k <= the
- * blocks read so far: each block is read before its 12 bytes are written,
- * which never reach a block not yet read. */
-static struct hs_error *compact(struct hs_heap *heap, const struct hs_alloc_in *in,
-				size_t n, struct hs_alloc *out, size_t *k,
-				size_t *runcap, struct sift *s)
+/* Keeps block a (of arena `arena`), the next in address order, at
+ * out[*k], recording its arena, unless it starts inside, or at the start
+ * of, the last block kept (its header included): then the sift counts it
+ * and leaves it out.  (Blocks past 2^47 never reach the build:
+ * hs_heap_add_slow counts them.) */
+static inline struct hs_error *keep(struct hs_heap *heap, struct hs_alloc a,
+				    uint32_t arena, struct hs_alloc *out, size_t *k,
+				    size_t *runcap, struct sift *s)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct hs_alloc_in a = in[i];
-		if (a.addr >= HS_ALLOC_ADDR_LIMIT) {
-			if (!s->past++)
-				s->first_past = a.addr;
-			continue;
+	uint64_t addr = a.addr;
+	if (s->any && (addr <= s->last_addr ||
+		       s->last_end + heap->places[a.where].header > addr)) {
+		if (!s->overlaps++) {
+			s->overlap_p = s->last_addr;
+			s->overlap_q = addr;
 		}
-		if (s->any && (a.addr <= s->last_addr ||
-			       s->last_end + heap->places[a.where].header > a.addr)) {
-			if (!s->overlaps++) {
-				s->overlap_p = s->last_addr;
-				s->overlap_q = a.addr;
-			}
-			continue;
-		}
-		if (!push_arena(&heap->arena_runs, &heap->narena_runs, runcap,
-				*k, a.arena))
-			return &hs_error_nomem;
-		out[(*k)++] = (struct hs_alloc){.addr = a.addr, .size = a.size,
-						.where = a.where};
-		s->any = true;
-		s->last_addr = a.addr;
-		s->last_end = a.addr + (uint64_t)a.size;
+		return NULL;
 	}
+	if (!push_arena(&heap->arena_runs, &heap->narena_runs, runcap, *k, arena))
+		return &hs_error_nomem;
+	out[(*k)++] = a;
+	s->any = true;
+	s->last_addr = addr;
+	s->last_end = addr + (uint64_t)a.size;
 	return NULL;
+}
+
+/* Keeps the blocks in[0..n) of one arena, in address order, at out[*k..)
+ * (keep).  out may be in's own memory, at *k <= the blocks read so far:
+ * each block is read before it is written, which never reaches a block
+ * not yet read. */
+static struct hs_error *compact(struct hs_heap *heap, const struct hs_alloc *in,
+				size_t n, uint32_t arena, struct hs_alloc *out,
+				size_t *k, size_t *runcap, struct sift *s)
+{
+	struct hs_error *err = NULL;
+	for (size_t i = 0; i < n && !err; i++)
+		err = keep(heap, in[i], arena, out, k, runcap, s);
+	return err;
 }
 
 /* Is build in address order: within each run, and the runs one after
  * another in the order they were begun (*in_runs: within each run)? */
 static bool build_sorted(const struct hs_heap *heap, bool *in_runs)
 {
-	const struct hs_alloc_in *a = heap->build;
+	const struct hs_alloc *a = heap->build;
 	bool all = true;
 	*in_runs = true;
 	for (size_t r = 0, i = 1; i < heap->nallocs; i++) {
@@ -329,13 +359,13 @@ static bool build_sorted(const struct hs_heap *heap, bool *in_runs)
 /* Does the build's block i come before block j?  By address, and at the
  * same address (a corrupt walk) by where they are in the build: the merge
  * keeps the order a stable sort would. */
-static inline bool block_before(const struct hs_alloc_in *b, size_t i, size_t j)
+static inline bool block_before(const struct hs_alloc *b, size_t i, size_t j)
 {
 	return b[i].addr < b[j].addr || (b[i].addr == b[j].addr && i < j);
 }
 
 /* Does run x's next block come before run y's? */
-static inline bool run_before(const struct hs_alloc_in *b, const struct run *x,
+static inline bool run_before(const struct hs_alloc *b, const struct run *x,
 			      const struct run *y)
 {
 	return block_before(b, x->start, y->start);
@@ -349,7 +379,7 @@ static struct hs_error *merge_runs(struct hs_heap *heap, struct run *runs, size_
 				   struct hs_alloc *out, size_t *k, size_t *runcap,
 				   struct sift *sift)
 {
-	const struct hs_alloc_in *b = heap->build;
+	const struct hs_alloc *b = heap->build;
 	size_t *h = hs_malloc(nr * sizeof(*h)), nh = 0;
 	if (!h)
 		return &hs_error_nomem;
@@ -369,7 +399,7 @@ static struct hs_error *merge_runs(struct hs_heap *heap, struct run *runs, size_
 		else
 			while (c < r->len && block_before(b, r->start + c, next->start))
 				c++;
-		err = compact(heap, b + r->start, c, out, k, runcap, sift);
+		err = compact(heap, b + r->start, c, r->arena, out, k, runcap, sift);
 		r->start += c;
 		r->len -= c;
 		if (!r->len)
@@ -409,7 +439,8 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
 		size_t s = heap->runs[i];
 		size_t e = i + 1 < heap->nruns ? heap->runs[i + 1] : n;
 		if (e > s)
-			runs[nr++] = (struct run){s, e - s, heap->build[s].addr};
+			runs[nr++] = (struct run){s, e - s, heap->build[s].addr,
+						  heap->run_arena[i]};
 	}
 	hs_sort(runs, nr, sizeof(*runs), cmp_run);
 	bool apart = true;
@@ -427,8 +458,8 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
 	size_t k = 0;
 	if (apart)
 		for (size_t i = 0; i < nr && !err; i++)
-			err = compact(heap, heap->build + runs[i].start, runs[i].len, out,
-				      &k, runcap, sift);
+			err = compact(heap, heap->build + runs[i].start, runs[i].len,
+				      runs[i].arena, out, &k, runcap, sift);
 	else
 		err = merge_runs(heap, runs, nr, out, &k, runcap, sift);
 	free(runs);
@@ -442,6 +473,49 @@ static struct hs_error *concat_runs(struct hs_heap *heap, bool *done,
 	*kept = k;
 	*done = true;
 	return NULL;
+}
+
+/* The build's runs, in address order one after another, kept in place
+ * at out (the build's own memory). */
+static struct hs_error *compact_runs(struct hs_heap *heap, struct hs_alloc *out,
+				     size_t *kept, size_t *runcap, struct sift *s)
+{
+	struct hs_error *err = NULL;
+	for (size_t r = 0; r < heap->nruns && !err; r++) {
+		size_t st = heap->runs[r];
+		size_t e = r + 1 < heap->nruns ? heap->runs[r + 1] : heap->nallocs;
+		err = compact(heap, heap->build + st, e - st, heap->run_arena[r], out,
+			      kept, runcap, s);
+	}
+	return err;
+}
+
+/* A corrupt walk's build (a run out of order), each block with its
+ * run's arena, sorted by address (cmp_alloc), then kept at out (the
+ * build's own memory). */
+static struct hs_error *sort_compact(struct hs_heap *heap, struct hs_alloc *out,
+				     size_t *kept, size_t *runcap, struct sift *s)
+{
+	size_t n = heap->nallocs;
+	struct hs_alloc_in *v = hs_malloc(n * sizeof(*v));
+	if (!v)
+		return &hs_error_nomem;
+	for (size_t r = 0, i = 0; i < n; i++) {
+		while (r + 1 < heap->nruns && heap->runs[r + 1] <= i)
+			r++;
+		const struct hs_alloc *a = &heap->build[i];
+		v[i] = (struct hs_alloc_in){.addr = a->addr, .size = a->size,
+					    .where = a->where,
+					    .arena = heap->run_arena[r]};
+	}
+	hs_sort(v, n, sizeof(*v), cmp_alloc);
+	struct hs_error *err = NULL;
+	for (size_t i = 0; i < n && !err; i++)
+		err = keep(heap, (struct hs_alloc){.addr = v[i].addr, .size = v[i].size,
+						   .where = v[i].where},
+			   v[i].arena, out, kept, runcap, s);
+	free(v);
+	return err;
 }
 
 /* The error of a walk some blocks were left out of (sift). */
@@ -470,14 +544,15 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 	free(heap->arena_runs);
 	heap->arena_runs = NULL;
 	heap->narena_runs = 0;
+	/* (the blocks past 2^47 were left out as they came) */
+	struct sift s = {.past = heap->past, .first_past = heap->first_past};
 	if (!n) {
 		free(heap->build);
 		heap->build = NULL;
 		heap->cap = 0;
 		scan(heap, &overlap);
-		return NULL;
+		return s.past ? sift_error(&s) : NULL;
 	}
-	struct sift s = {0};
 	bool in_runs, done = false;
 	bool sorted = build_sorted(heap, &in_runs);
 	struct hs_error *err = NULL;
@@ -487,10 +562,12 @@ struct hs_error *hs_heap_finish(struct hs_heap *heap)
 	if (!done) {
 		/* sorted already, or a run out of order (a corrupt walk): in
 		 * place */
-		if (!sorted)
-			hs_sort(heap->build, n, sizeof(*heap->build), cmp_alloc);
-		struct hs_alloc *out = (struct hs_alloc *)(void *)heap->build;
-		if ((err = compact(heap, heap->build, n, out, &kept, &runcap, &s))) {
+		struct hs_alloc *out = heap->build;
+		if (sorted)
+			err = compact_runs(heap, out, &kept, &runcap, &s);
+		else
+			err = sort_compact(heap, out, &kept, &runcap, &s);
+		if (err) {
 			/* the build is half overwritten: no table */
 			free(heap->build);
 			heap->build = NULL;

@@ -60,7 +60,7 @@ struct hs_place {
 	uint16_t slack;
 };
 
-enum { HS_ARENA_NONE = 0xffff };
+enum { HS_ARENA_NONE = 0xffff, HS_ARENA_UNSET = 0x10000 };
 
 /* An allocation as a walker hands it in (hs_heap_add, hs_heap_merge). */
 struct hs_alloc_in {
@@ -173,9 +173,15 @@ struct hs_heap {
 	/* the blocks, sorted by address, once hs_heap_finish has run */
 	struct hs_alloc *allocs;
 	size_t nallocs;
-	/* the blocks as the walkers hand them in, until hs_heap_finish */
-	struct hs_alloc_in *build;
+	/* the blocks as the walkers hand them in, until hs_heap_finish, in
+	 * the final 12-byte form (most walks are sorted already, and the
+	 * table is then finished where it is); the arenas by run (run_arena) */
+	struct hs_alloc *build;
 	size_t cap;
+	/* blocks handed in past 2^47, left out as they come: how many, and
+	 * the lowest (hs_heap_finish names it) */
+	size_t past;
+	uint64_t first_past;
 	/* the blocks' arenas: runs of consecutive blocks of one arena, each
 	 * from its first block's index (hs_heap_arena) */
 	struct hs_arena_run {
@@ -199,7 +205,10 @@ struct hs_heap {
 	struct hs_run_ends *ends;       /* the runs' before it */
 	size_t nends, endcap;
 	size_t *runs;               /* start index of each sorted run */
+	uint32_t *run_arena;        /* the arena of each run's blocks */
 	size_t nruns, runcap;
+	uint32_t cur_arena;         /* the last run's, HS_ARENA_UNSET before
+				     * its first block */
 	struct hs_arena *arenas;
 	size_t narenas, arenacap;
 	uint64_t mmap_count, mmap_bytes;           /* found by the scan */
@@ -280,7 +289,8 @@ void hs_heap_found(struct hs_heap *h, const char *item, const char *how,
 void hs_heap_destroy(struct hs_heap *heap);
 /* Starts a new sorted run (each heap segment walks in address order). */
 struct hs_error *hs_heap_begin_run(struct hs_heap *heap);
-/* hs_heap_add when the table is full or no run was begun. */
+/* hs_heap_add when the table is full, no run was begun, the block's
+ * arena is not the run's or it lies past 2^47. */
 struct hs_error *hs_heap_add_slow(struct hs_heap *heap, const struct hs_alloc_in *a);
 /* hs_heap_add of a totals_only heap. */
 static inline void hs_heap_count(struct hs_heap *heap, const struct hs_alloc_in *a)
@@ -303,8 +313,10 @@ static inline void hs_heap_count(struct hs_heap *heap, const struct hs_alloc_in 
 static inline struct hs_error *hs_heap_add(struct hs_heap *heap,
 					   const struct hs_alloc_in *a)
 {
-	if (heap->nallocs < heap->cap && heap->nruns) {
-		heap->build[heap->nallocs++] = *a;
+	if (heap->nallocs < heap->cap && a->arena == heap->cur_arena &&
+	    a->addr < HS_ALLOC_ADDR_LIMIT) {
+		heap->build[heap->nallocs++] = (struct hs_alloc){
+			.addr = a->addr, .size = a->size, .where = a->where};
 		return NULL;
 	}
 	if (heap->totals_only) {

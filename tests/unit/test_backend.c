@@ -270,11 +270,12 @@ static void test_table(void)
 	};
 	enum { N = sizeof(sorted) / sizeof(sorted[0]) };
 	/* the runs {0, 1} {2} {3, 4} {5}, given in these orders: in order,
-	 * backwards (each run sorted: concatenated), and one block at a time
-	 * backwards in one run (sorted in place) */
+	 * backwards (each run sorted: concatenated), one block at a time
+	 * backwards in one run (sorted in place), and all in order in one
+	 * run (whose arenas change within it) */
 	static const int orders[][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}};
 	static const size_t start[] = {0, 2, 3, 5, 6};
-	for (int o = 0; o < 3; o++) {
+	for (int o = 0; o < 4; o++) {
 		struct hs_heap *h = hs_heap_create(&bump_backend);
 		if (o < 2) {
 			for (int r = 0; r < 4; r++) {
@@ -283,15 +284,21 @@ static void test_table(void)
 				for (size_t i = start[run]; i < start[run + 1]; i++)
 					CHECK(!hs_heap_add(h, &sorted[i]));
 			}
-		} else {
+		} else if (o == 2) {
 			CHECK(!hs_heap_begin_run(h));
 			for (size_t i = N; i-- > 0;)
+				CHECK(!hs_heap_add(h, &sorted[i]));
+		} else {
+			CHECK(!hs_heap_reserve(h, N));
+			CHECK(!hs_heap_begin_run(h));
+			for (size_t i = 0; i < N; i++)
 				CHECK(!hs_heap_add(h, &sorted[i]));
 		}
 		struct hs_error *err = hs_heap_finish(h);
 		CHECK(!err);
 		CHECK(!h->build && h->narena_runs == 4);
-		const char *what[] = {"in order", "runs backwards", "blocks backwards"};
+		const char *what[] = {"in order", "runs backwards", "blocks backwards",
+				      "in order, one run"};
 		check_table(what[o], h, sorted, N);
 		/* a layer's blocks merged in, with no arena */
 		static const struct hs_alloc_in layer[] = {
@@ -349,6 +356,23 @@ static void test_table(void)
 		 2, {0}, 1, "blocks at 0x1010 and 0x1010 overlap (1 block left out)"},
 	};
 	CHECK(bump_backend.places[BUMP_USED].header == 8);
+	/* every block past 2^47: none kept, and the lowest named */
+	{
+		static const struct hs_alloc_in past[] = {
+			{.addr = 0x900000000010, .size = 8, .where = BUMP_USED, .arena = 0},
+			{.addr = 0x800000000010, .size = 8, .where = BUMP_USED, .arena = 0},
+		};
+		struct hs_heap *h = hs_heap_create(&bump_backend);
+		CHECK(!hs_heap_begin_run(h));
+		CHECK(!hs_heap_add(h, &past[0]) && !hs_heap_add(h, &past[1]));
+		struct hs_error *err = hs_heap_finish(h);
+		CHECKF(err && err->code == HS_ERR_CORRUPT &&
+		       strstr(err->message, "0x800000000010 lies past 2^47, outside x86-64's user addresses (2 blocks left out)"),
+		       "every block past 2^47: %s", err ? err->message : "no error");
+		hs_error_destroy(err);
+		CHECK(h->nallocs == 0 && !h->build);
+		hs_heap_destroy(h);
+	}
 	for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
 		for (int o = 0; o < 3; o++) {
 			/* one run a block (o < 2), or one run for them all */
