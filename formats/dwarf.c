@@ -58,6 +58,10 @@ struct type_index {
 	Dwarf *dbg;             /* NULL: not made yet */
 	Dwarf_CU *cu;           /* the last unit read (NULL: none yet) */
 	bool done;              /* every unit is read */
+	/* the unit hs_dwarf_layout_unit names, once looked for */
+	const char *unit_name;  /* (the caller's string) */
+	bool unit_found;
+	Dwarf_Die unit;
 	struct hs_strmap by_name;  /* name (borrowed from the DWARF) -> names */
 	struct type_names names;
 	struct type_dies dies;
@@ -908,9 +912,44 @@ static struct hs_error *layout_of(Dwarf_Die *die, const char *name,
 	return err;
 }
 
+/* The first unit of dbg whose name, less its directories, is `unit`:
+ * *ret, or false.  (Its header and first DIE only, for each unit.) */
+static bool unit_named(Dwarf *dbg, const char *unit, Dwarf_Die *ret)
+{
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	while (dwarf_get_units(dbg, cu, &cu, NULL, NULL, &cudie, NULL) == 0) {
+		const char *n = dwarf_diename(&cudie);
+		const char *base = n ? strrchr(n, '/') : NULL;
+		if (n && !strcmp(base ? base + 1 : n, unit)) {
+			*ret = cudie;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* unit_named, looked for once by t. */
+static bool type_index_unit(struct type_index *t, const char *unit, Dwarf_Die *ret)
+{
+	if (!t->unit_name || strcmp(t->unit_name, unit)) {
+		t->unit_name = unit;
+		t->unit_found = unit_named(t->dbg, unit, &t->unit);
+	}
+	*ret = t->unit;
+	return t->unit_found;
+}
+
 struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 				 const char *name,
 				 const struct hs_layout **ret)
+{
+	return hs_dwarf_layout_unit(dw, m, NULL, name, ret);
+}
+
+struct hs_error *hs_dwarf_layout_unit(struct hs_dwarf *dw, struct hs_module *m,
+				      const char *unit, const char *name,
+				      const struct hs_layout **ret)
 {
 	for (size_t i = 0; i < dw->nlayouts; i++) {
 		struct layout_cache_entry *e = dw->layouts[i];
@@ -937,10 +976,11 @@ struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 	}
 	int kind;
 	const char *bare = type_name_parse(name, &kind);
-	Dwarf_Die die;
-	bool ok;
+	Dwarf_Die die, cudie;
+	bool ok = unit && type_index_unit(t, unit, &cudie) &&
+		  find_in_cu(&cudie, kind, bare, &die);
 	struct hs_layout found = {0};
-	struct hs_error *err = type_index_find(t, kind, bare, &die, &ok);
+	struct hs_error *err = ok ? NULL : type_index_find(t, kind, bare, &die, &ok);
 	if (err) {
 		type_index_fini(t);  /* a unit read in part: start again */
 		return err;
@@ -998,6 +1038,19 @@ struct hs_error *hs_dwarf_layout_in(Dwarf *dbg, const char *name,
 		return hs_error_create(HS_ERR_NOT_FOUND,
 				       "type %s not found in the DWARF", name);
 	return layout_of(&found, name, ret);
+}
+
+struct hs_error *hs_dwarf_layout_in_unit(Dwarf *dbg, const char *unit,
+					 const char *name, struct hs_layout *ret)
+{
+	int kind;
+	const char *bare = type_name_parse(name, &kind);
+	Dwarf_Die cudie, found;
+	if (unit_named(dbg, unit, &cudie) && find_in_cu(&cudie, kind, bare, &found)) {
+		memset(ret, 0, sizeof(*ret));
+		return layout_of(&found, name, ret);
+	}
+	return hs_dwarf_layout_in(dbg, name, ret);
 }
 
 void hs_layout_fini(struct hs_layout *l)

@@ -130,10 +130,18 @@ bool hs_dwarf_symbol_addr(struct hs_dwarf *dw, struct hs_module *m,
 bool hs_dwarf_symbolize(struct hs_dwarf *dw, uint64_t addr, const char **name,
 			uint64_t *offset, struct hs_module **mod);
 
-/* Layout of "struct NAME" / "union NAME" / typedef NAME in module m. */
+/* Layout of "struct NAME" / "union NAME" / typedef NAME in module m: the
+ * first definition, in the order of the units. */
 struct hs_error *hs_dwarf_layout(struct hs_dwarf *dw, struct hs_module *m,
 				 const char *name,
 				 const struct hs_layout **ret);
+/* The same, from the unit named `unit` (its file name, without
+ * directories: "malloc.c") when it defines it, which spares reading the
+ * units before it; else (or with unit NULL) as hs_dwarf_layout.  A layout
+ * is cached by module and name, whichever call found it. */
+struct hs_error *hs_dwarf_layout_unit(struct hs_dwarf *dw, struct hs_module *m,
+				      const char *unit, const char *name,
+				      const struct hs_layout **ret);
 /* Offset (and size) of a member; dotted paths ("fd.next") are not needed
  * yet.  Returns HS_ERR_NOT_FOUND naming the type and member. */
 struct hs_error *hs_layout_member(const struct hs_layout *l, const char *member,
@@ -145,6 +153,9 @@ struct hs_error *hs_layout_member(const struct hs_layout *l, const char *member,
  * hs_layout_fini(). */
 struct hs_error *hs_dwarf_layout_in(Dwarf *dbg, const char *name,
 				    struct hs_layout *ret);
+/* And hs_dwarf_layout_unit's, the same way (tests/unit/test_layout_units.c). */
+struct hs_error *hs_dwarf_layout_in_unit(Dwarf *dbg, const char *unit,
+					 const char *name, struct hs_layout *ret);
 void hs_layout_fini(struct hs_layout *l);
 
 struct hs_symbol {

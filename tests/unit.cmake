@@ -27,3 +27,14 @@ if(NOT HS_SANITIZE)
   target_link_libraries(test_alloc PRIVATE heapsift_core)
   add_test(NAME unit_test_alloc COMMAND test_alloc)
 endif()
+
+# hs_dwarf_layout_in_unit on a program of two units that define one
+# struct (tests/unit/layout_units/): built -O0 -g, without sanitizers, as
+# the fixtures are; it is read, never run.
+add_executable(layout_units_data ${CMAKE_CURRENT_SOURCE_DIR}/unit/layout_units/first.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/layout_units/malloc.c)
+target_compile_options(layout_units_data PRIVATE -O0 -g)
+add_executable(test_layout_units ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_layout_units.c)
+target_link_libraries(test_layout_units PRIVATE heapsift_core)
+add_test(NAME unit_test_layout_units
+  COMMAND test_layout_units $<TARGET_FILE:layout_units_data>)
