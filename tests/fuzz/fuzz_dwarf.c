@@ -7,8 +7,10 @@
  *
  *  1. elf_memory() + dwarf_begin_elf(), then hs_dwarf_layout_in() for
  *     every type the glibc and jemalloc walkers (and the roots) ask
- *     hs_dwarf_layout() for, and hs_layout_member() for their members:
- *     struct member offsets and sizes (formats/dwarf.c).
+ *     hs_dwarf_layout() for, the same with hs_dwarf_layout_in_unit()
+ *     from the unit named malloc.c (as the glibc walker asks), and
+ *     hs_layout_member() for their members: struct member offsets and
+ *     sizes (formats/dwarf.c).
  *  2. The same bytes in a memfd, reported to libdwfl as an offline module
  *     (libdwfl relocates object files), then formats/dwtypes.c: the
  *     module's variables with their pointer slots, member names at
@@ -76,10 +78,12 @@ static const char *const *const lookups[] = {
 
 static void layouts(Dwarf *dbg)
 {
-	for (size_t i = 0; i < sizeof(lookups) / sizeof(lookups[0]); i++) {
-		const char *const *q = lookups[i];
+	for (size_t i = 0; i < 2 * sizeof(lookups) / sizeof(lookups[0]); i++) {
+		const char *const *q = lookups[i / 2];
 		struct hs_layout l;
-		struct hs_error *err = hs_dwarf_layout_in(dbg, q[0], &l);
+		struct hs_error *err = i % 2 ?
+			hs_dwarf_layout_in_unit(dbg, "malloc.c", q[0], &l) :
+			hs_dwarf_layout_in(dbg, q[0], &l);
 		if (err) {
 			hs_error_destroy(err);
 			continue;
