@@ -385,17 +385,22 @@ out:
 
 /* From the blocks start pointers reach (and the root words in `seeds`, whose
  * via is set), follows the edges a rule accepted, then start and rule
- * edges from there; what is newly reached inherits the rule that led to it. */
+ * edges from there; what is newly reached inherits the rule that led to it.
+ * It reads the row of every reachable block that has other edges than
+ * start edges (the blocks not in `clean`) once: the targets of their
+ * interior edges not reached yet go to `interior`, for the next step. */
 static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 				   uint8_t *via, struct stack *seeds,
-				   const uint64_t *clean, uint64_t *read)
+				   const uint64_t *clean, struct stack *interior,
+				   uint64_t *read)
 {
 	struct stack st = {0};
 	uint64_t nread = 0;
-	/* root words set via on what they hit; start pointers win */
-	for (uint32_t v = 0; v < g->n; v++)
-		if (reach[v] == HS_REACH_REACHABLE)
-			via[v] = HS_RULE_NONE;
+	/* root words set via on what they hit (only those: via was all
+	 * none before); start pointers win */
+	for (size_t i = 0; i < seeds->n; i++)
+		if (reach[seeds->v[i]] == HS_REACH_REACHABLE)
+			via[seeds->v[i]] = HS_RULE_NONE;
 	for (size_t i = 0; i < seeds->n; i++) {
 		uint32_t x = seeds->v[i];
 		if (reach[x] != HS_REACH_NONE)
@@ -411,6 +416,9 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 		uint32_t x;
 		while (hs_edges_next(&it, &x)) {
 			nread++;
+			if ((x & HS_EDGE_INTERIOR) && reach[HS_EDGE_ID(x)] == HS_REACH_NONE &&
+			    stack_push(interior, HS_EDGE_ID(x)))
+				goto nomem;
 			if (!(x & HS_EDGE_RULE) || reach[HS_EDGE_ID(x)] != HS_REACH_NONE)
 				continue;
 			x = HS_EDGE_ID(x);
@@ -426,8 +434,12 @@ static struct hs_error *rule_reach(const struct hs_graph *g, uint8_t *reach,
 		uint32_t e;
 		while (hs_edges_next(&it, &e)) {
 			nread++;
-			if (e & HS_EDGE_INTERIOR)
+			if (e & HS_EDGE_INTERIOR) {
+				if (reach[HS_EDGE_ID(e)] == HS_REACH_NONE &&
+				    stack_push(interior, HS_EDGE_ID(e)))
+					goto nomem;
 				continue;
+			}
 			uint32_t x = HS_EDGE_ID(e);
 			if (reach[x] != HS_REACH_NONE)
 				continue;
@@ -479,26 +491,6 @@ static struct hs_error *stale_refs(const struct hs_core *core,
 		return &hs_error_nomem;
 	struct stale_ctx c = {g, m};
 	scan(core, roots, STALE, stale_word, &c);
-	return NULL;
-}
-
-/* Keeps the rule of the allocations that have one (a few of them): the
- * rank set and the rules by rank. */
-static struct hs_error *pack_via(struct hs_mark *m, const uint8_t *via, uint32_t n)
-{
-	struct hs_error *err = hs_rankset_init(&m->via_set, n);
-	if (err)
-		return err;
-	for (uint32_t v = 0; v < n; v++)
-		if (via[v])
-			hs_rankset_add(&m->via_set, v);
-	hs_rankset_finish(&m->via_set);
-	m->via = hs_malloc((size_t)m->via_set.count + 1);
-	if (!m->via)
-		return &hs_error_nomem;
-	for (uint32_t v = 0, k = 0; v < n; v++)
-		if (via[v])
-			m->via[k++] = via[v];
 	return NULL;
 }
 
@@ -706,14 +698,16 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 		goto fail;
 	struct stack *st;
 	/* 1b. pointers a header rule accepts count as starts: what only
-	 * they reach is reachable, and says through which rule */
-	if (via && (err = rule_reach(g, reach, via, &c.rule, clean, read)))
+	 * they reach is reachable, and says through which rule (and the
+	 * interior edges' targets of the rows it reads, for step 2) */
+	st = &c.interior;
+	if (via && (err = rule_reach(g, reach, via, &c.rule, clean, st, read)))
 		goto fail;
 	err = &hs_error_nomem;
-	/* 2. interior pointers too: possible */
-	st = &c.interior;
+	/* 2. interior pointers too: possible (their targets from the rows
+	 * of the reachable blocks, when rule_reach did not read them) */
 	uint64_t nread = 0;
-	for (uint32_t v = 0; v < n; v++) {
+	for (uint32_t v = 0; v < n && !via; v++) {
 		if (reach[v] != HS_REACH_REACHABLE || bit_has(clean, v))
 			continue;
 		struct hs_edges it = hs_graph_edges(g, v);
@@ -758,6 +752,13 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 		goto fail;
 	if (roots->nstale && (err = stale_refs(core, roots, g, m)))
 		goto fail;
+	/* the totals, and the rules of the blocks reachable through one
+	 * (few): by rank in via_set, gathered at the front of via as they
+	 * come (the k-th such block's at via[k], k <= v) */
+	if (via && (err = hs_rankset_init(&m->via_set, n)))
+		goto fail;
+	err = &hs_error_nomem;
+	uint32_t nvia = 0;
 	for (uint32_t v = 0; v < n; v++) {
 		m->total[reach[v]].count++;
 		m->total[reach[v]].bytes += heap->allocs[v].size;
@@ -768,12 +769,16 @@ struct hs_error *hs_mark_compute_from(const struct hs_core *core,
 		if (via && via[v] && reach[v] == HS_REACH_REACHABLE) {
 			m->via_total[via[v]].count++;
 			m->via_total[via[v]].bytes += heap->allocs[v].size;
-		} else if (via) {
-			via[v] = HS_RULE_NONE;
+			hs_rankset_add(&m->via_set, v);
+			via[nvia++] = via[v];
 		}
 	}
-	if (via && (err = pack_via(m, via, n)))
-		goto fail;
+	if (via) {
+		hs_rankset_finish(&m->via_set);
+		if (!(m->via = hs_malloc((size_t)nvia + 1)))
+			goto fail;
+		memcpy(m->via, via, nvia);
+	}
 	stack_free(&c.start);
 	stack_free(&c.interior);
 	stack_free(&c.rule);
