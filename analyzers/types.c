@@ -854,9 +854,9 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	struct hs_error *err;
 	if ((err = hs_rankset_init(&typed, n)) ||
 	    (t->inferred && (err = hs_rankset_init(&inf, n))) ||
-	    (bytes ? (err = u8_vector_reserve(&types8, t->typed + 1)) :
-	     narrow ? (err = u16_vector_reserve(&types16, t->typed + 1))
-		    : (err = u32_vector_reserve(&types, t->typed + 1))) ||
+	    (bytes ? (err = u8_vector_reserve_filled(&types8, t->typed + 1)) :
+	     narrow ? (err = u16_vector_reserve_filled(&types16, t->typed + 1))
+		    : (err = u32_vector_reserve_filled(&types, t->typed + 1))) ||
 	    (t->inferred &&
 	     (err = u8_vector_reserve(&flags, t->inferred_sure + t->inferred_guess + 1))))
 		goto fail;

@@ -96,10 +96,10 @@ static inline void hs_vector_hugepages(void *p, size_t bytes)
  * costly in a virtual machine).  For a table read before it is written,
  * at random, while other threads run: written once here, each page takes
  * one fault and no flush (in huge pages where it is large enough:
- * hs_vector_hugepages).  NULL when memory runs out. */
+ * hs_malloc_filled, hs_vector_hugepages).  NULL when memory runs out. */
 static inline void *hs_zalloc_written(size_t bytes)
 {
-	void *p = hs_malloc(bytes ? bytes : 1);
+	void *p = hs_malloc_filled(bytes ? bytes : 1);
 	if (p) {
 		hs_vector_hugepages(p, bytes);
 		/* keeps the compiler from making malloc + memset a calloc */
@@ -151,6 +151,20 @@ static inline void hs_vector_collapse(void *p, size_t bytes)
 		if (!v)                                                       \
 			return &hs_error_nomem;                               \
 		vec->v = v;                                                   \
+		return NULL;                                                  \
+	}                                                                     \
+	/* an empty vector's room for exactly n, all of which will be       \
+	 * pushed (hs_malloc_filled) */                                       \
+	__attribute__((unused)) static inline struct hs_error *               \
+	name##_reserve_filled(struct name *vec, size_t n)                     \
+	{                                                                     \
+		if (vec->v || !n || n > SIZE_MAX / sizeof(type))              \
+			return name##_reserve(vec, n);                        \
+		type *v = hs_malloc_filled(n * sizeof(type));                 \
+		if (!v)                                                       \
+			return &hs_error_nomem;                               \
+		vec->v = v;                                                   \
+		vec->cap = n;                                                 \
 		return NULL;                                                  \
 	}                                                                     \
 	__attribute__((unused)) static inline struct hs_error *               \

@@ -5,10 +5,16 @@
  * main.c sets it, such a block is a mapping of its own: its usable size
  * shows the rounding, and where the kernel puts mappings of whole 2 MiB
  * pages on a 2 MiB boundary (Linux 6.8 and later), so does its address.
+ * hs_malloc_filled maps a table the rounding leaves alone as whole 2 MiB
+ * pages too, but with the last of them, where the table ends, in 4 KiB
+ * pages: its mapping shows as two in /proc/self/smaps, the first with
+ * huge pages asked for ("hg"), the second refused them ("nh").
  * Not built in the sanitized tree, where the requests are left as they
  * are. */
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +41,40 @@ static int kernel_aligns(void)
 	int ok = (uintptr_t)p % HUGE == 0;
 	munmap(p, 4 * MIB);
 	return ok;
+}
+
+/* The VmFlags line of the mapping that starts at start, in buf; false
+ * when /proc/self/smaps names none. */
+static int vm_flags(uintptr_t start, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		return 0;
+	char line[512];
+	int in = 0, found = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		uintptr_t lo, hi;
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2)
+			in = lo == start;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			snprintf(buf, len, "%s", line + 8);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Does the flags line name flag (two letters, as smaps spells them)? */
+static int has_flag(const char *flags, const char *flag)
+{
+	char want[5] = {' ', flag[0], flag[1], 0, 0};
+	char padded[600];
+	snprintf(padded, sizeof(padded), " %s", flags);
+	for (char *p = padded; (p = strstr(p, want)); p++)
+		if (p[3] == ' ' || p[3] == '\n' || p[3] == 0)
+			return 1;
+	return 0;
 }
 
 int main(void)
@@ -111,9 +151,39 @@ int main(void)
 	/* realloc to 0 frees, as glibc's */
 	CHECK(hs_realloc(c, 0) == NULL);
 
+	/* a table written whole: 3,000,000 bytes (a byte an allocation on a
+	 * core of three million), which the rounding leaves alone (4 MiB
+	 * would add more than a quarter), mapped as 4 MiB: huge pages asked
+	 * for on the first 2 MiB, refused on the last */
+	CHECK(hs_alloc_size(3000000) == 3000000);
+	char *h = hs_malloc_filled(3000000);
+	CHECK(h != NULL);
+	CHECKF(malloc_usable_size(h) == 4 * MIB - 16, "filled 3,000,000: usable %zu",
+	       malloc_usable_size(h));
+	if (aligns && h) {
+		char flags[512];
+		CHECKF(mapping_of(h) % HUGE == 0, "filled 3,000,000 at %p", (void *)h);
+		CHECKF(vm_flags(mapping_of(h), flags, sizeof(flags)) && has_flag(flags, "hg") &&
+		       !has_flag(flags, "nh"), "the head's flags: %s", flags);
+		CHECKF(vm_flags(mapping_of(h) + HUGE, flags, sizeof(flags)) && has_flag(flags, "nh") &&
+		       !has_flag(flags, "hg"), "the tail's flags: %s", flags);
+		memset(h, 1, 3000000);
+	}
+	/* one the rounding takes (7 MiB), and one under 1 MiB: as hs_malloc */
+	char *k = hs_malloc_filled(7 * MIB);
+	CHECK(k != NULL);
+	CHECKF(malloc_usable_size(k) == 8 * MIB - 16, "filled 7 MiB: usable %zu",
+	       malloc_usable_size(k));
+	char *l = hs_malloc_filled(MIB - 4096);
+	CHECK(l != NULL);
+	CHECKF(malloc_usable_size(l) < MIB, "filled 1 MiB - 4 KiB: usable %zu", malloc_usable_size(l));
+
 	free(a);
 	free(d);
 	free(e);
 	free(g);
+	free(h);
+	free(k);
+	free(l);
 	return check_finish();
 }
