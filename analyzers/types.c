@@ -271,6 +271,9 @@ static bool assign(struct ctx *c, uint32_t id, struct hs_dtype *d, int from)
 			return false;
 		t->typed++;
 		t->inferred[id] = c->cur_conf;
+		/* (each block once: it is untyped only until now) */
+		t->inferred_sure += (c->cur_conf & HS_INFER_LEVEL) == HS_INFER_SURE;
+		t->inferred_guess += (c->cur_conf & HS_INFER_LEVEL) == HS_INFER_GUESS;
 		return !work_vector_push(&c->work, id);
 	}
 	uint32_t cur = hs_types_cur(t, id);
@@ -826,6 +829,12 @@ struct hs_error *hs_types_pack(struct hs_types *t)
 	if (t->packed)
 		return NULL;
 	uint32_t n = t->nallocs;
+	if (t->inferred && !t->inferred_sure && !t->inferred_guess) {
+		/* nothing inferred: the table is zeros, most of its pages never
+		 * written (reading each would map it: a page fault per 4 KiB) */
+		free(t->inferred);
+		t->inferred = NULL;
+	}
 	struct hs_rankset typed = {0}, inf = {0};
 	/* the counts kept along the way size the arrays */
 	struct u32_vector types = {0};
@@ -1929,11 +1938,6 @@ struct hs_error *hs_types_infer(struct hs_types *t, const struct hs_core *core,
 		hs_log_warn(log, "the leaked blocks have too many candidate types (more than %" PRIu64 " checks, %d a block): they stay untyped",
 			    in.max_checks, INFER_CHECKS_PER_BLOCK);
 		goto out;
-	}
-	for (uint32_t id = 0; id < graph->n; id++) {
-		uint8_t level = t->inferred[id] & HS_INFER_LEVEL;
-		t->inferred_sure += level == HS_INFER_SURE;
-		t->inferred_guess += level == HS_INFER_GUESS;
 	}
 	t->from_dwarf = t->typed - t->from_vtable - t->from_rtti;
 out:

@@ -118,8 +118,9 @@ struct hs_types {
 	 * first word, read from core */
 	uint64_t *cookie;
 	const struct hs_core *core;
-	/* per allocation: HS_INFER_*, NULL before hs_types_infer; once
-	 * packed, by rank in inferred_set (the blocks inferred).  Read it with
+	/* per allocation: HS_INFER_*, NULL before hs_types_infer (and once
+	 * packed when it inferred nothing); once packed, by rank in
+	 * inferred_set (the blocks inferred).  Read it with
 	 * hs_types_infer_flags. */
 	uint8_t *inferred;
 	struct hs_rankset inferred_set;
