@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 /* HS_ASAN: built with AddressSanitizer (gcc says so with
@@ -83,14 +84,17 @@ __attribute__((alloc_size(2))) static inline void *hs_realloc(void *p, size_t n)
  * leaves a request of 1 MiB or more as it is (a table of 2.6 to 3 MB, a
  * byte an allocation on the benchmark cores, took some 700 faults of
  * 4 KiB), it asks all the same for a mapping of whole 2 MiB pages, which
- * the kernel puts on a 2 MiB boundary; asks for huge pages on all of them
- * but the last, where the table ends; and gives that one 4 KiB pages
- * (MADV_NOHUGEPAGE).  The table's head is huge, its end takes a fault per
- * 4 KiB page written, and nothing past the end is resident: written
- * whole, the table holds what it held before, in fewer faults.  The
- * advice is given only when the block is where glibc's mapping of that
- * length puts it, 16 bytes past a 2 MiB boundary (another allocator's
- * block is left alone); refused advice changes nothing. */
+ * Linux 6.8 and later put on a 2 MiB boundary; asks for huge pages up to
+ * the 2 MiB boundary below the table's end; and gives the rest of the
+ * mapping, where the table ends, 4 KiB pages (MADV_NOHUGEPAGE).  The
+ * table's head is huge, its end takes a fault per 4 KiB page written, and
+ * nothing past the end is resident: written whole, the table holds what
+ * it held before, in fewer faults.  Where the kernel does not align the
+ * mapping, the same advice keeps the huge pages glibc asks for on all of
+ * it (glibc.malloc.hugetlb) inside the table.  Given only to a block
+ * that is glibc's mapped chunk of that length (its header says so, 16
+ * bytes before it, at the start of a page): another allocator's block is
+ * left alone, and refused advice changes nothing. */
 static inline void *hs_malloc_filled(size_t n)
 {
 #ifndef HS_ASAN
@@ -99,12 +103,21 @@ static inline void *hs_malloc_filled(size_t n)
 		size_t map = (n + HS_ALLOC_MMAP_OVERHEAD + HS_ALLOC_HUGE - 1) & ~(HS_ALLOC_HUGE - 1);
 		char *p = malloc(map - HS_ALLOC_MMAP_OVERHEAD);
 		uintptr_t start = (uintptr_t)p - 16;
-		if (p && !(start & (HS_ALLOC_HUGE - 1))) {
+		/* glibc's chunk header before the block: its size, with bit 1
+		 * for a mapped chunk (read through an address the compiler
+		 * does not tie to the block) */
+		size_t head = 0;
+		const char *hdr = (const char *)start;
+		__asm__("" : "+r"(hdr));
+		if (p && !(start & 4095))
+			memcpy(&head, hdr + 8, sizeof(head));
+		if (head == (map | 2)) {
 			uintptr_t tail = ((uintptr_t)p + n) & ~(uintptr_t)(HS_ALLOC_HUGE - 1);
-			if (tail > start && tail < start + map) {
+			if (tail < start)
+				tail = start;
+			if (tail > start)
 				(void)madvise((void *)start, tail - start, MADV_HUGEPAGE);
-				(void)madvise((void *)tail, start + map - tail, MADV_NOHUGEPAGE);
-			}
+			(void)madvise((void *)tail, start + map - tail, MADV_NOHUGEPAGE);
 		}
 		return p;
 	}
