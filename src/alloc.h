@@ -45,6 +45,13 @@
  * k * 2 MiB - 24 bytes maps exactly k * 2 MiB */
 #define HS_ALLOC_MMAP_OVERHEAD 24
 
+/* The length of the mapping of whole 2 MiB pages that holds a request
+ * of n bytes and glibc's header (n at most SIZE_MAX - HS_ALLOC_HUGE). */
+static inline size_t hs_alloc_mapping(size_t n)
+{
+	return (n + HS_ALLOC_MMAP_OVERHEAD + HS_ALLOC_HUGE - 1) & ~(HS_ALLOC_HUGE - 1);
+}
+
 /* The size to ask malloc for, for a request of n bytes. */
 static inline size_t hs_alloc_size(size_t n)
 {
@@ -53,8 +60,7 @@ static inline size_t hs_alloc_size(size_t n)
 #else
 	if (n < HS_ALLOC_HUGE_MIN || n > SIZE_MAX - HS_ALLOC_HUGE)
 		return n;
-	size_t m = ((n + HS_ALLOC_MMAP_OVERHEAD + HS_ALLOC_HUGE - 1) & ~(HS_ALLOC_HUGE - 1)) -
-		   HS_ALLOC_MMAP_OVERHEAD;
+	size_t m = hs_alloc_mapping(n) - HS_ALLOC_MMAP_OVERHEAD;
 	return m - n <= n / 4 ? m : n;
 #endif
 }
@@ -100,7 +106,7 @@ static inline void *hs_malloc_filled(size_t n)
 #ifndef HS_ASAN
 	if (n >= HS_ALLOC_HUGE_MIN && n <= SIZE_MAX - 2 * HS_ALLOC_HUGE &&
 	    hs_alloc_size(n) == n) {
-		size_t map = (n + HS_ALLOC_MMAP_OVERHEAD + HS_ALLOC_HUGE - 1) & ~(HS_ALLOC_HUGE - 1);
+		size_t map = hs_alloc_mapping(n);
 		char *p = malloc(map - HS_ALLOC_MMAP_OVERHEAD);
 		uintptr_t start = (uintptr_t)p - 16;
 		/* glibc's chunk header before the block: its size, with bit 1
